@@ -1,0 +1,17 @@
+"""`probegate merge`: not built yet."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from probegate.errors import UsageError
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("merge", help="(not built yet)")
+    p.add_argument("rest", nargs="*")
+
+
+def run(args: argparse.Namespace) -> int:
+    raise UsageError("'probegate merge' is not built yet")

@@ -1,0 +1,1 @@
+"""The data probegate moves around: probes, transcripts, verdicts, findings, scan reports."""

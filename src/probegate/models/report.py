@@ -1,0 +1,194 @@
+"""The scan report, ``schema: probegate-scan-v1``.
+
+Every top-level field and every Finding field of seed 000 is present with the meaning given
+there, so a consumer written against that field list reads this report unchanged; additions are
+documented in ``docs/report-format.md``. The report is the one thing every emitter reads.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from probegate.models.taxonomy import Severity
+from probegate.models.transcript import Transcript
+from probegate.models.verdict import Evidence
+
+SCHEMA = "probegate-scan-v1"
+
+Band = Literal["EXCELLENT", "GOOD", "WARNING", "POOR", "CRITICAL", "not_evaluated"]
+Mode = Literal["fast", "smart", "full"]
+StoppedReason = Literal["completed", "budget", "early_stop", "cancelled"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Budget(_Model):
+    cap_usd: float | None = None
+    spent_usd: float = 0.0
+    pct_of_cap: float | None = None
+    soft_stop_fraction: float = 0.8
+    finalise_truncated: bool = False
+    max_requests: int | None = None
+    requests_used: int = 0
+
+
+class Completeness(_Model):
+    """Seed 000 names: an "agent" here is one attempt, a "turn" one request to the target."""
+
+    agents_planned: int
+    agents_completed: int
+    agents_cut_short: int
+    turns_used: int
+    turns_planned: int
+    pct: float
+
+
+class Engine(_Model):
+    commander: str = "probegate"
+    attacker: str = "library"
+    evaluator: str = "oracle"
+
+
+class SourceLocation(_Model):
+    """A repo-relative file and line that defines the target (SARIF and annotations use it)."""
+
+    path: str
+    line: int = Field(default=1, ge=1)
+
+
+class TargetInfo(_Model):
+    """What was scanned. ``mode`` is the target kind (seed 000 name), ``ref`` its reference."""
+
+    mode: str
+    ref: str
+    inferred_goal: str = ""
+    profile_source: str = ""
+    capabilities: list[str] = Field(default_factory=list)
+    tools: list[str] = Field(default_factory=list)
+    definition: SourceLocation
+    tool_locations: dict[str, SourceLocation] = Field(default_factory=dict)
+
+
+class Suppression(_Model):
+    reason: str
+    expires: str | None = None
+
+
+class Finding(_Model):
+    """A probe with at least one vulnerable attempt."""
+
+    id: str
+    probe_id: str
+    asi: str
+    mitre_atlas: list[str]
+    csa_category: str
+    severity: Severity
+    attempt_count: int
+    success: bool
+    confidence: float
+    summary: str
+    transcript_ref: str | None = None
+    trigger_prompt: str | None = None
+    pov_reference: str | None = None
+    pov_reliability: float | None = None
+    created_at: str
+    # additions
+    fp: str
+    name: str
+    owasp_llm: list[str]
+    channel: str
+    successes: int
+    unjudged_attempts: int = 0
+    aivss_severity: float
+    remediation: str
+    evidence: list[Evidence] = Field(default_factory=list)
+    location: SourceLocation
+    transcript: Transcript | None = None
+    suppressed: Suppression | None = None
+
+
+ProbeOutcome = Literal["vulnerable", "resisted", "unjudged", "not_applicable"]
+
+
+class ProbeResult(_Model):
+    """Per-probe tally: JUnit's testcases and the per-ASI denominators come from these."""
+
+    probe_id: str
+    name: str
+    asi: str
+    severity: Severity
+    channel: str
+    outcome: ProbeOutcome
+    attempts: int = 0
+    vulnerable: int = 0
+    resisted: int = 0
+    unjudged: int = 0
+    reason: str = ""
+
+
+class UnjudgedAttempt(_Model):
+    attempt_id: str
+    probe_id: str
+    reason: str
+
+
+class Authority(_Model):
+    """Why the score is or is not authoritative (PRODUCT.md section 5)."""
+
+    authoritative: bool
+    failed: list[str] = Field(default_factory=list)
+    reasons: list[str] = Field(default_factory=list)
+
+
+class ScanReport(_Model):
+    aivss: int
+    aivss_formula_version: str
+    asi_scores: dict[str, float]
+    band: Band
+    budget: Budget | None = None
+    completeness: Completeness | None = None
+    cost_usd: float = 0.0
+    coverage: dict[str, Any]
+    coverage_grade: str
+    created_at: str
+    duration_seconds: float
+    engine: Engine
+    evaluation_mode: Literal["real", "stub", "mixed"]
+    findings: list[Finding]
+    findings_summary: dict[str, int]
+    mode: Mode
+    mode_authoritative: bool
+    package_version: str
+    probe_library_version: str
+    scan_id: str
+    schema_: str = Field(default=SCHEMA, alias="schema")
+    scoring_valid: bool
+    signatures: dict[str, Any] | None = None
+    stopped_reason: StoppedReason
+    sub_scores: dict[str, float]
+    target: TargetInfo
+    tier: str
+    tokens_total: int
+    undertested: list[str]
+    # additions
+    authority: Authority
+    results: list[ProbeResult]
+    unjudged: list[UnjudgedAttempt]
+    not_applicable: list[str]
+    seed: int
+    shard: str | None = None
+    stale_suppressions: list[str] = Field(default_factory=list)
+    expired_suppressions: list[str] = Field(default_factory=list)
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: seed field names, ``signatures`` omitted while unsigned."""
+        data = self.model_dump(mode="json", by_alias=True)
+        if data.get("signatures") is None:
+            data.pop("signatures", None)
+        return data

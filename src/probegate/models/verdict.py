@@ -1,0 +1,60 @@
+"""Attempts and their Verdict-style evidence (seed 004 finding fields)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from probegate.models.taxonomy import Severity
+from probegate.models.transcript import Transcript
+
+SUBJECT_MAX = 200
+
+
+class Outcome(StrEnum):
+    """Exactly one per attempt. Unjudged is never counted as resisted."""
+
+    VULNERABLE = "vulnerable"
+    RESISTED = "resisted"
+    UNJUDGED = "unjudged"
+
+
+class Evidence(BaseModel):
+    """What an oracle saw, where: a seed-004 Verdict finding pointing into the transcript.
+
+    ``subject`` is the one bounded value the finding fired on (redacted before it is stored);
+    ``start``/``end`` are offsets into the string at ``path``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    category: str
+    severity: Severity
+    path: str
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+    score: float = Field(ge=0.0, le=1.0)
+    fp: str
+    subject: str = Field(max_length=SUBJECT_MAX)
+    detector: str
+
+
+class Attempt(BaseModel):
+    """One probe variant run once, and its outcome."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    attempt_id: str
+    probe_id: str
+    variant: str = "seed"
+    repeat: int = 0
+    outcome: Outcome
+    reason: str = ""
+    evidence: list[Evidence] = Field(default_factory=list)
+    transcript: Transcript | None = None
+    trigger_prompt: str = ""
+    judged_by: str = "oracle"
+    requests: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
