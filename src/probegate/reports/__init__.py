@@ -1,0 +1,67 @@
+"""Emitters: one module per format, each a pure ``render(report) -> bytes``.
+
+:data:`FORMATS` is the explicit registry of output formats and their file names (PRODUCT.md
+section 2); the CLI choices, the docs and the Action read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from probegate.errors import ReportError, UsageError
+from probegate.models.report import ScanReport
+from probegate.reports import html_report, json_report, junit, markdown, sarif
+
+
+@dataclass(frozen=True)
+class Format:
+    name: str
+    filename: str
+    render: Callable[[ScanReport], bytes]
+
+
+FORMATS: dict[str, Format] = {
+    "json": Format("json", "scan.json", json_report.render),
+    "sarif": Format("sarif", "scan.sarif", sarif.render),
+    "junit": Format("junit", "junit.xml", junit.render),
+    "md": Format("md", "summary.md", markdown.render),
+    "html": Format("html", "report.html", html_report.render),
+}
+
+
+def parse_formats(values: list[str] | None) -> list[str]:
+    """``--output json,sarif --output md`` -> ordered unique names; unknown ones are exit 2."""
+    names: list[str] = []
+    for value in values or ["json"]:
+        for raw in value.split(","):
+            name = raw.strip().lower()
+            if not name:
+                continue
+            if name not in FORMATS:
+                known = ", ".join(FORMATS)
+                raise UsageError(f"unknown output format {name!r} (choose from {known})")
+            if name not in names:
+                names.append(name)
+    return names or ["json"]
+
+
+def write_outputs(report: ScanReport, formats: list[str], output_dir: Path) -> dict[str, Path]:
+    """Render every format first, then write: a format that fails leaves no partial file."""
+    rendered = {name: FORMATS[name].render(report) for name in formats}
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create output directory {output_dir}: {exc}") from exc
+    written: dict[str, Path] = {}
+    for name, data in rendered.items():
+        path = output_dir / FORMATS[name].filename
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        try:
+            tmp.write_bytes(data)
+            tmp.replace(path)
+        except OSError as exc:
+            raise ReportError(f"cannot write {path}: {exc}") from exc
+        written[name] = path
+    return written
