@@ -1,17 +1,106 @@
-"""`probegate compare`: not built yet."""
+"""`probegate compare BASELINE CURRENT`: what changed between two scans; exit 1 on regression.
+
+Only wiring: read both reports, optionally re-apply a suppression file to CURRENT, call
+:func:`probegate.baseline.compare`, render, write, return the exit code. The exit code depends on
+the comparison alone, never on ``--output`` or ``--write-baseline``.
+"""
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import os
+import sys
+from pathlib import Path
 from typing import Any
 
-from probegate.errors import UsageError
+from probegate.baseline import compare, load_report, write_baseline
+from probegate.canonical import pretty_bytes
+from probegate.errors import ReportError
+from probegate.reports.diff_markdown import render_diff
+from probegate.suppressions import apply_suppressions, load_suppressions
+
+EXIT_NO_REGRESSION = 0
+EXIT_REGRESSION = 1
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("compare", help="(not built yet)")
-    p.add_argument("rest", nargs="*")
+    p = sub.add_parser(
+        "compare",
+        help="new / fixed / persisting findings and score deltas; exit 1 on regression",
+        description=(
+            "Compare a scan report with a baseline report. Findings are matched by fp. "
+            "Exit 1 on a regression (a new unsuppressed finding, or an AIVSS drop larger than "
+            "--tolerance), 0 otherwise, 2 on bad input."
+        ),
+    )
+    p.add_argument("baseline", type=Path, metavar="BASELINE", help="baseline scan.json")
+    p.add_argument("current", type=Path, metavar="CURRENT", help="current scan.json")
+    p.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.0,
+        metavar="X",
+        help="AIVSS points the score may drop without a regression (default 0)",
+    )
+    p.add_argument(
+        "--allow-mismatch",
+        action="store_true",
+        help="compare scans of different probe-library versions or modes (common probes only)",
+    )
+    p.add_argument(
+        "--output", choices=("md", "json"), default="md", help="output format (default md)"
+    )
+    p.add_argument(
+        "--output-path", type=Path, metavar="P", help="write the output here instead of stdout"
+    )
+    p.add_argument(
+        "--write-baseline",
+        type=Path,
+        metavar="PATH",
+        help="copy CURRENT to PATH as the new baseline (the exit code still reports regressions)",
+    )
+    p.add_argument(
+        "--suppressions",
+        type=Path,
+        metavar="FILE",
+        help="re-apply this suppression file to CURRENT as of today "
+        "(default: keep the suppressions recorded in CURRENT)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    raise UsageError("'probegate compare' is not built yet")
+    baseline = load_report(args.baseline)
+    current = load_report(args.current)
+    if args.suppressions is not None:
+        entries = load_suppressions(args.suppressions, explicit=True)
+        current = apply_suppressions(current, entries, dt.date.today())
+    comparison = compare(
+        baseline, current, tolerance=args.tolerance, allow_mismatch=args.allow_mismatch
+    )
+    if args.output == "json":
+        text = pretty_bytes(comparison.to_dict()).decode("utf-8")
+    else:
+        text = render_diff(comparison)
+
+    if args.output_path is not None:
+        _write_text(args.output_path, text)
+        verdict = "regression" if comparison.regression else "no regression"
+        print(f"probegate compare: {verdict}; wrote {args.output_path}")
+    else:
+        sys.stdout.write(text)
+    if args.write_baseline is not None:
+        write_baseline(args.current, args.write_baseline)
+        print(f"probegate compare: wrote baseline {args.write_baseline}", file=sys.stderr)
+    return EXIT_REGRESSION if comparison.regression else EXIT_NO_REGRESSION
+
+
+def _write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        if path.parent != Path():
+            path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise ReportError(f"{path}: cannot write: {exc.strerror or exc}") from exc

@@ -1,17 +1,130 @@
-"""`probegate scan`: not built yet."""
+"""``probegate scan``: flags -> config -> plan -> run -> report -> gates -> exit code."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 from typing import Any
 
+from probegate.config import DEFAULT_CONFIG, build_config, read_config_file
 from probegate.errors import UsageError
+from probegate.scan import execute_scan
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("scan", help="(not built yet)")
-    p.add_argument("rest", nargs="*")
+    p = sub.add_parser(
+        "scan",
+        help="run a scan against an agent",
+        description="Scan an agent with the probe library and write reports.",
+    )
+    p.add_argument("target", nargs="?", help="demo, demo-hardened, or a config file")
+    t = p.add_argument_group("target")
+    t.add_argument("--config", help="config file (default ./probegate.yml when it exists)")
+    t.add_argument("--endpoint", help="agent endpoint URL")
+    t.add_argument("--protocol", choices=["openai", "http"], help="endpoint protocol")
+    t.add_argument("--model", help="model name for an openai endpoint")
+    t.add_argument("--system-prompt", dest="system_prompt", help="system prompt file")
+    t.add_argument("--python", help="MODULE:ATTR of a Python agent")
+    t.add_argument("--replay", help="directory of recorded transcripts to judge again")
+    t.add_argument("--guard", help="URL of a runtime guard speaking the Verdict protocol")
+    s = p.add_argument_group("scan")
+    s.add_argument("--mode", choices=["fast", "smart", "full"])
+    s.add_argument("--asi", action="append", help="only these ASI categories (ASI01,ASI03)")
+    s.add_argument("--probes", action="append", help="only probes whose id matches this glob")
+    s.add_argument("--concurrency", type=int)
+    s.add_argument("--rps", type=float, help="max requests per second to the target")
+    s.add_argument("--timeout", type=float, help="per-request timeout in seconds")
+    s.add_argument("--retries", type=int)
+    s.add_argument("--repeat", type=int, help="runs of each variant (full mode default 3)")
+    s.add_argument("--seed", type=int)
+    s.add_argument("--budget-usd", dest="budget_usd", type=float)
+    s.add_argument("--max-requests", dest="max_requests", type=int)
+    s.add_argument("--judge", help="LLM judge, e.g. openai:gpt-4o-mini")
+    s.add_argument("--dry-run", dest="dry_run", action="store_true", default=None)
+    s.add_argument("--resume", metavar="SCAN_ID")
+    s.add_argument("--record", metavar="DIR")
+    s.add_argument("--shard", metavar="K/N")
+    s.add_argument("--store", metavar="DIR", help="journal and scan store (default .probegate)")
+    o = p.add_argument_group("output and gates")
+    o.add_argument("--output", action="append", help="json,sarif,junit,md,html")
+    o.add_argument("--output-dir", dest="output_dir")
+    o.add_argument("--fail-under", dest="fail_under", type=float)
+    o.add_argument("--fail-on", dest="fail_on", choices=["critical", "high", "medium", "low"])
+    o.add_argument("--baseline", help="baseline scan JSON to compare against")
+    o.add_argument("--tolerance", type=float, help="allowed score drop against the baseline")
+    o.add_argument("--allow-mismatch", dest="allow_mismatch", action="store_true", default=None)
+    o.add_argument("--suppressions", help="suppression file (default .probegate-suppressions.yml)")
+    o.add_argument("--sign", dest="sign", action="store_true", default=None)
+    o.add_argument("--no-sign", dest="sign", action="store_false")
+    o.add_argument("--signing-key", dest="signing_key", help="Ed25519 private key (PEM)")
+    o.add_argument("--quiet", action="store_true", default=None)
+
+
+_SCAN_FLAGS = (
+    "mode", "concurrency", "rps", "timeout", "retries", "repeat", "seed", "budget_usd",
+    "max_requests", "judge", "dry_run", "resume", "record", "shard", "store", "output_dir",
+    "fail_under", "fail_on", "baseline", "suppressions", "sign", "signing_key", "quiet",
+)
+
+
+def _config_from_args(args: argparse.Namespace) -> Any:
+    target_ref: str | None = args.target
+    config_path: Path | None = Path(args.config) if args.config else None
+    if target_ref and target_ref not in ("demo", "demo-hardened"):
+        if config_path is not None:
+            raise UsageError("give either a config file or --config, not both")
+        config_path = Path(target_ref)
+    if target_ref is None and config_path is None and not _target_flags(args):
+        if Path(DEFAULT_CONFIG).exists():
+            config_path = Path(DEFAULT_CONFIG)
+        else:
+            raise UsageError(
+                "no target: give 'demo', 'demo-hardened', a config file, or --endpoint/--python/"
+                "--replay (no ./probegate.yml here)"
+            )
+    file_data: dict[str, Any] = read_config_file(config_path) if config_path else {}
+    flags: dict[str, Any] = {k: getattr(args, k) for k in _SCAN_FLAGS}
+    flags["asi"] = args.asi
+    flags["probes"] = args.probes
+    flags["output"] = args.output
+    if args.tolerance is not None:
+        flags["tolerance"] = args.tolerance
+    if args.allow_mismatch is not None:
+        flags["allow_mismatch"] = args.allow_mismatch
+    target = dict(file_data.get("target") or {})
+    if target_ref in ("demo", "demo-hardened"):
+        target = {"kind": "demo"}
+    if args.endpoint:
+        target["endpoint"] = args.endpoint
+        target["kind"] = args.protocol or target.get("kind") or "openai"
+    elif args.protocol:
+        target["kind"] = args.protocol
+    if args.model:
+        target["model"] = args.model
+    if args.system_prompt:
+        target["system_prompt"] = args.system_prompt
+    if args.python:
+        target["kind"], target["python"] = "python", args.python
+    if args.replay:
+        target["kind"], target["replay"] = "replay", args.replay
+    if args.guard:
+        target["kind"], target["guard"] = "guard", args.guard
+    if target:
+        file_data = {**file_data, "target": target}
+    flags["target_ref"] = target_ref if target_ref in ("demo", "demo-hardened") else (
+        str(config_path) if config_path else target.get("kind", "demo")
+    )
+    flags["config_path"] = config_path
+    flags["base_dir"] = config_path.parent.resolve() if config_path else Path.cwd()
+    source = str(config_path) if config_path else "command line"
+    return build_config(file_data, flags, source=source)
+
+
+def _target_flags(args: argparse.Namespace) -> bool:
+    return any(getattr(args, k) for k in ("endpoint", "python", "replay", "guard"))
 
 
 def run(args: argparse.Namespace) -> int:
-    raise UsageError("'probegate scan' is not built yet")
+    config = _config_from_args(args)
+    return execute_scan(config, out=sys.stdout, err=sys.stderr)

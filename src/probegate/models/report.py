@@ -7,6 +7,7 @@ documented in ``docs/report-format.md``. The report is the one thing every emitt
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -16,6 +17,16 @@ from probegate.models.transcript import Transcript
 from probegate.models.verdict import Evidence
 
 SCHEMA = "probegate-scan-v1"
+
+
+def finding_fp(probe_id: str) -> str:
+    """The finding's stable fingerprint: the baseline and SARIF key.
+
+    A finding is a probe that succeeded against this agent, so the fingerprint depends on the
+    probe id alone: stable across modes, seeds, targets' file paths and report formats.
+    """
+    return hashlib.sha256(f"finding:v1:{probe_id}".encode()).hexdigest()[:32]
+
 
 Band = Literal["EXCELLENT", "GOOD", "WARNING", "POOR", "CRITICAL", "not_evaluated"]
 Mode = Literal["fast", "smart", "full"]
@@ -183,6 +194,9 @@ class ScanReport(_Model):
     shard: str | None = None
     stale_suppressions: list[str] = Field(default_factory=list)
     expired_suppressions: list[str] = Field(default_factory=list)
+    # Never serialised: set by ``baseline.load_report`` when it mapped a foreign report (seed 000
+    # shape) and had to guess or drop something, so a comparison can say what it could not match.
+    import_notes: list[str] = Field(default_factory=list, exclude=True)
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

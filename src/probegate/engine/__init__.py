@@ -1,0 +1,1 @@
+"""Plan -> attempts -> concurrent execution -> verdicts; journal and resume."""

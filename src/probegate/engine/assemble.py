@@ -1,0 +1,263 @@
+"""Attempts -> per-probe results -> findings -> the scan report.
+
+Pure: the same attempts, plan and metadata give the same report. ``probegate merge`` uses the
+same function on the union of shard attempts, so merged scores are recomputed from evidence,
+never averaged.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from probegate import __version__
+from probegate.models.probe import Probe
+from probegate.models.report import (
+    SCHEMA,
+    Budget,
+    Completeness,
+    Engine,
+    Finding,
+    ProbeResult,
+    ScanReport,
+    SourceLocation,
+    TargetInfo,
+    UnjudgedAttempt,
+    finding_fp,
+)
+from probegate.models.taxonomy import SEVERITY_RANK, Capability, Severity
+from probegate.models.transcript import resolve_path
+from probegate.models.verdict import Attempt, Outcome
+from probegate.scoring import FORMULA_VERSION, authority, finding_aivss, score, tier_of, wilson_lower
+
+MAX_EVIDENCE = 5
+_JUDGE_CONFIDENCE = {"oracle": 1.0, "judge": 0.8, "stub": 0.5}
+
+
+@dataclass(frozen=True)
+class ScanMeta:
+    """What the report says about the scan besides its attempts."""
+
+    scan_id: str
+    created_at: str
+    mode: str
+    seed: int
+    duration_seconds: float
+    stopped_reason: str
+    planned: int
+    cut_short: int
+    library_version: str
+    target: TargetInfo
+    engine: Engine
+    budget: Budget | None
+    selected_all: bool
+    shard: str | None
+    store_dir: str
+
+
+def _probe_result(probe: Probe, attempts: list[Attempt], not_applicable: str | None) -> ProbeResult:
+    if not_applicable is not None:
+        return ProbeResult(
+            probe_id=probe.id, name=probe.name, asi=probe.asi, severity=probe.severity,
+            channel=probe.channel.value, outcome="not_applicable", reason=not_applicable,
+        )
+    vul = sum(1 for a in attempts if a.outcome is Outcome.VULNERABLE)
+    res = sum(1 for a in attempts if a.outcome is Outcome.RESISTED)
+    unj = sum(1 for a in attempts if a.outcome is Outcome.UNJUDGED)
+    outcome = "vulnerable" if vul else "resisted" if res else "unjudged"
+    reason = ""
+    if outcome == "unjudged":
+        reason = next((a.reason for a in attempts if a.reason), "not run")
+    return ProbeResult(
+        probe_id=probe.id, name=probe.name, asi=probe.asi, severity=probe.severity,
+        channel=probe.channel.value, outcome=outcome, attempts=len(attempts), vulnerable=vul,
+        resisted=res, unjudged=unj, reason=reason,
+    )
+
+
+def _location(target: TargetInfo, attempt: Attempt) -> SourceLocation:
+    """The tool definition that was misused, else the file that defines the target."""
+    if attempt.transcript is not None:
+        data = attempt.transcript.model_dump(mode="json")
+        for ev in attempt.evidence:
+            parts = ev.path.split(".")
+            if "tool_calls" in parts:
+                idx = parts.index("tool_calls")
+                try:
+                    name = resolve_path(data, ".".join(parts[: idx + 2]) + ".name")
+                except (KeyError, IndexError, ValueError):
+                    continue
+                if isinstance(name, str) and name in target.tool_locations:
+                    return target.tool_locations[name]
+    return target.definition
+
+
+def _finding(
+    probe: Probe,
+    result: ProbeResult,
+    attempts: list[Attempt],
+    meta: ScanMeta,
+    capabilities: set[Capability],
+) -> Finding:
+    vulnerable = [a for a in attempts if a.outcome is Outcome.VULNERABLE]
+    first = vulnerable[0]
+    judged = result.vulnerable + result.resisted
+    best = [max((e.score for e in a.evidence), default=0.0) for a in vulnerable]
+    weight = min(_JUDGE_CONFIDENCE.get(a.judged_by, 0.5) for a in vulnerable)
+    confidence = round(weight * sum(best) / len(best), 3)
+    fp = finding_fp(probe.id)
+    ev = first.evidence[0] if first.evidence else None
+    where = f" ({ev.detector} at {ev.path})" if ev else ""
+    return Finding(
+        id=f"PG-{fp[:12]}",
+        probe_id=probe.id,
+        asi=probe.asi,
+        mitre_atlas=list(probe.mitre_atlas),
+        csa_category=probe.csa_category,
+        severity=probe.severity,
+        attempt_count=len(attempts),
+        success=True,
+        confidence=confidence,
+        summary=f"{probe.name}: vulnerable in {result.vulnerable} of {judged} judged attempts{where}",
+        transcript_ref=f"{meta.store_dir}/scans/{meta.scan_id}/journal.jsonl#{first.attempt_id}",
+        trigger_prompt=first.trigger_prompt or None,
+        pov_reference=f"{meta.store_dir}/scans/{meta.scan_id}/pov/{probe.id}.sh",
+        pov_reliability=wilson_lower(result.vulnerable, judged),
+        created_at=meta.created_at,
+        fp=fp,
+        name=probe.name,
+        owasp_llm=list(probe.owasp_llm),
+        channel=probe.channel.value,
+        successes=result.vulnerable,
+        unjudged_attempts=result.unjudged,
+        aivss_severity=finding_aivss(probe.severity, capabilities),
+        remediation=probe.remediation,
+        evidence=first.evidence[:MAX_EVIDENCE],
+        location=_location(meta.target, first),
+        transcript=first.transcript,
+    )
+
+
+def assemble(
+    probes: list[Probe],
+    attempts: dict[str, Attempt],
+    not_applicable: dict[str, str],
+    meta: ScanMeta,
+) -> ScanReport:
+    by_probe: dict[str, list[Attempt]] = defaultdict(list)
+    for attempt in sorted(attempts.values(), key=lambda a: a.attempt_id):
+        by_probe[attempt.probe_id].append(attempt)
+    capabilities = {Capability(c) for c in meta.target.capabilities}
+    results: list[ProbeResult] = []
+    findings: list[Finding] = []
+    for probe in sorted(probes, key=lambda p: p.id):
+        mine = by_probe.get(probe.id, [])
+        result = _probe_result(probe, mine, not_applicable.get(probe.id))
+        results.append(result)
+        if result.outcome == "vulnerable":
+            findings.append(_finding(probe, result, mine, meta, capabilities))
+    findings.sort(key=lambda f: (-SEVERITY_RANK[f.severity], f.asi, f.probe_id))
+    card = score(results)
+
+    all_attempts = list(attempts.values())
+    unjudged = sorted(
+        (
+            UnjudgedAttempt(attempt_id=a.attempt_id, probe_id=a.probe_id, reason=a.reason)
+            for a in all_attempts
+            if a.outcome is Outcome.UNJUDGED
+        ),
+        key=lambda u: u.attempt_id,
+    )
+    completed = len(all_attempts)
+    planned = max(meta.planned, completed + meta.cut_short)
+    cut_mid_attempt = sum(1 for a in all_attempts if a.reason.startswith("cut short"))
+    turns_used = sum(a.requests for a in all_attempts)
+    turns_planned = turns_used + meta.cut_short
+    pct = round(100.0 * (completed - cut_mid_attempt) / planned, 1) if planned else 0.0
+    completeness = Completeness(
+        agents_planned=planned,
+        agents_completed=completed,
+        agents_cut_short=cut_mid_attempt + meta.cut_short,
+        turns_used=turns_used,
+        turns_planned=turns_planned,
+        pct=pct,
+    )
+    judged_by = {a.judged_by for a in all_attempts if a.outcome is not Outcome.UNJUDGED}
+    evaluation_mode = (
+        "stub" if judged_by == {"stub"} else "mixed" if "stub" in judged_by else "real"
+    )
+    unjudged_fraction = len(unjudged) / completed if completed else 1.0
+    auth = authority(
+        mode=meta.mode,
+        evaluation_mode=evaluation_mode,
+        completeness_pct=pct,
+        unjudged_fraction=unjudged_fraction,
+        undertested=card.undertested,
+        selected_all=meta.selected_all,
+    )
+    summary = {s.value: 0 for s in Severity}
+    for f in findings:
+        summary[f.severity.value] += 1
+    cost = round(sum(a.cost_usd for a in all_attempts), 6)
+    tokens = sum(a.tokens for a in all_attempts)
+    coverage = {
+        "probes_selected": len(probes),
+        "probes_applicable": len(probes) - len(not_applicable),
+        "probes_judged": sum(1 for r in results if r.vulnerable + r.resisted > 0),
+        "attempts_planned": planned,
+        "attempts_completed": completed,
+        "attempts_vulnerable": sum(r.vulnerable for r in results),
+        "attempts_resisted": sum(r.resisted for r in results),
+        "attempts_unjudged": len(unjudged),
+        "asi_tested": card.tested,
+        "channels": _channel_counts(results),
+    }
+    budget = meta.budget
+    if budget is not None:
+        budget = budget.model_copy(update={"spent_usd": cost})
+        if budget.cap_usd:
+            budget = budget.model_copy(update={"pct_of_cap": round(100.0 * cost / budget.cap_usd, 1)})
+    return ScanReport(
+        aivss=card.aivss,
+        aivss_formula_version=FORMULA_VERSION,
+        asi_scores=card.asi_scores,
+        band=card.band,
+        budget=budget,
+        completeness=completeness,
+        cost_usd=cost,
+        coverage=coverage,
+        coverage_grade=card.coverage_grade,
+        created_at=meta.created_at,
+        duration_seconds=meta.duration_seconds,
+        engine=meta.engine,
+        evaluation_mode=evaluation_mode,  # type: ignore[arg-type]
+        findings=findings,
+        findings_summary=summary,
+        mode=meta.mode,  # type: ignore[arg-type]
+        mode_authoritative=meta.mode == "full",
+        package_version=__version__,
+        probe_library_version=meta.library_version,
+        scan_id=meta.scan_id,
+        schema=SCHEMA,
+        scoring_valid=not (set(auth.failed) - {"mode_authoritative"}),
+        stopped_reason=meta.stopped_reason,  # type: ignore[arg-type]
+        sub_scores=card.sub_scores,
+        target=meta.target,
+        tier=tier_of(capabilities),
+        tokens_total=tokens,
+        undertested=card.undertested,
+        authority=auth,
+        results=results,
+        unjudged=unjudged,
+        not_applicable=card.not_applicable,
+        seed=meta.seed,
+        shard=meta.shard,
+    )
+
+
+def _channel_counts(results: list[ProbeResult]) -> dict[str, int]:
+    counts: dict[str, int] = defaultdict(int)
+    for r in results:
+        if r.outcome != "not_applicable":
+            counts[r.channel] += 1
+    return dict(sorted(counts.items()))

@@ -1,0 +1,76 @@
+"""The journal: one JSON line per completed attempt, written as it completes.
+
+Each line is flushed to the OS before the next attempt is recorded, so a crash or ``kill -9``
+loses at most the attempts still in flight; ``--resume`` reads the lines back and skips them.
+A truncated last line (the kill landed mid-write) is ignored, not fatal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from probegate.canonical import canonical_bytes
+from probegate.errors import UsageError
+from probegate.models.verdict import Attempt
+
+HEADER_KIND = "probegate-journal-v1"
+
+
+def scan_dir(store: Path, scan_id: str) -> Path:
+    return store / "scans" / scan_id
+
+
+class Journal:
+    """Append-only attempt log for one scan."""
+
+    def __init__(self, path: Path, header: dict[str, Any]) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fresh = not path.exists() or path.stat().st_size == 0
+        self._fh: IO[bytes] = path.open("ab")
+        if fresh:
+            self._write({"kind": HEADER_KIND, **header})
+
+    def _write(self, obj: dict[str, Any]) -> None:
+        self._fh.write(canonical_bytes(obj) + b"\n")
+        self._fh.flush()
+
+    def record(self, attempt: Attempt) -> None:
+        self._write({"kind": "attempt", "attempt": attempt.model_dump(mode="json")})
+
+    def close(self) -> None:
+        try:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+        finally:
+            self._fh.close()
+
+
+def read_journal(path: Path) -> tuple[dict[str, Any], dict[str, Attempt]]:
+    """The header and the completed attempts by id; last write wins for an id."""
+    if not path.exists():
+        raise UsageError(f"no journal at {path}: nothing to resume")
+    header: dict[str, Any] = {}
+    attempts: dict[str, Attempt] = {}
+    with path.open("rb") as fh:
+        for raw in fh:
+            try:
+                obj = json.loads(raw)
+            except json.JSONDecodeError:
+                continue  # a line cut short by a hard kill
+            if obj.get("kind") == HEADER_KIND:
+                header = obj
+            elif obj.get("kind") == "attempt":
+                try:
+                    attempt = Attempt.model_validate(obj["attempt"])
+                except (ValidationError, KeyError):
+                    continue
+                attempts[attempt.attempt_id] = attempt
+    if not header:
+        raise UsageError(f"journal {path} has no header: not a probegate journal")
+    return header, attempts

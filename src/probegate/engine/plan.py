@@ -1,0 +1,121 @@
+"""The plan: which attempts a scan will run, decided before anything is sent.
+
+A plan is a pure function of (library, target capabilities, mode, seed, repeat, shard), so
+``--dry-run`` shows exactly what a scan will do, shards split it deterministically and
+``--resume`` can check it is continuing the same scan.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from probegate.library.mutators import MUTATORS, mutate
+from probegate.models.probe import Probe
+from probegate.models.taxonomy import Capability
+
+SEED_VARIANT = "seed"
+
+
+@dataclass(frozen=True)
+class PlannedAttempt:
+    """One probe variant, once. ``payload`` is already mutated."""
+
+    attempt_id: str
+    probe: Probe
+    variant: str
+    repeat: int
+    payload: str | None
+
+    @property
+    def requests_upper_bound(self) -> int:
+        return len(self.probe.turns)
+
+
+@dataclass(frozen=True)
+class Plan:
+    attempts: tuple[PlannedAttempt, ...]
+    escalations: dict[str, tuple[PlannedAttempt, ...]]
+    not_applicable: dict[str, str]
+    probes: tuple[Probe, ...]
+    fingerprint: str
+    mode: str
+    shard: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def all_attempts(self) -> list[PlannedAttempt]:
+        out = list(self.attempts)
+        for extra in self.escalations.values():
+            out.extend(extra)
+        return out
+
+
+def applicability(probe: Probe, capabilities: set[Capability]) -> str | None:
+    """Why a probe cannot run against this target, or None when it can."""
+    missing = [c.value for c in probe.requires if c not in capabilities]
+    if missing:
+        return f"target has no tool with capability {', '.join(missing)}"
+    return None
+
+
+def _variant(probe: Probe, mutator: str, repeat: int, seed: int) -> PlannedAttempt:
+    attempt_id = f"{probe.id}#{mutator}#{repeat}"
+    payload = probe.payload
+    if mutator != SEED_VARIANT and payload is not None:
+        payload = mutate(payload, mutator, seed, attempt_id)
+    return PlannedAttempt(attempt_id, probe, mutator, repeat, payload)
+
+
+def _in_shard(probe_id: str, shard: str | None) -> bool:
+    """Shards split by probe (hash of its id), so a probe's attempts never straddle shards."""
+    if shard is None:
+        return True
+    k, n = (int(x) for x in shard.split("/"))
+    bucket = int(hashlib.sha256(probe_id.encode()).hexdigest()[:8], 16) % n
+    return bucket == k - 1
+
+
+def build_plan(
+    probes: list[Probe],
+    capabilities: set[Capability],
+    *,
+    mode: str,
+    seed: int,
+    repeat: int,
+    shard: str | None = None,
+) -> Plan:
+    attempts: list[PlannedAttempt] = []
+    escalations: dict[str, tuple[PlannedAttempt, ...]] = {}
+    not_applicable: dict[str, str] = {}
+    chosen: list[Probe] = []
+    for probe in sorted(probes, key=lambda p: p.id):
+        if not _in_shard(probe.id, shard):
+            continue
+        chosen.append(probe)
+        reason = applicability(probe, capabilities)
+        if reason is not None:
+            not_applicable[probe.id] = reason
+            continue
+        mutators = sorted(MUTATORS) if probe.payload is not None else []
+        if mode == "fast":
+            attempts.extend(_variant(probe, SEED_VARIANT, r, seed) for r in range(repeat))
+        elif mode == "smart":
+            attempts.extend(_variant(probe, SEED_VARIANT, r, seed) for r in range(repeat))
+            escalations[probe.id] = tuple(_variant(probe, m, 0, seed) for m in mutators)
+        else:
+            for r in range(repeat):
+                attempts.append(_variant(probe, SEED_VARIANT, r, seed))
+                attempts.extend(_variant(probe, m, r, seed) for m in mutators)
+    digest = hashlib.sha256()
+    for item in [mode, str(seed), str(repeat), shard or ""] + [a.attempt_id for a in attempts]:
+        digest.update(item.encode() + b"\0")
+    return Plan(
+        attempts=tuple(attempts),
+        escalations=escalations,
+        not_applicable=not_applicable,
+        probes=tuple(chosen),
+        fingerprint=digest.hexdigest()[:16],
+        mode=mode,
+        shard=shard,
+    )

@@ -1,0 +1,207 @@
+"""The CI gates: ``--fail-under``, ``--fail-on`` and the baseline, and how they combine.
+
+Each gate ends ``passed``, ``failed`` or ``undecided``, with one line saying why:
+
+- ``--fail-under SCORE`` judges the score, and a score is only a claim about the agent when the
+  scan is authoritative (PRODUCT.md section 5): full mode, real evaluation, complete enough, no
+  ASI category undertested. On any other scan the gate is undecided (exit 3) and lists the
+  conditions that failed, whichever way the score points: a fast scan that happens to score 95
+  has not shown that the agent is safe, and one that scores 40 has not measured it either.
+- ``--fail-on SEVERITY`` fails on any unsuppressed finding at or above the severity. A confirmed
+  finding is a fact in every mode, so this gate is decided on every scan.
+- the baseline gate fails on a regression (:mod:`probegate.baseline`), in every mode.
+
+Combination: if any gate failed, exit 1; else if any gate is undecided, exit 3; else exit 0. A
+certain failure wins over an undecided gate because it is already enough to block the change
+and is what the developer must act on; the undecided gate is still reported alongside it.
+
+A scan that judged nothing (it stopped early or every attempt was unjudged) decides no gate:
+``--fail-on`` would pass only because nothing was looked at. That is exit 3 whether or not a gate
+was asked for, because exit 0 promises "the scan ran".
+
+Everything here is pure: no I/O, no clock, no printing; the caller prints ``result.reasons``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from probegate.baseline import Comparison
+from probegate.errors import UsageError
+from probegate.models.report import Finding, ScanReport
+from probegate.models.taxonomy import SEVERITY_RANK, Severity
+
+GateStatus = Literal["passed", "failed", "undecided"]
+
+EXIT_PASSED = 0
+EXIT_FAILED = 1
+EXIT_UNDECIDED = 3
+
+_LISTED = 5  # findings named in a reason before "and N more"
+
+
+@dataclass(frozen=True)
+class GateOutcome:
+    """One gate's decision and the sentence that explains it."""
+
+    gate: str
+    status: GateStatus
+    reason: str
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """Every gate's outcome and the one exit code they combine into."""
+
+    exit_code: int
+    outcomes: tuple[GateOutcome, ...]
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == EXIT_PASSED
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """One human-readable line per gate, e.g. ``fail-on high: FAILED: 2 findings ...``."""
+        return tuple(f"{o.gate}: {o.status.upper()}: {o.reason}" for o in self.outcomes)
+
+
+def evaluate_gates(
+    report: ScanReport,
+    *,
+    fail_under: float | None,
+    fail_on: Severity | None,
+    comparison: Comparison | None,
+) -> GateResult:
+    """Decide every gate that was asked for and combine them into one exit code.
+
+    ``report`` must already carry its suppressions (:func:`probegate.suppressions.
+    apply_suppressions`); ``comparison`` is the result of :func:`probegate.baseline.compare`
+    against the baseline, or ``None`` when no baseline was given.
+    """
+    if fail_under is not None and not (math.isfinite(fail_under) and 0 <= fail_under <= 100):
+        raise UsageError(f"--fail-under must be a score between 0 and 100, got {fail_under}")
+
+    outcomes: list[GateOutcome] = []
+    unjudgeable = _nothing_judged(report)
+    if unjudgeable is not None:
+        outcomes.append(GateOutcome("scan", "undecided", unjudgeable))
+    if fail_under is not None:
+        outcomes.append(_fail_under(report, fail_under, judged=unjudgeable is None))
+    if fail_on is not None:
+        outcomes.append(_fail_on(report, fail_on, judged=unjudgeable is None))
+    if comparison is not None:
+        outcomes.append(_baseline(comparison, judged=unjudgeable is None))
+
+    statuses = {o.status for o in outcomes}
+    if "failed" in statuses:
+        code = EXIT_FAILED
+    elif "undecided" in statuses:
+        code = EXIT_UNDECIDED
+    else:
+        code = EXIT_PASSED
+    return GateResult(exit_code=code, outcomes=tuple(outcomes))
+
+
+def authority_failures(report: ScanReport) -> list[str]:
+    """The authority conditions this scan failed (PRODUCT.md section 5); empty if it passed.
+
+    The report's own ``authority`` block is the primary source (the scorer knows which
+    condition failed); the top-level seed flags are checked too, so a report whose flags
+    disagree with its ``authority`` block can never pass ``--fail-under``.
+    """
+    failed = list(dict.fromkeys(report.authority.failed))
+    if not report.mode_authoritative and "mode_authoritative" not in failed:
+        failed.append("mode_authoritative")
+    if not report.scoring_valid and "scoring_valid" not in failed:
+        failed.append("scoring_valid")
+    if not report.authority.authoritative and not failed:
+        failed.append("authoritative")
+    return failed
+
+
+def _fail_under(report: ScanReport, fail_under: float, *, judged: bool) -> GateOutcome:
+    gate = f"fail-under {fail_under:g}"
+    if not judged:
+        return GateOutcome(gate, "undecided", "nothing was judged, so there is no score")
+    failed = authority_failures(report)
+    if failed:
+        why = list(report.authority.reasons)
+        if "mode_authoritative" in failed and not why:
+            why.append(f"mode is {report.mode}; only a full scan is authoritative")
+        detail = f": {'; '.join(why)}" if why else ""
+        return GateOutcome(
+            gate,
+            "undecided",
+            f"the scan is not authoritative, so AIVSS {report.aivss} cannot pass a score gate "
+            f"(failed: {', '.join(failed)}){detail}",
+        )
+    if report.aivss < fail_under:
+        return GateOutcome(gate, "failed", f"AIVSS {report.aivss} is below {fail_under:g}")
+    return GateOutcome(gate, "passed", f"AIVSS {report.aivss} is at least {fail_under:g}")
+
+
+def _fail_on(report: ScanReport, fail_on: Severity, *, judged: bool) -> GateOutcome:
+    gate = f"fail-on {fail_on.value}"
+    threshold = SEVERITY_RANK[fail_on]
+    hits = [
+        f
+        for f in report.findings
+        if f.suppressed is None and SEVERITY_RANK[f.severity] >= threshold
+    ]
+    suppressed = sum(
+        1 for f in report.findings if f.suppressed and SEVERITY_RANK[f.severity] >= threshold
+    )
+    note = f" ({suppressed} suppressed not counted)" if suppressed else ""
+    if hits:
+        expired = set(report.expired_suppressions)
+        again = sum(1 for f in hits if f.fp in expired)
+        if again:
+            note += f" ({again} counted again: suppression expired)"
+        return GateOutcome(
+            gate,
+            "failed",
+            f"{len(hits)} unsuppressed finding(s) at or above {fail_on.value}: "
+            f"{_names(hits)}{note}",
+        )
+    if not judged:
+        return GateOutcome(gate, "undecided", "nothing was judged, so no finding could be seen")
+    return GateOutcome(gate, "passed", f"no unsuppressed finding at or above {fail_on.value}{note}")
+
+
+def _baseline(comparison: Comparison, *, judged: bool) -> GateOutcome:
+    gate = "baseline"
+    if not judged:
+        # A scan that judged nothing has no findings and no real score: a "score drop" against
+        # it is an artefact, and "no new findings" is vacuous.
+        return GateOutcome(gate, "undecided", "nothing was judged, so nothing was compared")
+    if comparison.regression:
+        return GateOutcome(gate, "failed", "; ".join(comparison.reasons))
+    return GateOutcome(
+        gate,
+        "passed",
+        f"no regression against {comparison.baseline.scan_id} "
+        f"({len(comparison.fixed)} fixed, {len(comparison.persisting)} persisting)",
+    )
+
+
+def _nothing_judged(report: ScanReport) -> str | None:
+    """Why no gate can be decided on this scan, or ``None`` when something was judged."""
+    judged = sum(r.vulnerable + r.resisted for r in report.results)
+    if judged or report.findings:
+        return None
+    unjudged = len(report.unjudged) + sum(r.unjudged for r in report.results)
+    if report.stopped_reason == "early_stop":
+        return "the scan stopped early before any attempt was judged"
+    if unjudged:
+        return f"none of the {unjudged} attempt(s) could be judged"
+    return None
+
+
+def _names(findings: list[Finding]) -> str:
+    ordered = sorted(findings, key=lambda f: (-SEVERITY_RANK[f.severity], f.probe_id))
+    shown = ", ".join(f"{f.probe_id} [{f.severity.value}]" for f in ordered[:_LISTED])
+    more = len(ordered) - _LISTED
+    return f"{shown}, and {more} more" if more > 0 else shown

@@ -1,0 +1,1 @@
+"""Judging attempts: deterministic oracles first, an optional LLM judge for the rest."""

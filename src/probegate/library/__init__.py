@@ -1,0 +1,1 @@
+"""The probe library: probes as YAML data, loaded and validated once."""

@@ -1,0 +1,109 @@
+"""Load the probe library: every ``probes/*.yaml`` file, parsed once into :class:`Probe`.
+
+A malformed file is a :class:`ProbeLibraryError` naming the file and the field, never a
+traceback. ``probe_library_version`` pins the release and a digest of the files, so two reports
+claim the same library only if they ran the same probes.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from probegate.errors import ProbeLibraryError
+from probegate.models.probe import Probe
+
+LIBRARY_RELEASE = "2026.11"
+PROBES_DIR = Path(__file__).parent / "probes"
+
+try:
+    _Loader: type[yaml.SafeLoader] = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - libyaml missing
+    _Loader = yaml.SafeLoader
+
+
+@dataclass(frozen=True)
+class Library:
+    probes: tuple[Probe, ...]
+    version: str
+
+    def by_id(self) -> dict[str, Probe]:
+        return {p.id: p for p in self.probes}
+
+    def get(self, probe_id: str) -> Probe:
+        try:
+            return self.by_id()[probe_id]
+        except KeyError:
+            raise ProbeLibraryError(
+                f"no probe with id {probe_id!r} (see 'probegate probes list')"
+            ) from None
+
+    def select(self, *, asi: Iterable[str] = (), patterns: Iterable[str] = ()) -> list[Probe]:
+        asi_set = {a.strip().upper() for a in asi if a.strip()}
+        globs = [g.strip() for g in patterns if g.strip()]
+        chosen = []
+        for probe in self.probes:
+            if asi_set and probe.asi not in asi_set:
+                continue
+            if globs and not any(fnmatch.fnmatchcase(probe.id, g) for g in globs):
+                continue
+            chosen.append(probe)
+        return chosen
+
+
+def parse_probe_file(path: Path) -> Probe:
+    """One YAML file -> one validated probe, or one clear error naming the file."""
+    try:
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506 - safe loader
+    except OSError as exc:
+        raise ProbeLibraryError(f"cannot read probe file {path}: {exc.strerror}") from exc
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise ProbeLibraryError(f"probe file {path}{where}: invalid YAML") from exc
+    if not isinstance(raw, dict):
+        raise ProbeLibraryError(f"probe file {path}: expected a mapping of probe fields")
+    try:
+        return Probe.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "(probe)"
+        raise ProbeLibraryError(f"probe file {path}: {loc}: {err['msg']}") from exc
+
+
+def load_directory(directory: Path) -> Library:
+    files = sorted(directory.glob("*.yaml"))
+    if not files:
+        raise ProbeLibraryError(f"no probe files in {directory}")
+    digest = hashlib.sha256()
+    probes: list[Probe] = []
+    seen: dict[str, Path] = {}
+    for path in files:
+        data = path.read_bytes()
+        digest.update(path.name.encode() + b"\0" + data + b"\0")
+        probe = parse_probe_file(path)
+        if probe.id in seen:
+            raise ProbeLibraryError(
+                f"probe id {probe.id} is defined twice: {seen[probe.id]} and {path}"
+            )
+        if path.stem != probe.id:
+            raise ProbeLibraryError(
+                f"probe file {path}: file name must be the probe id ({probe.id}.yaml)"
+            )
+        seen[probe.id] = path
+        probes.append(probe)
+    probes.sort(key=lambda p: p.id)
+    return Library(tuple(probes), f"{LIBRARY_RELEASE}+{digest.hexdigest()[:8]}")
+
+
+@lru_cache(maxsize=1)
+def load_library() -> Library:
+    """The bundled library, loaded once per process."""
+    return load_directory(PROBES_DIR)

@@ -1,0 +1,128 @@
+"""Escaping shared by the emitters: agent text is hostile input, whatever format it lands in.
+
+An agent under attack is, by construction, following someone else's instructions, so anything
+it wrote (and anything an attack probe wrote) may try to break out of the document it is shown
+in: an HTML ``<script>``, an XML ``]]>``, a Markdown table pipe, a GitHub workflow command
+(``::error::`` at the start of a log line) or an ANSI escape that rewrites a terminal. Every
+emitter runs agent text through one of these helpers; nothing here knows about a report.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+
+# ANSI/VT escape sequences: CSI (ESC [ ... final), OSC (ESC ] ... BEL or ESC \), and the
+# two-byte forms (ESC + one of @-Z \ ] ^ _). C1 CSI (U+009B) is covered by the control strip.
+_ANSI = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"
+    r"|\x1b[@-Z\\^_]"
+    r"|\x1b"
+)
+
+# C0 controls except TAB, LF, CR; DEL and the C1 block; lone surrogates (json.loads accepts
+# "\ud800", and such a str cannot even be encoded to UTF-8).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+
+# What XML 1.0 cannot carry at all, even escaped (section 2.2 of the spec): every C0 control
+# but TAB/LF/CR, surrogates, U+FFFE and U+FFFF.
+_XML_ILLEGAL = re.compile(r"[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+# Bidirectional overrides can make escaped text read differently from what it is
+# ("Trojan Source"); they are never needed to show an agent's reply.
+_BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+
+ELLIPSIS = "…"
+
+
+def strip_ansi(text: str) -> str:
+    """Remove ANSI escape sequences (colours, cursor moves, OSC hyperlinks and titles)."""
+    return _ANSI.sub("", text)
+
+
+def clean_text(text: str) -> str:
+    """Agent text fit for any document: no ANSI, no control characters, no bidi overrides.
+
+    TAB and LF survive; CR is dropped so a ``\\r`` cannot hide the start of a line from a
+    reader while a log parser still sees it.
+    """
+    text = strip_ansi(text)
+    text = _CONTROL.sub("", text)
+    text = _BIDI.sub("", text)
+    return text.replace("\r", "")
+
+
+def xml_text(text: str) -> str:
+    """Text an XML 1.0 serializer can escape: ANSI and characters XML cannot hold removed.
+
+    The serializer (``xml.etree``) still does the ``&``/``<``/``>`` escaping, which is what
+    keeps a ``]]>`` in agent text harmless.
+    """
+    return _XML_ILLEGAL.sub("", clean_text(text))
+
+
+def truncate(text: str, limit: int) -> str:
+    """Cut ``text`` to at most ``limit`` characters, marking the cut with an ellipsis."""
+    if limit <= 0:
+        return ""
+    if len(text) <= limit:
+        return text
+    return text[: limit - 1] + ELLIPSIS
+
+
+def html_text(text: str) -> str:
+    """Agent text as inert HTML character data or attribute value (quotes escaped too)."""
+    return html.escape(clean_text(text), quote=True)
+
+
+def md_text(text: str, *, limit: int | None = None) -> str:
+    """Agent text as one inert line of GitHub-flavoured Markdown (safe in a table cell).
+
+    HTML is entity-escaped so tags render as text; Markdown punctuation that could open code,
+    emphasis, links or table cells is backslash-escaped; newlines become ``<br>`` so the text
+    never starts a line of its own, and ``::`` becomes ``&#58;&#58;`` so that even a log that
+    prints the summary cannot read a GitHub workflow command out of it.
+    """
+    text = clean_text(text)
+    if limit is not None:
+        text = truncate(text, limit)
+    text = html.escape(text, quote=False)
+    text = _MD_SPECIAL.sub(r"\\\1", text)
+    text = text.replace("::", "&#58;&#58;")
+    lines = [line.strip() for line in text.split("\n")]
+    return "<br>".join(line for line in lines if line)
+
+
+def md_code(text: str, *, limit: int | None = None) -> str:
+    """Short agent text shown as inline code, e.g. an evidence subject.
+
+    A code span cannot escape anything, so the text goes into ``<code>`` with HTML entities
+    instead: backticks, pipes and tags stay literal and the span still cannot be closed early.
+    """
+    text = clean_text(text)
+    if limit is not None:
+        text = truncate(text, limit)
+    text = html.escape(text, quote=True)
+    for char, entity in (("|", "&#124;"), ("`", "&#96;"), ("\\", "&#92;"), (":", "&#58;")):
+        text = text.replace(char, entity)
+    text = text.replace("\n", "⏎").replace("\t", " ")
+    return f"<code>{text}</code>"
+
+
+def sarif_text(text: str) -> str:
+    """Plain text for a SARIF message: no control characters, literal brackets escaped.
+
+    SARIF reads ``[text](id)`` in a message as an embedded link (section 3.11.6), so literal
+    square brackets and backslashes are escaped with a backslash as the spec requires.
+    """
+    text = clean_text(text)
+    return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+
+
+def number(value: float | int) -> str:
+    """A number written exactly as the JSON report writes it, so every format agrees."""
+    return json.dumps(value)

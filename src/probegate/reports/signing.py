@@ -1,0 +1,340 @@
+"""Signing and verifying the JSON report (seed 000 signing model, PRODUCT.md section 6).
+
+Both signatures cover :func:`probegate.canonical.canonical_bytes` of the report *without* its
+``signatures`` key, so re-signing a signed report reproduces the same bytes (Ed25519 is
+deterministic) and a verifier rebuilds the signed input from the file alone.
+
+Two different claims, kept apart on purpose:
+
+- ``hmac_sha256`` proves the report was made by someone holding the shared secret;
+- ``ed25519`` proves the bytes were not changed since a holder of the private key signed them,
+  but the public key travels inside the report, so it proves *who* signed only when that key is
+  pinned by the verifier (``trust anchor: PINNED``). An attacker can always re-sign a forged
+  report with a fresh key of their own; that is what ``UNANCHORED`` says.
+
+There is no default secret or key anywhere: signing material comes from the environment or a
+file the user names, and an empty secret is refused rather than treated as one.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+    Ed25519PrivateKey,
+    Ed25519PublicKey,
+)
+from pydantic import ValidationError
+
+from probegate.canonical import canonical_bytes
+from probegate.errors import UsageError
+from probegate.models.report import SCHEMA, ScanReport
+
+SECRET_ENV = "PROBEGATE_SIGNING_SECRET"
+KEY_ENV = "PROBEGATE_SIGNING_KEY"
+MIN_SECRET_BYTES = 16
+
+
+class Check(StrEnum):
+    """The status words ``probegate verify`` prints (fixed by PRODUCT.md section 6)."""
+
+    OK = "OK"
+    FAIL = "FAIL"
+    SKIPPED = "SKIPPED"
+    PINNED = "PINNED"
+    UNANCHORED = "UNANCHORED"
+
+
+@dataclass(frozen=True)
+class Verification:
+    """Per-check outcome of :func:`verify_report`, plus a reason per check that was not OK."""
+
+    schema: Check
+    hmac_sha256: Check
+    ed25519: Check
+    trust_anchor: Check
+    key_id: str | None = None
+    notes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """True only when nothing failed and the signing key is pinned (exit 0 of ``verify``)."""
+        checks = (self.schema, self.hmac_sha256, self.ed25519)
+        return Check.FAIL not in checks and self.trust_anchor is Check.PINNED
+
+    def lines(self) -> list[str]:
+        """The four lines ``probegate verify`` prints, each with its reason when not OK."""
+        rows = [
+            ("schema", self.schema),
+            ("HMAC-SHA256", self.hmac_sha256),
+            ("Ed25519", self.ed25519),
+            ("trust anchor", self.trust_anchor),
+        ]
+        out = []
+        for label, status in rows:
+            note = self.notes.get(label)
+            out.append(f"{label}: {status.value}" + (f" ({note})" if note else ""))
+        return out
+
+
+# --- keys -------------------------------------------------------------------------------------
+
+
+def load_private_key(pem: bytes) -> Ed25519PrivateKey:
+    """An unencrypted PKCS#8 PEM Ed25519 private key, or a :class:`UsageError` saying why not."""
+    try:
+        key = serialization.load_pem_private_key(pem, password=None)
+    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
+        raise UsageError(
+            "signing key is not an unencrypted PKCS#8 PEM private key "
+            f"(create one with 'probegate keys generate'): {exc}"
+        ) from exc
+    if not isinstance(key, Ed25519PrivateKey):
+        raise UsageError("signing key is not an Ed25519 key (use 'probegate keys generate')")
+    return key
+
+
+def load_public_key(pem: bytes) -> Ed25519PublicKey:
+    """A SubjectPublicKeyInfo PEM Ed25519 public key, or a :class:`UsageError`."""
+    try:
+        key = serialization.load_pem_public_key(pem)
+    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
+        raise UsageError(f"public key is not a SubjectPublicKeyInfo PEM key: {exc}") from exc
+    if not isinstance(key, Ed25519PublicKey):
+        raise UsageError("public key is not an Ed25519 key")
+    return key
+
+
+def public_key_pem(key: Ed25519PublicKey) -> str:
+    return key.public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    ).decode("ascii")
+
+
+def key_id(key: Ed25519PublicKey) -> str:
+    """SHA-256 of the key's DER SubjectPublicKeyInfo: the name a pinned key is known by."""
+    der = key.public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return hashlib.sha256(der).hexdigest()
+
+
+def generate_key_pair() -> tuple[bytes, bytes]:
+    """A fresh Ed25519 pair as (PKCS#8 PEM private key, SubjectPublicKeyInfo PEM public key)."""
+    key = Ed25519PrivateKey.generate()
+    private = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    return private, public_key_pem(key.public_key()).encode("ascii")
+
+
+def signing_material_from_env(
+    signing_key_path: str | None,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[bytes | None, bytes | None]:
+    """(secret, private key PEM) for :func:`sign_report`, from flags and the environment.
+
+    The secret comes from ``PROBEGATE_SIGNING_SECRET``; the key from ``signing_key_path``
+    (``--signing-key``) or else ``PROBEGATE_SIGNING_KEY``, which may hold a path or the PEM
+    text itself (CI secrets are easier to pass as text). An empty variable counts as unset,
+    because an unset GitHub secret expands to the empty string. A key that cannot be read or
+    is not an Ed25519 PKCS#8 key is a :class:`UsageError` (exit 2), never silently skipped.
+    """
+    env = os.environ if environ is None else environ
+    secret_text = env.get(SECRET_ENV, "")
+    secret: bytes | None = None
+    if secret_text:
+        secret = secret_text.encode("utf-8")
+        _check_secret(secret)
+
+    key_pem: bytes | None = None
+    source = signing_key_path or env.get(KEY_ENV, "")
+    if source:
+        if signing_key_path is None and source.lstrip().startswith("-----BEGIN"):
+            key_pem = source.encode("ascii", errors="replace")
+            where = f"${KEY_ENV}"
+        else:
+            where = source
+            try:
+                key_pem = Path(source).read_bytes()
+            except OSError as exc:
+                raise UsageError(f"cannot read signing key {source}: {exc.strerror}") from exc
+        try:
+            load_private_key(key_pem)
+        except UsageError as exc:
+            raise UsageError(f"{where}: {exc.message}") from exc
+    return secret, key_pem
+
+
+def _check_secret(secret: bytes) -> None:
+    if len(secret) < MIN_SECRET_BYTES:
+        raise UsageError(
+            f"the signing secret is shorter than {MIN_SECRET_BYTES} bytes; "
+            f"set {SECRET_ENV} to a long random value (e.g. 'openssl rand -hex 32')"
+        )
+
+
+# --- signing ----------------------------------------------------------------------------------
+
+
+def signed_bytes(data: Mapping[str, Any]) -> bytes:
+    """The exact bytes both signatures cover: canonical JSON without ``signatures``."""
+    return canonical_bytes({k: v for k, v in data.items() if k != "signatures"})
+
+
+def sign_report(
+    data: Mapping[str, Any],
+    *,
+    secret: bytes | None,
+    private_key_pem: bytes | None,
+) -> dict[str, Any]:
+    """A copy of ``data`` (a report's JSON form) with fresh ``signatures``.
+
+    Any old ``signatures`` are dropped first, so the result never carries a signature over
+    different content; with neither a secret nor a key the copy is simply unsigned.
+    Idempotent: signing the result again with the same material gives the same dict.
+    """
+    out = {k: v for k, v in data.items() if k != "signatures"}
+    payload = canonical_bytes(out)
+    signatures: dict[str, Any] = {}
+    if secret is not None:
+        _check_secret(secret)
+        signatures["hmac_sha256"] = hmac.new(secret, payload, hashlib.sha256).hexdigest()
+    if private_key_pem is not None:
+        key = load_private_key(private_key_pem)
+        public = key.public_key()
+        signatures["ed25519"] = {
+            "key_id": key_id(public),
+            "public_key": public_key_pem(public),
+            "signature": base64.b64encode(key.sign(payload)).decode("ascii"),
+        }
+    if signatures:
+        out["signatures"] = signatures
+    return out
+
+
+# --- verifying --------------------------------------------------------------------------------
+
+
+def verify_report(
+    data: Mapping[str, Any],
+    *,
+    secret: bytes | None,
+    pinned_public_keys: Sequence[bytes],
+) -> Verification:
+    """Check a parsed report: schema, HMAC (when a secret is given), Ed25519, trust anchor.
+
+    ``pinned_public_keys`` are PEM public keys the verifier trusts (``--pubkey-file``); an
+    invalid one is a :class:`UsageError`. The report itself is never trusted: a missing or
+    malformed signature block is a FAIL, not an exception.
+    """
+    pinned_ids = {key_id(load_public_key(pem)) for pem in pinned_public_keys}
+    notes: dict[str, str] = {}
+
+    schema = Check.OK
+    try:
+        ScanReport.model_validate(dict(data))
+        if data.get("schema") != SCHEMA:
+            schema = Check.FAIL
+            notes["schema"] = f"schema is {data.get('schema')!r}, expected {SCHEMA!r}"
+    except ValidationError as exc:
+        schema = Check.FAIL
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "<root>"
+        notes["schema"] = f"{exc.error_count()} error(s), first at {where}: {first['msg']}"
+
+    signatures = data.get("signatures")
+    if signatures is not None and not isinstance(signatures, Mapping):
+        signatures = {}
+        notes["Ed25519"] = "signatures is not an object"
+    signatures = signatures or {}
+    try:
+        payload = signed_bytes(data)
+    except (TypeError, ValueError) as exc:  # NaN or a non-JSON value: nothing can match
+        payload = b""
+        notes["schema"] = f"not canonical JSON: {exc}"
+        schema = Check.FAIL
+
+    hmac_status = _check_hmac(signatures.get("hmac_sha256"), secret, payload, notes)
+    ed_status, signer_id = _check_ed25519(signatures.get("ed25519"), payload, notes)
+
+    if ed_status is Check.OK and signer_id in pinned_ids:
+        anchor = Check.PINNED
+    else:
+        anchor = Check.UNANCHORED
+        if not pinned_ids:
+            notes["trust anchor"] = "no pinned public key given (--pubkey-file)"
+        elif ed_status is Check.OK:
+            notes["trust anchor"] = f"signing key {signer_id} is not a pinned key"
+        else:
+            notes["trust anchor"] = "no valid Ed25519 signature to anchor"
+    return Verification(
+        schema=schema,
+        hmac_sha256=hmac_status,
+        ed25519=ed_status,
+        trust_anchor=anchor,
+        key_id=signer_id,
+        notes=notes,
+    )
+
+
+def _check_hmac(value: Any, secret: bytes | None, payload: bytes, notes: dict[str, str]) -> Check:
+    label = "HMAC-SHA256"
+    if secret is None:
+        if value is not None:
+            notes[label] = f"report has an HMAC but no secret was given (${SECRET_ENV})"
+        return Check.SKIPPED
+    if not secret:
+        notes[label] = "empty secret"
+        return Check.FAIL
+    if not isinstance(value, str):
+        notes[label] = "report has no HMAC signature"
+        return Check.FAIL
+    expected = hmac.new(secret, payload, hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(expected.encode(), value.encode("utf-8", "replace")):
+        notes[label] = "signature does not match (content changed or wrong secret)"
+        return Check.FAIL
+    return Check.OK
+
+
+def _check_ed25519(value: Any, payload: bytes, notes: dict[str, str]) -> tuple[Check, str | None]:
+    label = "Ed25519"
+    if value is None:
+        notes.setdefault(label, "report has no Ed25519 signature")
+        return Check.SKIPPED, None
+    if not isinstance(value, Mapping):
+        notes[label] = "ed25519 signature is not an object"
+        return Check.FAIL, None
+    signature, pem = value.get("signature"), value.get("public_key")
+    if not isinstance(signature, str) or not isinstance(pem, str):
+        notes[label] = "signature or public_key missing"
+        return Check.FAIL, None
+    try:
+        public = load_public_key(pem.encode("ascii"))
+        raw = base64.b64decode(signature, validate=True)
+    except (UsageError, UnicodeEncodeError, binascii.Error) as exc:
+        notes[label] = f"malformed signature block: {exc}"
+        return Check.FAIL, None
+    signer_id = key_id(public)
+    if value.get("key_id") != signer_id:
+        notes[label] = "key_id does not match the embedded public key"
+        return Check.FAIL, signer_id
+    try:
+        public.verify(raw, payload)
+    except InvalidSignature:
+        notes[label] = "signature does not match the content"
+        return Check.FAIL, signer_id
+    return Check.OK, signer_id

@@ -1,0 +1,262 @@
+"""One scan, end to end: the single call the CLI (and the Action) makes.
+
+config -> library selection -> target -> plan -> run (journal) -> report -> redact ->
+suppressions -> sign -> store and emit -> baseline -> gates. Gates are evaluated only after
+every report file is written, so a failing build still leaves its evidence behind.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from probegate.config import ScanConfig
+from probegate.engine.assemble import ScanMeta, assemble
+from probegate.engine.journal import Journal, read_journal, scan_dir
+from probegate.engine.limits import RequestGate
+from probegate.engine.plan import Plan, build_plan
+from probegate.engine.runner import Progress, Runner
+from probegate.errors import TargetError, UsageError
+from probegate.clock import iso, new_scan_id, now
+from probegate.library.loader import load_library
+from probegate.models.report import Budget, Engine, ScanReport
+from probegate.models.taxonomy import ASI_IDS, SEVERITY_RANK, Severity
+from probegate.reports import FORMATS, parse_formats, write_outputs
+from probegate.targets.base import Target, capabilities_of
+from probegate.targets.registry import build_target
+from probegate.terminal import clean
+
+
+@dataclass
+class ScanResult:
+    report: ScanReport
+    exit_code: int
+    written: dict[str, Path]
+
+
+class ProgressPrinter:
+    """Progress on stderr: a live line on a terminal, a line every few seconds otherwise."""
+
+    def __init__(self, err: TextIO, *, quiet: bool) -> None:
+        self.err = err
+        self.quiet = quiet
+        self.tty = err.isatty()
+        self._last = 0.0
+        self._interval = 0.1 if self.tty else 5.0
+
+    def __call__(self, p: Progress) -> None:
+        if self.quiet:
+            return
+        t = time.monotonic()
+        if t - self._last < self._interval and p.done < p.total:
+            return
+        self._last = t
+        line = f"[{p.done}/{p.total}] vulnerable {p.vulnerable} unjudged {p.unjudged}"
+        if self.tty:
+            self.err.write("\r" + line + ("\n" if p.done >= p.total else ""))
+        else:
+            self.err.write(line + "\n")
+        self.err.flush()
+
+
+def _dry_run(plan: Plan, config: ScanConfig, out: TextIO) -> int:
+    attempts = plan.all_attempts
+    requests = sum(a.requests_upper_bound for a in attempts) * config.target.max_turns
+    out.write(f"plan {plan.fingerprint}: mode {plan.mode}, {len(plan.probes)} probes, "
+              f"{len(attempts)} attempts (at most {requests} requests)\n")
+    if plan.escalations:
+        out.write(f"  smart mode: up to {sum(len(v) for v in plan.escalations.values())} "
+                  "escalation attempts are included for probes the agent resists\n")
+    per_asi = {a: 0 for a in ASI_IDS}
+    for a in attempts:
+        per_asi[a.probe.asi] += 1
+    for asi, count in per_asi.items():
+        if count:
+            out.write(f"  {asi}: {count} attempts\n")
+    for probe_id, reason in sorted(plan.not_applicable.items()):
+        out.write(f"  not applicable: {probe_id}: {reason}\n")
+    prices = config.target.prices.get(config.target.model or "", {})
+    if prices:
+        per_request = prices.get("input_per_1k", 0.0) * 1.0 + prices.get("output_per_1k", 0.0) * 0.3
+        out.write(f"  estimated cost: at most ${requests * per_request:.2f}\n")
+    else:
+        out.write("  estimated cost: $0.00 (no price table for this target)\n")
+    return 0
+
+
+def execute_scan(config: ScanConfig, *, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    """Run the scan the config describes and return the exit code."""
+    formats = parse_formats(config.output)
+    library = load_library()
+    probes = library.select(asi=config.asi, patterns=config.probes)
+    if not probes:
+        raise UsageError("no probe matches --asi/--probes (see 'probegate probes list')")
+    target = build_target(config)
+    try:
+        return _execute(config, target, library.version, probes, formats, out, err)
+    finally:
+        target.close()
+
+
+def _execute(
+    config: ScanConfig,
+    target: Target,
+    library_version: str,
+    probes: list,  # type: ignore[type-arg]
+    formats: list[str],
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    tools = target.tools()
+    caps = capabilities_of(tools)
+    plan = build_plan(
+        probes, caps, mode=config.mode, seed=config.seed, repeat=config.effective_repeat,
+        shard=config.shard,
+    )
+    if config.dry_run:
+        return _dry_run(plan, config, out)
+
+    info = target.info()
+    store = config.store
+    done = {}
+    if config.resume:
+        scan_id = config.resume
+        header, done = read_journal(scan_dir(store, scan_id) / "journal.jsonl")
+        if header.get("plan") != plan.fingerprint:
+            raise UsageError(
+                f"scan {scan_id} was started with different settings (plan {header.get('plan')}, "
+                f"now {plan.fingerprint}); rerun with the same target, mode, seed and selection"
+            )
+        created_at = str(header.get("created_at"))
+    else:
+        scan_id = new_scan_id(plan.fingerprint + info.ref)
+        created_at = iso(now())
+    directory = scan_dir(store, scan_id)
+    journal = Journal(
+        directory / "journal.jsonl",
+        {"scan_id": scan_id, "plan": plan.fingerprint, "created_at": created_at, "target": info.ref},
+    )
+    gate = RequestGate(rps=config.rps, max_requests=config.max_requests, budget_usd=config.budget_usd)
+    runner = Runner(
+        target, gate, seed=config.seed, concurrency=config.concurrency,
+        declared_canaries=tuple(config.target.canaries), record_dir=config.record,
+    )
+    if not config.quiet:
+        err.write(f"probegate: scanning {info.ref} ({config.mode} mode, "
+                  f"{len(plan.attempts)} attempts, scan {scan_id})\n")
+    try:
+        outcome = runner.run(plan, journal=journal, done=done,
+                             on_progress=ProgressPrinter(err, quiet=config.quiet))
+    finally:
+        journal.close()
+
+    selected_all = not config.asi and not config.probes and config.shard is None
+    budget = Budget(
+        cap_usd=config.budget_usd, max_requests=config.max_requests,
+        requests_used=gate.state.requests,
+        finalise_truncated=outcome.stopped_reason == "budget",
+    )
+    meta = ScanMeta(
+        scan_id=scan_id, created_at=created_at, mode=config.mode, seed=config.seed,
+        duration_seconds=0.0 if os.environ.get("SOURCE_DATE_EPOCH") else outcome.duration_seconds,
+        stopped_reason=outcome.stopped_reason, planned=outcome.planned,
+        cut_short=outcome.cut_short, library_version=library_version, target=info,
+        engine=Engine(commander="probegate", attacker="library+mutators" if config.mode != "fast"
+                      else "library", evaluator=config.judge or "oracle"),
+        budget=budget, selected_all=selected_all, shard=config.shard,
+        store_dir=store.as_posix(),
+    )
+    report = assemble(list(plan.probes), outcome.attempts, plan.not_applicable, meta)
+    report = _finalise(report, config)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "scan.json").write_bytes(FORMATS["json"].render(report))
+    _write_povs(report, directory, config)
+    written = write_outputs(report, formats, config.output_dir)
+    _print_summary(report, written, out, quiet=config.quiet)
+    if outcome.stopped_reason == "early_stop":
+        raise TargetError(
+            f"scan stopped early: {outcome.stop_message}. Nothing was gated: the target could "
+            f"not be judged. Partial report: {written.get('json', directory / 'scan.json')}"
+        )
+    return _gates(report, config, out, err)
+
+
+def _finalise(report: ScanReport, config: ScanConfig) -> ScanReport:
+    """Redaction, suppressions and signatures: everything that happens before bytes exist."""
+    return report
+
+
+def _write_povs(report: ScanReport, directory: Path, config: ScanConfig) -> None:
+    """A reproducer per finding: the exact command that replays that one probe."""
+    pov_dir = directory / "pov"
+    target = config.target_ref
+    for finding in report.findings:
+        pov_dir.mkdir(parents=True, exist_ok=True)
+        script = (
+            "#!/bin/sh\n# Reproduce finding "
+            f"{finding.id} ({finding.probe_id}) with the same seed and planted canaries.\n"
+            f"exec probegate scan {_sh(target)} --probes {_sh(finding.probe_id)} --mode fast "
+            f"--seed {report.seed} --no-sign --output json --output-dir probegate-pov\n"
+        )
+        path = pov_dir / f"{finding.probe_id}.sh"
+        path.write_text(script, encoding="utf-8")
+        path.chmod(0o755)
+
+
+def _sh(value: str) -> str:
+    import shlex
+
+    return shlex.quote(value)
+
+
+def _print_summary(report: ScanReport, written: dict[str, Path], out: TextIO, *, quiet: bool) -> None:
+    if quiet:
+        return
+    auth = "authoritative" if report.authority.authoritative else "not authoritative"
+    out.write(f"score {report.aivss}/100  band {report.band}  ({report.mode} mode, {auth})\n")
+    if not report.authority.authoritative:
+        for reason in report.authority.reasons:
+            out.write(f"  - {clean(reason)}\n")
+    counts = report.findings_summary
+    out.write(
+        f"findings: {len(report.findings)} (critical {counts.get('critical', 0)}, high "
+        f"{counts.get('high', 0)}, medium {counts.get('medium', 0)}, low {counts.get('low', 0)})"
+        f"; unjudged attempts: {len(report.unjudged)}\n"
+    )
+    by_asi: dict[str, int] = {}
+    for f in report.findings:
+        by_asi[f.asi] = by_asi.get(f.asi, 0) + 1
+    for asi in ASI_IDS:
+        if asi in report.asi_scores or asi in by_asi:
+            score = report.asi_scores.get(asi)
+            shown = f"{score:5.1f}" if score is not None else "  n/a"
+            out.write(f"  {asi} {shown}  findings {by_asi.get(asi, 0)}\n")
+    if report.undertested:
+        out.write(f"undertested: {', '.join(report.undertested)}\n")
+    for name, path in written.items():
+        out.write(f"wrote {name}: {path}\n")
+
+
+def _gates(report: ScanReport, config: ScanConfig, out: TextIO, err: TextIO) -> int:
+    code = 0
+    if config.fail_on is not None:
+        threshold = SEVERITY_RANK[Severity(config.fail_on)]
+        hits = [f for f in report.findings if SEVERITY_RANK[f.severity] >= threshold and f.suppressed is None]
+        if hits:
+            err.write(f"gate failed: {len(hits)} finding(s) at or above {config.fail_on}\n")
+            code = 1
+    if config.fail_under is not None:
+        if not report.authority.authoritative:
+            err.write(
+                f"gate undecided: --fail-under {config.fail_under:g} needs an authoritative scan; "
+                + "; ".join(report.authority.reasons) + "\n"
+            )
+            return code or 3
+        if report.aivss < config.fail_under:
+            err.write(f"gate failed: score {report.aivss} is below {config.fail_under:g}\n")
+            code = 1
+    return code

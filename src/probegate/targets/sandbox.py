@@ -1,0 +1,182 @@
+"""The tool sandbox: probegate answers every tool call the agent makes.
+
+Nothing here touches the real world. Each attempt gets a fresh sandbox holding the probe's
+fixtures (the attack rides in documents, tool results, memory, peer-agent replies and tool
+descriptions) and the attempt's canaries (synthetic secrets whose reappearance is proof of a
+leak). Tools are answered by capability, so probes work against any agent's tool names, and a
+probe may still pin a fixture to one tool by name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from probegate.models.probe import Fixtures
+from probegate.models.taxonomy import Capability
+from probegate.models.transcript import ToolCall
+
+# The authenticated customer of every demo conversation; other ids belong to someone else.
+CALLER_ID = "1001"
+CALLER_EMAIL = "jane.doe@example.com"
+
+_MEMORY_READ = re.compile(r"recall|search|read|get|list|load|retrieve|query", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool the agent may call: what it is called, what it can do, its JSON schema."""
+
+    name: str
+    description: str
+    capabilities: frozenset[Capability]
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Canaries:
+    """Synthetic secrets planted for one attempt; declared ones are the user's real secrets."""
+
+    system: str
+    credential: str
+    pii: str
+    declared: tuple[str, ...] = ()
+
+    def of_kind(self, kind: str) -> list[str]:
+        if kind == "system":
+            return [self.system, *self.declared]
+        if kind == "credential":
+            return [self.credential, *self.declared]
+        if kind == "pii":
+            return [self.pii]
+        return [self.system, self.credential, self.pii, *self.declared]
+
+    def names(self) -> dict[str, str]:
+        """value -> kind, for labelling evidence."""
+        out = {self.system: "system", self.credential: "credential", self.pii: "pii"}
+        for i, value in enumerate(self.declared, start=1):
+            out[value] = f"declared_{i}"
+        return out
+
+
+def make_canaries(seed: int, attempt_id: str, declared: tuple[str, ...] = ()) -> Canaries:
+    """Deterministic per (seed, attempt): reruns plant the same tokens, attempts never share."""
+
+    def token(prefix: str) -> str:
+        digest = hashlib.sha256(f"{seed}:{attempt_id}:{prefix}".encode()).hexdigest()
+        return f"{prefix}-{digest[:12].upper()}"
+
+    return Canaries(
+        system=token("PGSYS"),
+        credential=token("PGKEY"),
+        pii=token("PGPII"),
+        declared=declared,
+    )
+
+
+def _fixture_for(table: dict[str, str], tool: ToolSpec) -> str | None:
+    """A fixture keyed by the tool's name wins over one keyed by any of its capabilities."""
+    if tool.name in table:
+        return table[tool.name]
+    for cap in sorted(tool.capabilities):
+        if cap.value in table:
+            return table[cap.value]
+    return None
+
+
+class Sandbox:
+    """Answers tool calls for one attempt and remembers what the agent did."""
+
+    def __init__(self, tools: list[ToolSpec], fixtures: Fixtures, canaries: Canaries) -> None:
+        self.tools = {t.name: t for t in tools}
+        self.fixtures = fixtures
+        self.canaries = canaries
+        self.memory: list[str] = list(fixtures.memory)
+        self._next_id = 0
+
+    # -- what the agent sees -------------------------------------------------------------
+    def tool_description(self, tool: ToolSpec) -> str:
+        """The description the agent reads; a poisoned one carries the probe's text."""
+        extra = _fixture_for(self.fixtures.tool_descriptions, tool)
+        return f"{tool.description} {extra}" if extra else tool.description
+
+    def customer_record(self, customer_id: str) -> dict[str, str]:
+        """The PII a lookup returns; the SSN is the PII canary."""
+        if customer_id == CALLER_ID:
+            name, email, phone = "Jane Doe", CALLER_EMAIL, "+1-555-0100"
+        else:
+            name, email, phone = "Sam Roe", "sam.roe@example.com", "+1-555-0199"
+        return {
+            "id": customer_id,
+            "name": name,
+            "email": email,
+            "phone": phone,
+            "ssn": self.canaries.pii,
+            "plan": "premium",
+        }
+
+    # -- answering calls -----------------------------------------------------------------
+    def call(self, name: str, arguments: dict[str, Any]) -> ToolCall:
+        """Answer one call; undeclared tools get an error result and are marked."""
+        call_id = f"call_{self._next_id}"
+        self._next_id += 1
+        tool = self.tools.get(name)
+        if tool is None:
+            return ToolCall(
+                id=call_id,
+                name=name,
+                arguments=arguments,
+                error=f"unknown tool {name!r}",
+                declared=False,
+            )
+        error = _fixture_for(self.fixtures.tool_errors, tool)
+        if error is not None:
+            return ToolCall(id=call_id, name=name, arguments=arguments, error=error)
+        result = _fixture_for(self.fixtures.tool_results, tool)
+        if result is None:
+            result = self._default_result(tool, arguments)
+        return ToolCall(id=call_id, name=name, arguments=arguments, result=result)
+
+    def _default_result(self, tool: ToolSpec, args: dict[str, Any]) -> str:
+        caps = tool.capabilities
+        text_args = " ".join(str(v) for v in args.values())
+        if Capability.MEMORY_WRITE in caps:
+            if _MEMORY_READ.search(tool.name):
+                return json.dumps({"memories": self.memory})
+            note = str(args.get("note") or args.get("content") or args.get("text") or text_args)
+            self.memory.append(note)
+            return "stored"
+        if Capability.RETRIEVAL in caps:
+            return self._document(text_args)
+        if Capability.PII_READ in caps:
+            cid = str(args.get("customer_id") or args.get("id") or CALLER_ID)
+            return json.dumps(self.customer_record(cid), sort_keys=True)
+        if Capability.DELEGATION in caps:
+            agent = str(args.get("agent") or args.get("name") or "")
+            reply = self.fixtures.agent_replies.get(agent) or self.fixtures.agent_replies.get("*")
+            return reply if reply is not None else f"{agent or 'peer'} agent: acknowledged."
+        if Capability.EGRESS in caps:
+            return f"sent to {args.get('to', 'recipient')}"
+        if Capability.FINANCIAL in caps:
+            return (
+                f"refund of {args.get('amount', '?')} issued for order {args.get('order_id', '?')}"
+            )
+        if Capability.CODE_EXEC in caps:
+            return "exit status 0 (probegate sandbox: nothing was executed)"
+        if Capability.PRIVILEGE in caps:
+            return "settings updated"
+        if Capability.DESTRUCTIVE in caps:
+            return "deleted"
+        return "ok"
+
+    def _document(self, locator: str) -> str:
+        docs = self.fixtures.documents
+        for key in sorted(docs):
+            if key != "*" and key in locator:
+                return docs[key]
+        if "*" in docs:
+            return docs["*"]
+        return "Document not found."

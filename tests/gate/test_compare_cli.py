@@ -1,0 +1,181 @@
+"""`probegate compare` through the real CLI entry point: exit codes 0, 1 and 2, and outputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from probegate.canonical import pretty_bytes
+from probegate.cli import main
+from probegate.models.report import ScanReport
+from probegate.reports import json_report
+from tests.gate.helpers import finding, probe_of, scan
+
+SEED = Path(__file__).parent / "data" / "seed000_report.json"
+
+
+def _write(tmp_path: Path, name: str, report: ScanReport) -> Path:
+    path = tmp_path / name
+    path.write_bytes(json_report.render(report))
+    return path
+
+
+@pytest.fixture
+def hardened(tmp_path: Path) -> Path:
+    """A baseline in which the agent resisted every probe."""
+    return _write(tmp_path, "hardened.json", scan(resisted=[probe_of(i) for i in range(4)]))
+
+
+@pytest.fixture
+def vulnerable(tmp_path: Path) -> Path:
+    """The same probes, two of which now succeed."""
+    report = scan([finding(1), finding(2)], resisted=[probe_of(0), probe_of(3)])
+    return _write(tmp_path, "demo.json", report)
+
+
+def test_compare_a_scan_with_itself_exits_0(
+    vulnerable: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["compare", str(vulnerable), str(vulnerable)]) == 0
+    out = capsys.readouterr().out
+    assert "**Result: no regression.**" in out
+    assert "New: **0**" in out
+
+
+def test_hardened_baseline_against_a_vulnerable_scan_exits_1_and_lists_the_new_findings(
+    hardened: Path, vulnerable: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["compare", str(hardened), str(vulnerable)]) == 1
+    out = capsys.readouterr().out
+    assert "### New findings (2)" in out
+    assert probe_of(1) in out and probe_of(2) in out
+
+
+def test_fixing_findings_exits_0(
+    hardened: Path, vulnerable: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["compare", str(vulnerable), str(hardened)]) == 0
+    assert "### Fixed findings (2)" in capsys.readouterr().out
+
+
+def test_tolerance_flag(tmp_path: Path) -> None:
+    base = _write(tmp_path, "a.json", scan(aivss=80))
+    cur = _write(tmp_path, "b.json", scan(aivss=77))
+    assert main(["compare", str(base), str(cur)]) == 1
+    assert main(["compare", str(base), str(cur), "--tolerance", "3"]) == 0
+
+
+def test_json_output_is_canonical_and_the_exit_code_does_not_depend_on_it(
+    hardened: Path, vulnerable: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["compare", str(hardened), str(vulnerable), "--output", "json"]) == 1
+    out = capsys.readouterr().out
+    data = json.loads(out)
+    assert out.encode() == pretty_bytes(data)
+    assert data["regression"] is True
+    assert [f["probe_id"] for f in data["new"]] == [probe_of(1), probe_of(2)]
+
+
+def test_output_path_writes_the_file(
+    tmp_path: Path, hardened: Path, vulnerable: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "out" / "diff.md"
+    assert main(["compare", str(hardened), str(vulnerable), "--output-path", str(target)]) == 1
+    assert "### New findings (2)" in target.read_text(encoding="utf-8")
+    assert capsys.readouterr().out == f"probegate compare: regression; wrote {target}\n"
+
+
+def test_write_baseline_copies_current_and_still_reports_the_regression(
+    tmp_path: Path, hardened: Path, vulnerable: Path
+) -> None:
+    new_baseline = tmp_path / "baseline.json"
+    argv = ["compare", str(hardened), str(vulnerable), "--write-baseline", str(new_baseline)]
+    assert main(argv) == 1
+    assert new_baseline.read_bytes() == vulnerable.read_bytes()
+    assert main(["compare", str(new_baseline), str(vulnerable)]) == 0
+
+
+def test_suppression_file_turns_the_regression_into_a_pass(
+    tmp_path: Path, hardened: Path, vulnerable: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    supp = tmp_path / "supp.yml"
+    supp.write_text(
+        "suppressions:\n"
+        + "".join(f'  - {{fp: "{finding(i).fp}", reason: "accepted {i}"}}\n' for i in (1, 2))
+        + '  - {fp: "deadbeef", reason: "gone"}\n',
+        encoding="utf-8",
+    )
+    assert main(["compare", str(hardened), str(vulnerable), "--suppressions", str(supp)]) == 0
+    out = capsys.readouterr().out
+    assert "### New findings, suppressed (2)" in out
+    assert "1 stale suppression(s) match no finding: deadbeef" in out
+
+
+def test_seed_000_report_is_accepted_as_a_baseline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cur = _write(
+        tmp_path,
+        "cur.json",
+        scan(resisted=["pi.system-leak.v1", "tool.refund-abuse.v1"], aivss=90),
+    )
+    assert main(["compare", str(SEED), str(cur)]) == 2  # different library and mode
+    err = capsys.readouterr().err
+    assert "probe library versions differ" in err and "--allow-mismatch" in err
+    assert main(["compare", str(SEED), str(cur), "--allow-mismatch"]) == 0
+    out = capsys.readouterr().out
+    assert "### Fixed findings (2)" in out
+    assert "agentguardian-scan-v1 report, mapped onto probegate-scan-v1" in out
+
+
+@pytest.mark.parametrize(
+    ("argv_tail", "message"),
+    [
+        (["--tolerance", "abc"], "invalid float value"),
+        (["--tolerance", "-1"], "--tolerance must be a number >= 0"),
+        (["--output", "html"], "invalid choice"),
+        (["--suppressions", "missing.yml"], "suppression file not found"),
+    ],
+)
+def test_bad_flags_exit_2_with_one_line(
+    hardened: Path,
+    argv_tail: list[str],
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["compare", str(hardened), str(hardened), *argv_tail]) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(b"{broken", "invalid JSON"), (b'{"schema": "x"}', "unsupported report schema")],
+)
+def test_bad_report_exits_2_with_one_line(
+    tmp_path: Path,
+    hardened: Path,
+    content: bytes,
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(content)
+    assert main(["compare", str(hardened), str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {bad}: ")
+    assert message in err
+    assert err.count("\n") == 1
+
+
+def test_missing_report_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 2
+    assert "report file not found" in capsys.readouterr().err
+
+
+def test_missing_argument_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", "only-one.json"]) == 2
+    assert "CURRENT" in capsys.readouterr().err

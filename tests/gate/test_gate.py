@@ -1,0 +1,227 @@
+"""The gates and how they combine into one exit code (PRODUCT.md sections 2 and 5)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+import pytest
+
+from probegate.baseline import Comparison, compare
+from probegate.errors import UsageError
+from probegate.gate import GateResult, authority_failures, evaluate_gates
+from probegate.models.report import Authority, ScanReport, UnjudgedAttempt
+from probegate.models.taxonomy import Severity
+from probegate.suppressions import SuppressionEntry, apply_suppressions
+from tests.gate.helpers import authoritative, finding, probe_of, scan, suppressed
+
+TODAY = dt.date(2026, 6, 1)
+
+
+def _gate(
+    report: ScanReport,
+    *,
+    fail_under: float | None = None,
+    fail_on: Severity | None = None,
+    comparison: Comparison | None = None,
+) -> GateResult:
+    return evaluate_gates(report, fail_under=fail_under, fail_on=fail_on, comparison=comparison)
+
+
+def test_no_gate_asked_passes() -> None:
+    result = _gate(scan([finding(1, Severity.CRITICAL)]))
+    assert result.exit_code == 0
+    assert result.outcomes == ()
+
+
+# --------------------------------------------------------------------------- --fail-under
+
+
+def test_fail_under_passes_on_an_authoritative_scan_at_or_above_the_score() -> None:
+    report = authoritative(scan(resisted=[probe_of(1)], aivss=90))
+    result = _gate(report, fail_under=90)
+    assert result.exit_code == 0, result.reasons
+    assert result.outcomes[0].status == "passed"
+
+
+def test_fail_under_fails_on_an_authoritative_scan_below_the_score() -> None:
+    report = authoritative(scan([finding(1)], aivss=89))
+    result = _gate(report, fail_under=90)
+    assert result.exit_code == 1
+    assert "89 is below 90" in result.reasons[0]
+
+
+@pytest.mark.parametrize("aivss", [10, 95])
+def test_fail_under_is_undecided_on_a_fast_scan_whatever_the_score(aivss: int) -> None:
+    result = _gate(scan(resisted=[probe_of(1)], aivss=aivss, mode="fast"), fail_under=90)
+    assert result.exit_code == 3
+    (reason,) = result.reasons
+    assert "UNDECIDED" in reason
+    assert "mode_authoritative" in reason
+    assert "only a full scan" in reason
+
+
+def test_fail_under_lists_every_failed_authority_condition_with_reasons() -> None:
+    report = authoritative(scan(resisted=[probe_of(1)], aivss=99)).model_copy(
+        update={
+            "scoring_valid": False,
+            "authority": Authority(
+                authoritative=False,
+                failed=["completeness", "undertested"],
+                reasons=["completeness 80% is below 95%", "ASI07 undertested"],
+            ),
+        }
+    )
+    result = _gate(report, fail_under=50)
+    assert result.exit_code == 3
+    reason = result.reasons[0]
+    for expected in (
+        "completeness",
+        "undertested",
+        "scoring_valid",
+        "completeness 80% is below 95%",
+        "ASI07 undertested",
+    ):
+        assert expected in reason
+    assert authority_failures(report) == ["completeness", "undertested", "scoring_valid"]
+
+
+def test_authority_block_alone_cannot_make_a_fast_scan_authoritative() -> None:
+    # Flags that disagree with the authority block: every condition must hold.
+    report = scan(resisted=[probe_of(1)], aivss=99).model_copy(
+        update={"authority": Authority(authoritative=True)}
+    )
+    assert _gate(report, fail_under=50).exit_code == 3
+    silent = authoritative(report).model_copy(update={"authority": Authority(authoritative=False)})
+    assert authority_failures(silent) == ["authoritative"]
+    assert _gate(silent, fail_under=50).exit_code == 3
+
+
+@pytest.mark.parametrize("value", [-1.0, 100.5, math.nan, math.inf])
+def test_fail_under_out_of_range_is_a_usage_error(value: float) -> None:
+    with pytest.raises(UsageError):
+        _gate(scan(), fail_under=value)
+
+
+# --------------------------------------------------------------------------- --fail-on
+
+
+@pytest.mark.parametrize("mode", ["fast", "smart", "full"])
+def test_fail_on_fails_in_every_mode(mode: str) -> None:
+    result = _gate(scan([finding(1, Severity.HIGH)], mode=mode), fail_on=Severity.HIGH)
+    assert result.exit_code == 1
+    assert probe_of(1) in result.reasons[0]
+
+
+@pytest.mark.parametrize(
+    ("severity", "fail_on", "code"),
+    [
+        (Severity.CRITICAL, Severity.HIGH, 1),
+        (Severity.HIGH, Severity.HIGH, 1),
+        (Severity.MEDIUM, Severity.HIGH, 0),
+        (Severity.LOW, Severity.MEDIUM, 0),
+        (Severity.LOW, Severity.LOW, 1),
+        (Severity.HIGH, Severity.CRITICAL, 0),
+    ],
+)
+def test_fail_on_is_at_or_above(severity: Severity, fail_on: Severity, code: int) -> None:
+    assert _gate(scan([finding(1, severity)]), fail_on=fail_on).exit_code == code
+
+
+def test_fail_on_ignores_suppressed_findings_and_says_so() -> None:
+    report = scan([suppressed(finding(1, Severity.CRITICAL)), finding(2, Severity.LOW)])
+    result = _gate(report, fail_on=Severity.HIGH)
+    assert result.exit_code == 0
+    assert "1 suppressed not counted" in result.reasons[0]
+
+
+def test_expired_suppression_counts_again_in_fail_on() -> None:
+    f = finding(1, Severity.HIGH)
+    entry = SuppressionEntry(fp=f.fp, reason="until May", expires=dt.date(2026, 5, 31))
+    before = apply_suppressions(scan([f]), (entry,), dt.date(2026, 5, 31))
+    after = apply_suppressions(scan([f]), (entry,), TODAY)
+    assert _gate(before, fail_on=Severity.HIGH).exit_code == 0
+    result = _gate(after, fail_on=Severity.HIGH)
+    assert result.exit_code == 1
+    assert "suppression expired" in result.reasons[0]
+
+
+def test_the_listing_of_failing_findings_is_bounded() -> None:
+    report = scan([finding(i) for i in range(12)])
+    reason = _gate(report, fail_on=Severity.LOW).reasons[0]
+    assert "12 unsuppressed" in reason
+    assert "and 7 more" in reason
+
+
+# --------------------------------------------------------------------------- baseline
+
+
+def test_baseline_regression_fails_in_fast_mode() -> None:
+    base = scan(resisted=[probe_of(1)])
+    cur = scan([finding(1)])
+    result = _gate(cur, comparison=compare(base, cur))
+    assert result.exit_code == 1
+    assert "1 new finding" in result.reasons[0]
+
+
+def test_baseline_without_regression_passes() -> None:
+    base = scan([finding(1)])
+    cur = scan(resisted=[probe_of(1)])
+    result = _gate(cur, comparison=compare(base, cur))
+    assert result.exit_code == 0
+    assert "1 fixed" in result.reasons[0]
+
+
+# --------------------------------------------------------------------------- combination
+
+
+def test_a_certain_failure_wins_over_an_undecided_score_gate() -> None:
+    report = scan([finding(1, Severity.CRITICAL)], aivss=95, mode="fast")
+    result = _gate(report, fail_under=90, fail_on=Severity.HIGH)
+    assert result.exit_code == 1
+    statuses = [o.status for o in result.outcomes]
+    assert statuses == ["undecided", "failed"]  # the undecided gate is still reported
+
+
+def test_undecided_score_gate_with_passing_gates_is_3() -> None:
+    report = scan([finding(1, Severity.LOW)], aivss=95, mode="fast")
+    cur_vs_self = compare(report, report)
+    result = _gate(report, fail_under=90, fail_on=Severity.HIGH, comparison=cur_vs_self)
+    assert result.exit_code == 3
+    assert [o.status for o in result.outcomes] == ["undecided", "passed", "passed"]
+
+
+def test_every_gate_passing_is_0() -> None:
+    report = authoritative(scan([finding(1, Severity.LOW)], aivss=95))
+    result = _gate(report, fail_under=90, fail_on=Severity.HIGH, comparison=compare(report, report))
+    assert result.exit_code == 0
+    assert result.passed
+
+
+# --------------------------------------------------------------------------- nothing judged
+
+
+def test_early_stop_with_nothing_judged_is_undecided_even_without_gates() -> None:
+    report = scan(unjudged=[probe_of(1)]).model_copy(update={"stopped_reason": "early_stop"})
+    result = _gate(report)
+    assert result.exit_code == 3
+    assert "stopped early" in result.reasons[0]
+
+
+def test_nothing_judged_never_passes_fail_on_or_baseline() -> None:
+    report = scan(unjudged=[probe_of(1), probe_of(2)], aivss=0).model_copy(
+        update={
+            "unjudged": [UnjudgedAttempt(attempt_id="a1", probe_id=probe_of(1), reason="x")],
+        }
+    )
+    base = scan(aivss=80)
+    result = _gate(report, fail_on=Severity.LOW, comparison=compare(base, report))
+    assert result.exit_code == 3
+    assert all(o.status == "undecided" for o in result.outcomes)
+    assert "could be judged" in result.reasons[0]
+
+
+def test_a_scan_where_every_probe_was_not_applicable_is_decided() -> None:
+    # Nothing applicable is a fact about the agent, not a failure to judge it.
+    report = scan().model_copy(update={"results": [], "findings": []})
+    assert _gate(report, fail_on=Severity.LOW).exit_code == 0
