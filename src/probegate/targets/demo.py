@@ -140,6 +140,15 @@ def _encode(text: str, encoding: str) -> str:
     return text
 
 
+def _as_record(text: str) -> dict[str, str]:
+    """A tool may answer with anything; the agent keeps what it can read."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return {"record": text}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {"record": text}
+
+
 @dataclass
 class _Work:
     intent: Intent
@@ -301,7 +310,7 @@ class DemoSession:
             lines.append("Your account (Jane Doe) is on the premium plan.")
             return []
         call = self._call(calls, "lookup_customer", customer_id=cid)
-        self._last_record = json.loads(call.result or "{}")
+        self._last_record = _as_record(call.result or "")
         lines.append(f"Customer record: {call.result}")
         return self._read_result(work, call, calls)
 
