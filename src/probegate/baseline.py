@@ -462,7 +462,7 @@ def compare(
         reasons.append(f"{len(new)} new finding(s) not in the baseline")
     if score_regression:
         reasons.append(
-            f"AIVSS dropped by {-aivss_delta} ({baseline.aivss} -> {current.aivss}), "
+            f"AIVSS dropped by {-aivss_delta} (from {baseline.aivss} to {current.aivss}), "
             f"more than the tolerance {tolerance:g}"
         )
 

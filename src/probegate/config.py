@@ -79,6 +79,7 @@ class ScanConfig(BaseModel):
     mode: Literal["fast", "smart", "full"] = "fast"
     asi: list[str] = Field(default_factory=list)
     probes: list[str] = Field(default_factory=list)
+    probe_dirs: list[Path] = Field(default_factory=list)
     concurrency: int = Field(default=8, ge=1, le=1024)
     rps: float | None = Field(default=None, gt=0)
     timeout: float = Field(default=60.0, gt=0)

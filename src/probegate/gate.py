@@ -96,7 +96,7 @@ def evaluate_gates(
         outcomes.append(_baseline(comparison, judged=unjudgeable is None))
 
     statuses = {o.status for o in outcomes}
-    if "undecided" in statuses:
+    if "failed" in statuses:
         code = EXIT_FAILED
     elif "undecided" in statuses:
         code = EXIT_UNDECIDED

@@ -22,7 +22,7 @@ from probegate.engine.plan import Plan, build_plan
 from probegate.engine.runner import Progress, Runner
 from probegate.errors import TargetError, UsageError
 from probegate.clock import iso, new_scan_id, now
-from probegate.library.loader import load_library
+from probegate.library.loader import Library, load_directory, load_library
 from probegate.models.report import Budget, Engine, ScanReport
 from probegate.models.taxonomy import ASI_IDS, SEVERITY_RANK, Severity
 from probegate.reports import FORMATS, parse_formats, write_outputs
@@ -63,6 +63,27 @@ class ProgressPrinter:
         self.err.flush()
 
 
+def with_extra_probes(library: Library, config: ScanConfig) -> Library:
+    """The bundled library plus the user's own probe directories (``--probe-dir``)."""
+    if not config.probe_dirs:
+        return library
+    probes = list(library.probes)
+    versions = [library.version]
+    known = {p.id for p in probes}
+    for directory in config.probe_dirs:
+        path = directory if directory.is_absolute() else config.base_dir / directory
+        if not path.is_dir():
+            raise UsageError(f"probe directory {path} does not exist")
+        extra = load_directory(path)
+        for probe in extra.probes:
+            if probe.id in known:
+                raise UsageError(f"probe id {probe.id} in {path} is already in the library")
+            known.add(probe.id)
+        probes.extend(extra.probes)
+        versions.append("custom." + extra.version.split("+")[-1])
+    return Library(tuple(sorted(probes, key=lambda p: p.id)), "+".join(versions))
+
+
 def _dry_run(plan: Plan, config: ScanConfig, out: TextIO) -> int:
     attempts = plan.all_attempts
     requests = sum(a.requests_upper_bound for a in attempts) * config.target.max_turns
@@ -91,7 +112,7 @@ def _dry_run(plan: Plan, config: ScanConfig, out: TextIO) -> int:
 def execute_scan(config: ScanConfig, *, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     """Run the scan the config describes and return the exit code."""
     formats = parse_formats(config.output)
-    library = load_library()
+    library = with_extra_probes(load_library(), config)
     probes = library.select(asi=config.asi, patterns=config.probes)
     if not probes:
         raise UsageError("no probe matches --asi/--probes (see 'probegate probes list')")
@@ -136,6 +157,9 @@ def _execute(
         scan_id = new_scan_id(plan.fingerprint + info.ref)
         created_at = iso(now())
     directory = scan_dir(store, scan_id)
+    if not config.resume:
+        # A pinned clock repeats scan ids by design; a new scan never appends to an old journal.
+        (directory / "journal.jsonl").unlink(missing_ok=True)
     journal = Journal(
         directory / "journal.jsonl",
         {"scan_id": scan_id, "plan": plan.fingerprint, "created_at": created_at, "target": info.ref},

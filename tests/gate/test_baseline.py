@@ -182,7 +182,7 @@ def test_score_drop_beyond_tolerance_regresses(
     assert c.score_regression is regression
     assert c.regression is regression
     if regression:
-        assert f"AIVSS dropped by {drop} (80 -> {80 - drop})" in c.reasons[0]
+        assert f"AIVSS dropped by {drop} (from 80 to {80 - drop})" in c.reasons[0]
 
 
 def test_score_rise_never_regresses() -> None:

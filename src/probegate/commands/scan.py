@@ -32,6 +32,8 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--mode", choices=["fast", "smart", "full"])
     s.add_argument("--asi", action="append", help="only these ASI categories (ASI01,ASI03)")
     s.add_argument("--probes", action="append", help="only probes whose id matches this glob")
+    s.add_argument("--probe-dir", dest="probe_dir", action="append",
+                   help="extra directory of your own probe YAML files (repeatable)")
     s.add_argument("--concurrency", type=int)
     s.add_argument("--rps", type=float, help="max requests per second to the target")
     s.add_argument("--timeout", type=float, help="per-request timeout in seconds")
@@ -87,6 +89,8 @@ def _config_from_args(args: argparse.Namespace) -> Any:
     flags: dict[str, Any] = {k: getattr(args, k) for k in _SCAN_FLAGS}
     flags["asi"] = args.asi
     flags["probes"] = args.probes
+    # flag paths are relative to where the user stands; config-file paths to the file
+    flags["probe_dirs"] = [str(Path(d).resolve()) for d in args.probe_dir] if args.probe_dir else None
     flags["output"] = args.output
     if args.tolerance is not None:
         flags["tolerance"] = args.tolerance

@@ -30,7 +30,7 @@ def render_diff(comparison: Comparison, *, max_rows: int = DEFAULT_MAX_ROWS) -> 
     c = comparison
     lines: list[str] = ["## probegate: comparison with the baseline", ""]
     if c.regression:
-        lines.append("**Result: regression.** " + escape(" ".join(c.reasons), limit=1000))
+        lines.append("**Result: regression.** " + escape("; ".join(c.reasons), limit=1000))
     else:
         lines.append("**Result: no regression.**")
     lines.append("")

@@ -1,10 +1,143 @@
-"""Format not built yet."""
+"""JUnit XML: the scan as a test run, for CI test reporters.
+
+One ``<testsuite>`` per OWASP ASI category that has probes, one ``<testcase>`` per probe
+(``report.results``). A probe the agent fell for is a ``<failure>`` carrying the finding's
+evidence; a resisted probe passes; an unjudged or not-applicable probe is ``<skipped>`` with the
+reason, because "could not tell" must never read as "passed". A suppressed finding is skipped
+too, with the suppression's reason: gates do not count it, so the test run must not fail on it.
+
+Built with ``xml.etree``, which escapes ``&``, ``<`` and ``>`` everywhere (so a ``]]>`` in agent
+text is inert), after :func:`escape.xml_text` removed what XML 1.0 cannot hold at all (ANSI
+escapes, control characters). No clock: ``time`` attributes are 0 and there is no timestamp, so
+the same scan gives the same bytes.
+"""
 
 from __future__ import annotations
 
-from probegate.errors import ReportError
-from probegate.models.report import ScanReport
+import xml.etree.ElementTree as ET
+from probegate.models.report import Finding, ProbeResult, ScanReport
+from probegate.models.taxonomy import ASI_IDS, ASI_TITLES
+from probegate.reports.escape import defuse_commands, gc_paused, number, one_line, truncate, xml_text
+
+MESSAGE_MAX = 500
+TEXT_MAX = 4000
 
 
 def render(report: ScanReport) -> bytes:
-    raise ReportError("this output format is not built yet")
+    with gc_paused():
+        root = build(report)
+        ET.indent(root)
+        body = ET.tostring(root, encoding="unicode", short_empty_elements=True)
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n' + body + "\n").encode("utf-8")
+
+
+def build(report: ScanReport) -> ET.Element:
+    """The ``<testsuites>`` element for ``report``."""
+    findings = {f.probe_id: f for f in report.findings}
+    by_asi: dict[str, list[ProbeResult]] = {}
+    for result in report.results:
+        by_asi.setdefault(result.asi, []).append(result)
+    order = [a for a in ASI_IDS if a in by_asi] + sorted(a for a in by_asi if a not in ASI_IDS)
+
+    root = ET.Element("testsuites", _attrs(name=f"probegate {report.scan_id}"))
+    totals = {"tests": 0, "failures": 0, "skipped": 0}
+    for asi in order:
+        suite = _suite(report, asi, by_asi[asi], findings)
+        for key in totals:
+            totals[key] += int(suite.get(key, "0"))
+        root.append(suite)
+    root.attrib.update(
+        _attrs(
+            tests=totals["tests"], failures=totals["failures"], errors=0,
+            skipped=totals["skipped"], time="0",
+        )
+    )
+    return root
+
+
+def _suite(
+    report: ScanReport, asi: str, results: list[ProbeResult], findings: dict[str, Finding]
+) -> ET.Element:
+    title = ASI_TITLES.get(asi, asi)
+    suite = ET.Element("testsuite", _attrs(name=f"{asi} {title}"))
+    props = ET.SubElement(suite, "properties")
+    score = report.asi_scores.get(asi)
+    for name, value in (
+        ("scan_id", report.scan_id),
+        ("asi", asi),
+        ("asi_score", number(score) if score is not None else "n/a"),
+        ("aivss", number(report.aivss)),
+        ("band", report.band),
+        ("undertested", "true" if asi in report.undertested else "false"),
+    ):
+        ET.SubElement(props, "property", _attrs(name=name, value=value))
+
+    failures = skipped = 0
+    for result in sorted(results, key=lambda r: r.probe_id):
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            _attrs(name=result.probe_id, classname=f"probegate.{asi}", time="0"),
+        )
+        finding = findings.get(result.probe_id)
+        if result.outcome == "vulnerable":
+            if finding is not None and finding.suppressed is not None:
+                skipped += 1
+                reason = f"suppressed: {one_line(finding.suppressed.reason)}"
+                ET.SubElement(case, "skipped", _attrs(message=truncate(reason, MESSAGE_MAX)))
+                _system_out(case, _finding_text(finding, result))
+                continue
+            failures += 1
+            summary = one_line(finding.summary) if finding else f"{result.name}: vulnerable"
+            failure = ET.SubElement(
+                case,
+                "failure",
+                _attrs(message=truncate(summary, MESSAGE_MAX), type=result.severity.value),
+            )
+            failure.text = xml_text(defuse_commands(_finding_text(finding, result)))
+        elif result.outcome in ("unjudged", "not_applicable"):
+            skipped += 1
+            reason = one_line(result.reason) or result.outcome.replace("_", " ")
+            ET.SubElement(
+                case, "skipped", _attrs(message=truncate(f"{result.outcome}: {reason}", MESSAGE_MAX))
+            )
+        else:
+            _system_out(
+                case,
+                f"{result.name}: resisted {result.resisted} of {result.attempts} attempt(s)"
+                + (f", {result.unjudged} unjudged" if result.unjudged else ""),
+            )
+    suite.attrib.update(
+        _attrs(tests=len(results), failures=failures, errors=0, skipped=skipped, time="0")
+    )
+    return suite
+
+
+def _finding_text(finding: Finding | None, result: ProbeResult) -> str:
+    lines = [
+        f"{result.name} ({result.probe_id})",
+        f"severity: {result.severity.value}; attempts: {result.attempts}, "
+        f"vulnerable: {result.vulnerable}, resisted: {result.resisted}, "
+        f"unjudged: {result.unjudged}",
+    ]
+    if finding is not None:
+        lines.append(f"summary: {one_line(finding.summary)}")
+        lines.append(f"fp: {finding.fp}")
+        lines.append(f"location: {finding.location.path}:{finding.location.line}")
+        for ev in finding.evidence:
+            lines.append(
+                f"evidence: {ev.detector} [{ev.category}] at {ev.path} [{ev.start}:{ev.end}]: "
+                f"{one_line(ev.subject)}"
+            )
+        if finding.trigger_prompt:
+            lines.append(f"trigger prompt: {truncate(one_line(finding.trigger_prompt), 1000)}")
+        lines.append(f"remediation: {finding.remediation}")
+    return truncate("\n".join(lines), TEXT_MAX)
+
+
+def _system_out(case: ET.Element, text: str) -> None:
+    ET.SubElement(case, "system-out").text = xml_text(defuse_commands(text))
+
+
+def _attrs(**values: object) -> dict[str, str]:
+    return {k: xml_text(str(v)) for k, v in values.items()}

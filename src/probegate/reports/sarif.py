@@ -43,7 +43,7 @@ from probegate.models.taxonomy import (
     SEVERITY_RANK,
     Severity,
 )
-from probegate.reports.escape import clean_text, md_text, sarif_text, truncate
+from probegate.reports.escape import clean_text, gc_paused, md_text, sarif_text, truncate
 
 TOOL_NAME = "probegate"  # GitHub keys alerts on it: never change it.
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -55,6 +55,17 @@ MESSAGE_MAX = 4000
 MAX_TAGS = 10  # GitHub's recommendation (20 is the hard cap)
 MAX_RESULTS = 25_000  # GitHub's per-run limit for results and for rules
 REFERENCE_VALIDATION_MAX = 1_000  # results + rules validated by jsonschema itself
+
+# SARIF taxonomies (name, organization, version, {id: title}); rules point into them by
+# index. MITRE ATLAS is a tag only: its names live in the probe library's data, not here.
+TAXONOMIES: tuple[tuple[str, str, str, dict[str, str]], ...] = (
+    ("OWASP Top 10 for Agentic Applications", "OWASP", "2026", ASI_TITLES),
+    ("OWASP Top 10 for LLM Applications", "OWASP", "2025", OWASP_LLM_TITLES),
+    ("CSA Agentic AI Red Teaming Guide", "Cloud Security Alliance", "2025", CSA_TITLES),
+)
+_TAXON_INDEX: dict[tuple[int, str], int] = {
+    (t, taxon): i for t, entry in enumerate(TAXONOMIES) for i, taxon in enumerate(entry[3])
+}
 
 LEVELS: dict[Severity, str] = {
     Severity.CRITICAL: "error",
@@ -86,24 +97,31 @@ def _fields(cls: type) -> tuple[tuple[str, str, Any], ...]:
     return tuple(out)
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def to_json(obj: Any) -> Any:
     """A sarif-om object graph as plain JSON data, under the SARIF schema's property names.
 
-    Plain dicts (property bags, ``partialFingerprints``) keep their keys as given.
+    Plain dicts (property bags, ``partialFingerprints``) keep their keys as given; ``None``
+    values are dropped everywhere.
     """
-    if attr.has(type(obj)):
-        out: dict[str, Any] = {}
-        for name, json_name, default in _fields(type(obj)):
-            value = getattr(obj, name)
-            if value is None or value == default:
-                continue
-            out[json_name] = to_json(value)
-        return out
-    if isinstance(obj, dict):
+    cls = type(obj)
+    if cls in _SCALARS:
+        return obj
+    if cls is dict:
         return {k: to_json(v) for k, v in obj.items() if v is not None}
-    if isinstance(obj, list | tuple):
+    if cls is list or cls is tuple:
         return [to_json(v) for v in obj]
-    return obj
+    if not attr.has(cls):
+        raise ReportError(f"cannot write {cls.__name__} to SARIF")
+    out: dict[str, Any] = {}
+    for name, json_name, default in _fields(cls):
+        value = getattr(obj, name)
+        if value is None or value == default:
+            continue
+        out[json_name] = to_json(value)
+    return out
 
 
 def _json_key(value: Any) -> Any:
@@ -119,15 +137,38 @@ def _json_key(value: Any) -> Any:
     return ("other", repr(value))
 
 
+def _coarse_key(value: Any) -> Any:
+    """A cheap key that JSON-equal values always share: an object's key set and top-level
+    strings, an array's length. Only values sharing it need the full :func:`_json_key`."""
+    if isinstance(value, dict):
+        strings = tuple(sorted((k, v) for k, v in value.items() if isinstance(v, str)))
+        return ("object", frozenset(value), strings)
+    if isinstance(value, list):
+        return ("array", len(value))
+    return _json_key(value)
+
+
+def items_unique(items: list[Any]) -> bool:
+    """JSON Schema ``uniqueItems`` in about linear time (jsonschema's own is quadratic for
+    arrays of objects: minutes for a SARIF run with thousands of rules)."""
+    if len(items) < 2:
+        return True
+    buckets: dict[Any, list[Any]] = {}
+    for item in items:
+        buckets.setdefault(_coarse_key(item), []).append(item)
+    for group in buckets.values():
+        if len(group) > 1:
+            keys = [_json_key(x) for x in group]
+            if len(set(keys)) != len(keys):
+                return False
+    return True
+
+
 def _unique_items(
     validator: Any, unique: Any, instance: Any, schema: Any
 ) -> Iterator[jsonschema.ValidationError]:
-    """``uniqueItems`` in linear time; jsonschema's own is quadratic for arrays of objects,
-    which is minutes for a SARIF run with thousands of rules."""
-    if unique and validator.is_type(instance, "array"):
-        keys = [_json_key(item) for item in instance]
-        if len(set(keys)) != len(keys):
-            yield jsonschema.ValidationError(f"{instance!r} has non-unique elements")
+    if unique and validator.is_type(instance, "array") and not items_unique(instance):
+        yield jsonschema.ValidationError(f"{instance!r} has non-unique elements")
 
 
 _SarifValidator = jsonschema.validators.extend(
@@ -207,6 +248,24 @@ _TYPES: dict[str, Callable[[Any], bool]] = {
 _IGNORED = frozenset({"description", "default", "title", "id", "$schema", "definitions", "format"})
 
 
+def _all_of(checks: list[_Check]) -> _Check:
+    if not checks:
+        return lambda v: True
+    if len(checks) == 1:
+        return checks[0]
+    if len(checks) == 2:
+        first, second = checks
+        return lambda v: first(v) and second(v)
+
+    def check(v: Any) -> bool:
+        for c in checks:
+            if not c(v):
+                return False
+        return True
+
+    return check
+
+
 class _Compiler:
     """Compiles the Draft-4 subset the SARIF schema uses; anything else is refused."""
 
@@ -233,9 +292,7 @@ class _Compiler:
             checks.append(build(value, schema))
         if "properties" in schema or "additionalProperties" in schema:
             checks.append(self._object(schema))
-        if len(checks) == 1:
-            return checks[0]
-        return lambda v: all(check(v) for check in checks)
+        return _all_of(checks)
 
     def _ref(self, ref: str) -> _Check:
         if not ref.startswith("#/"):
@@ -277,6 +334,8 @@ class _Compiler:
     def _kw_type(self, value: Any, schema: Any) -> _Check:
         names = value if isinstance(value, list) else [value]
         tests = [_TYPES[n] for n in names]
+        if len(tests) == 1:
+            return tests[0]
         return lambda v: any(t(v) for t in tests)
 
     def _kw_required(self, value: Any, schema: Any) -> _Check:
@@ -287,7 +346,15 @@ class _Compiler:
         if isinstance(value, list):
             raise NotImplementedError("tuple items")
         item = self.compile(value)
-        return lambda v: not isinstance(v, list) or all(item(x) for x in v)
+
+        def check(v: Any) -> bool:
+            if isinstance(v, list):
+                for x in v:
+                    if not item(x):
+                        return False
+            return True
+
+        return check
 
     def _kw_minItems(self, value: Any, schema: Any) -> _Check:
         return lambda v: not isinstance(v, list) or len(v) >= value
@@ -295,14 +362,7 @@ class _Compiler:
     def _kw_uniqueItems(self, value: Any, schema: Any) -> _Check:
         if not value:
             return lambda v: True
-
-        def check(v: Any) -> bool:
-            if not isinstance(v, list):
-                return True
-            keys = [_json_key(x) for x in v]
-            return len(set(keys)) == len(keys)
-
-        return check
+        return lambda v: not isinstance(v, list) or items_unique(v)
 
     def _kw_enum(self, value: Any, schema: Any) -> _Check:
         allowed = {_json_key(x) for x in value}
@@ -336,9 +396,10 @@ class _Compiler:
 
 def render(report: ScanReport) -> bytes:
     """The SARIF log for ``report``, validated, as sorted pretty JSON."""
-    document = build(report)
-    validate(document)
-    return pretty_bytes(document)
+    with gc_paused():
+        document = build(report)
+        validate(document)
+        return pretty_bytes(document)
 
 
 def build(report: ScanReport) -> dict[str, Any]:
@@ -369,9 +430,14 @@ def build(report: ScanReport) -> dict[str, Any]:
                 version=report.package_version,
                 semantic_version=report.package_version,
                 rules=rules,
+                supported_taxonomies=[
+                    om.ToolComponentReference(name=name, index=i)
+                    for i, (name, _org, _version, _taxa) in enumerate(TAXONOMIES)
+                ],
                 properties={"probe_library_version": report.probe_library_version},
             )
         ),
+        taxonomies=[_taxonomy(*entry) for entry in TAXONOMIES],
         invocations=[_invocation(report)],
         results=results,
         column_kind="unicodeCodePoints",
@@ -433,6 +499,7 @@ def _rule(rule_id: str, findings: list[Finding]) -> om.ReportingDescriptor:
         ),
         help=om.MultiformatMessageString(text=sarif_text(help_text), markdown=help_md),
         default_configuration=om.ReportingConfiguration(level=LEVELS[worst]),
+        relationships=_relationships(first.asi, llm, first.csa_category) or None,
         properties={
             "tags": _tags(first.asi, llm, atlas, first.csa_category),
             "security-severity": _severity_string(score),
@@ -444,6 +511,43 @@ def _rule(rule_id: str, findings: list[Finding]) -> om.ReportingDescriptor:
             "channel": first.channel,
         },
     )
+
+
+def _taxonomy(name: str, organization: str, version: str, taxa: dict[str, str]) -> Any:
+    return om.ToolComponent(
+        name=name,
+        organization=organization,
+        version=version,
+        taxa=[
+            om.ReportingDescriptor(
+                id=taxon, name=title, short_description=om.MultiformatMessageString(text=title)
+            )
+            for taxon, title in taxa.items()
+        ],
+    )
+
+
+def _relationships(asi: str, llm: list[str], csa: str) -> list[Any]:
+    """Links from a rule to its taxa; ids the taxonomies do not know are left to the tags."""
+    wanted = [(0, asi), *((1, x) for x in llm), (2, csa)]
+    out = []
+    for taxonomy, taxon in wanted:
+        index = _TAXON_INDEX.get((taxonomy, taxon))
+        if index is None:
+            continue
+        out.append(
+            om.ReportingDescriptorRelationship(
+                target=om.ReportingDescriptorReference(
+                    id=taxon,
+                    index=index,
+                    tool_component=om.ToolComponentReference(
+                        name=TAXONOMIES[taxonomy][0], index=taxonomy
+                    ),
+                ),
+                kinds=["subset"],  # a probe is one case of its category
+            )
+        )
+    return out
 
 
 def _result(finding: Finding, rule_index: int, occurrence: int) -> om.Result:
@@ -470,7 +574,11 @@ def _result(finding: Finding, rule_index: int, occurrence: int) -> om.Result:
             om.Suppression(
                 kind="external",
                 justification=clean_text(finding.suppressed.reason) or "suppressed",
-                properties={"expires": finding.suppressed.expires},
+                properties=(
+                    {"expires": finding.suppressed.expires}
+                    if finding.suppressed.expires
+                    else None
+                ),
             )
         ]
     message = sarif_text(finding.summary) or f"{finding.name} succeeded against the agent"

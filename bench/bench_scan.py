@@ -1,0 +1,41 @@
+"""In-process scan speed of the bundled demo agent: the engine's own overhead.
+
+Prints attempts per second for a full-mode scan of `demo` (every probe x every mutator x 3)
+through the real CLI entry (`main(argv)`), and the CLI start-up time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from probegate.cli import main as cli_main
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        old = os.getcwd()
+        os.chdir(tmp)
+        try:
+            start = time.perf_counter()
+            cli_main(["scan", "demo", "--mode", "full", "--quiet", "--no-sign"])
+            elapsed = time.perf_counter() - start
+            report = json.loads(Path("probegate-out/scan.json").read_text())
+        finally:
+            os.chdir(old)
+    attempts = report["completeness"]["agents_completed"]
+    print(f"demo full scan: {attempts} attempts in {elapsed:.2f} s "
+          f"= {attempts / elapsed:.0f} attempts/s (in-process agent)")
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "probegate", "--version"], check=True,
+                   capture_output=True)
+    print(f"cli start-up (python -m probegate --version): {time.perf_counter() - start:.2f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""Shared fixtures: run the CLI in-process in a temp dir, and a cached demo scan."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from probegate.cli import main
+
+
+@pytest.fixture
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Run in an empty directory so default paths (probegate-out, .probegate) land there."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def run_cli(*argv: str) -> int:
+    return main(list(argv))
+
+
+def load_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="session")
+def demo_scan(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """One fast demo scan shared by read-only tests."""
+    root = tmp_path_factory.mktemp("demo")
+    old = os.getcwd()
+    os.chdir(root)
+    try:
+        code = main(["scan", "demo", "--quiet", "--no-sign"])
+        assert code == 0
+        yield load_json(root / "probegate-out" / "scan.json")
+    finally:
+        os.chdir(old)

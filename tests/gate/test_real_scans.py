@@ -1,0 +1,69 @@
+"""The gates against real scans of the bundled demo agents (PRODUCT.md issue 6 acceptance).
+
+Synthetic reports test the rules; these check that the rules hold on what ``probegate scan``
+actually writes, through the CLI, the way CI runs it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from probegate.cli import main
+
+
+def _scan(tmp_path: Path, target: str, name: str, *extra: str) -> Path:
+    out = tmp_path / name
+    argv = [
+        "scan",
+        target,
+        "--output",
+        "json",
+        "--output-dir",
+        str(out),
+        "--store",
+        str(tmp_path / "store"),
+        "--no-sign",
+        "--quiet",
+        *extra,
+    ]
+    assert main(argv) == 0
+    return out / "scan.json"
+
+
+@pytest.fixture(scope="module")
+def scans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    tmp = tmp_path_factory.mktemp("real-scans")
+    return {
+        "hardened": _scan(tmp, "demo-hardened", "hardened"),
+        "demo": _scan(tmp, "demo", "demo"),
+    }
+
+
+def test_compare_a_real_scan_with_itself_exits_0(
+    scans: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["compare", str(scans["demo"]), str(scans["demo"])]) == 0
+    assert "New: **0**" in capsys.readouterr().out
+
+
+def test_hardened_baseline_against_demo_exits_1_and_lists_every_new_finding(
+    scans: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo = json.loads(scans["demo"].read_text(encoding="utf-8"))
+    assert demo["findings"], "the demo agent is expected to have findings"
+    assert main(["compare", str(scans["hardened"]), str(scans["demo"]), "--output", "json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert sorted(f["fp"] for f in data["new"]) == sorted(f["fp"] for f in demo["findings"])
+
+
+def test_demo_against_hardened_fixes_everything_and_exits_0(
+    scans: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo = json.loads(scans["demo"].read_text(encoding="utf-8"))
+    assert main(["compare", str(scans["demo"]), str(scans["hardened"]), "--output", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert len(data["fixed"]) == len(demo["findings"])
+    assert data["unconfirmed"] == []
