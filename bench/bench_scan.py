@@ -29,11 +29,14 @@ def main() -> None:
         finally:
             os.chdir(old)
     attempts = report["completeness"]["agents_completed"]
-    print(f"demo full scan: {attempts} attempts in {elapsed:.2f} s "
-          f"= {attempts / elapsed:.0f} attempts/s (in-process agent)")
+    print(
+        f"demo full scan: {attempts} attempts in {elapsed:.2f} s "
+        f"= {attempts / elapsed:.0f} attempts/s (in-process agent)"
+    )
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "probegate", "--version"], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "probegate", "--version"], check=True, capture_output=True
+    )
     print(f"cli start-up (python -m probegate --version): {time.perf_counter() - start:.2f} s")
 
 

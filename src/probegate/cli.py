@@ -46,9 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Red-team AI agents in CI with evidence-judged attack probes.",
     )
     parser.add_argument("--version", action="version", version=f"probegate {__version__}")
-    parser.add_argument(
-        "--debug", action="store_true", help="show tracebacks for internal errors"
-    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, module in COMMANDS.items():
         module.add_parser(sub)

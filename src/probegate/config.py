@@ -162,7 +162,9 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"config file {path}: expected a mapping with 'target:' and 'scan:'")
     unknown = set(data) - {"target", "scan"}
     if unknown:
-        raise ConfigError(f"config file {path}: unknown top-level key(s) {', '.join(sorted(unknown))}")
+        raise ConfigError(
+            f"config file {path}: unknown top-level key(s) {', '.join(sorted(unknown))}"
+        )
     return data
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from probegate.clock import iso, new_scan_id, now
 from probegate.config import ScanConfig
 from probegate.engine.assemble import ScanMeta, assemble
 from probegate.engine.journal import Journal, read_journal, scan_dir
@@ -21,7 +22,6 @@ from probegate.engine.limits import RequestGate
 from probegate.engine.plan import Plan, build_plan
 from probegate.engine.runner import Progress, Runner
 from probegate.errors import TargetError, UsageError
-from probegate.clock import iso, new_scan_id, now
 from probegate.library.loader import Library, load_directory, load_library
 from probegate.models.report import Budget, Engine, ScanReport
 from probegate.models.taxonomy import ASI_IDS, SEVERITY_RANK, Severity
@@ -87,11 +87,15 @@ def with_extra_probes(library: Library, config: ScanConfig) -> Library:
 def _dry_run(plan: Plan, config: ScanConfig, out: TextIO) -> int:
     attempts = plan.all_attempts
     requests = sum(a.requests_upper_bound for a in attempts) * config.target.max_turns
-    out.write(f"plan {plan.fingerprint}: mode {plan.mode}, {len(plan.probes)} probes, "
-              f"{len(attempts)} attempts (at most {requests} requests)\n")
+    out.write(
+        f"plan {plan.fingerprint}: mode {plan.mode}, {len(plan.probes)} probes, "
+        f"{len(attempts)} attempts (at most {requests} requests)\n"
+    )
     if plan.escalations:
-        out.write(f"  smart mode: up to {sum(len(v) for v in plan.escalations.values())} "
-                  "escalation attempts are included for probes the agent resists\n")
+        out.write(
+            f"  smart mode: up to {sum(len(v) for v in plan.escalations.values())} "
+            "escalation attempts are included for probes the agent resists\n"
+        )
     per_asi = {a: 0 for a in ASI_IDS}
     for a in attempts:
         per_asi[a.probe.asi] += 1
@@ -135,7 +139,11 @@ def _execute(
     tools = target.tools()
     caps = capabilities_of(tools)
     plan = build_plan(
-        probes, caps, mode=config.mode, seed=config.seed, repeat=config.effective_repeat,
+        probes,
+        caps,
+        mode=config.mode,
+        seed=config.seed,
+        repeat=config.effective_repeat,
         shard=config.shard,
     )
     if config.dry_run:
@@ -162,36 +170,62 @@ def _execute(
         (directory / "journal.jsonl").unlink(missing_ok=True)
     journal = Journal(
         directory / "journal.jsonl",
-        {"scan_id": scan_id, "plan": plan.fingerprint, "created_at": created_at, "target": info.ref},
+        {
+            "scan_id": scan_id,
+            "plan": plan.fingerprint,
+            "created_at": created_at,
+            "target": info.ref,
+        },
     )
-    gate = RequestGate(rps=config.rps, max_requests=config.max_requests, budget_usd=config.budget_usd)
+    gate = RequestGate(
+        rps=config.rps, max_requests=config.max_requests, budget_usd=config.budget_usd
+    )
     runner = Runner(
-        target, gate, seed=config.seed, concurrency=config.concurrency,
-        declared_canaries=tuple(config.target.canaries), record_dir=config.record,
+        target,
+        gate,
+        seed=config.seed,
+        concurrency=config.concurrency,
+        declared_canaries=tuple(config.target.canaries),
+        record_dir=config.record,
     )
     if not config.quiet:
-        err.write(f"probegate: scanning {info.ref} ({config.mode} mode, "
-                  f"{len(plan.attempts)} attempts, scan {scan_id})\n")
+        err.write(
+            f"probegate: scanning {info.ref} ({config.mode} mode, "
+            f"{len(plan.attempts)} attempts, scan {scan_id})\n"
+        )
     try:
-        outcome = runner.run(plan, journal=journal, done=done,
-                             on_progress=ProgressPrinter(err, quiet=config.quiet))
+        outcome = runner.run(
+            plan, journal=journal, done=done, on_progress=ProgressPrinter(err, quiet=config.quiet)
+        )
     finally:
         journal.close()
 
     selected_all = not config.asi and not config.probes and config.shard is None
     budget = Budget(
-        cap_usd=config.budget_usd, max_requests=config.max_requests,
+        cap_usd=config.budget_usd,
+        max_requests=config.max_requests,
         requests_used=gate.state.requests,
         finalise_truncated=outcome.stopped_reason == "budget",
     )
     meta = ScanMeta(
-        scan_id=scan_id, created_at=created_at, mode=config.mode, seed=config.seed,
+        scan_id=scan_id,
+        created_at=created_at,
+        mode=config.mode,
+        seed=config.seed,
         duration_seconds=0.0 if os.environ.get("SOURCE_DATE_EPOCH") else outcome.duration_seconds,
-        stopped_reason=outcome.stopped_reason, planned=outcome.planned,
-        cut_short=outcome.cut_short, library_version=library_version, target=info,
-        engine=Engine(commander="probegate", attacker="library+mutators" if config.mode != "fast"
-                      else "library", evaluator=config.judge or "oracle"),
-        budget=budget, selected_all=selected_all, shard=config.shard,
+        stopped_reason=outcome.stopped_reason,
+        planned=outcome.planned,
+        cut_short=outcome.cut_short,
+        library_version=library_version,
+        target=info,
+        engine=Engine(
+            commander="probegate",
+            attacker="library+mutators" if config.mode != "fast" else "library",
+            evaluator=config.judge or "oracle",
+        ),
+        budget=budget,
+        selected_all=selected_all,
+        shard=config.shard,
         store_dir=store.as_posix(),
     )
     report = assemble(list(plan.probes), outcome.attempts, plan.not_applicable, meta)
@@ -237,7 +271,9 @@ def _sh(value: str) -> str:
     return shlex.quote(value)
 
 
-def _print_summary(report: ScanReport, written: dict[str, Path], out: TextIO, *, quiet: bool) -> None:
+def _print_summary(
+    report: ScanReport, written: dict[str, Path], out: TextIO, *, quiet: bool
+) -> None:
     if quiet:
         return
     auth = "authoritative" if report.authority.authoritative else "not authoritative"
@@ -269,7 +305,11 @@ def _gates(report: ScanReport, config: ScanConfig, out: TextIO, err: TextIO) -> 
     code = 0
     if config.fail_on is not None:
         threshold = SEVERITY_RANK[Severity(config.fail_on)]
-        hits = [f for f in report.findings if SEVERITY_RANK[f.severity] >= threshold and f.suppressed is None]
+        hits = [
+            f
+            for f in report.findings
+            if SEVERITY_RANK[f.severity] >= threshold and f.suppressed is None
+        ]
         if hits:
             err.write(f"gate failed: {len(hits)} finding(s) at or above {config.fail_on}\n")
             code = 1
@@ -277,7 +317,8 @@ def _gates(report: ScanReport, config: ScanConfig, out: TextIO, err: TextIO) -> 
         if not report.authority.authoritative:
             err.write(
                 f"gate undecided: --fail-under {config.fail_under:g} needs an authoritative scan; "
-                + "; ".join(report.authority.reasons) + "\n"
+                + "; ".join(report.authority.reasons)
+                + "\n"
             )
             return code or 3
         if report.aivss < config.fail_under:

@@ -15,8 +15,15 @@ SEVERITIES = list(Severity)
 def _result(i: int, asi: str, sev: Severity, vul: int, res: int) -> ProbeResult:
     outcome = "vulnerable" if vul else "resisted" if res else "unjudged"
     return ProbeResult(
-        probe_id=f"{asi.lower()}.p{i}.v1", name="p", asi=asi, severity=sev, channel="user",
-        outcome=outcome, attempts=vul + res, vulnerable=vul, resisted=res,
+        probe_id=f"{asi.lower()}.p{i}.v1",
+        name="p",
+        asi=asi,
+        severity=sev,
+        channel="user",
+        outcome=outcome,
+        attempts=vul + res,
+        vulnerable=vul,
+        resisted=res,
     )
 
 
@@ -44,13 +51,17 @@ def test_an_extra_vulnerable_probe_never_raises_the_score(
     # turning a resisted probe vulnerable never helps either
     idx = flip % len(base)
     worse = list(base)
-    worse[idx] = _result(idx, base[idx].asi, base[idx].severity, base[idx].vulnerable + 1, base[idx].resisted)
+    worse[idx] = _result(
+        idx, base[idx].asi, base[idx].severity, base[idx].vulnerable + 1, base[idx].resisted
+    )
     assert score(worse).aivss <= before
 
 
 @settings(max_examples=100, deadline=None)
 @given(results_strategy)
-def test_band_is_capped_by_worst_confirmed_severity(rows: list[tuple[str, Severity, int, int]]) -> None:
+def test_band_is_capped_by_worst_confirmed_severity(
+    rows: list[tuple[str, Severity, int, int]],
+) -> None:
     card = score([_result(i, a, s, v, r) for i, (a, s, v, r) in enumerate(rows)])
     severities = {s for (_, s, v, _) in rows if v}
     if Severity.CRITICAL in severities or Severity.HIGH in severities:

@@ -32,8 +32,12 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--mode", choices=["fast", "smart", "full"])
     s.add_argument("--asi", action="append", help="only these ASI categories (ASI01,ASI03)")
     s.add_argument("--probes", action="append", help="only probes whose id matches this glob")
-    s.add_argument("--probe-dir", dest="probe_dir", action="append",
-                   help="extra directory of your own probe YAML files (repeatable)")
+    s.add_argument(
+        "--probe-dir",
+        dest="probe_dir",
+        action="append",
+        help="extra directory of your own probe YAML files (repeatable)",
+    )
     s.add_argument("--concurrency", type=int)
     s.add_argument("--rps", type=float, help="max requests per second to the target")
     s.add_argument("--timeout", type=float, help="per-request timeout in seconds")
@@ -64,9 +68,29 @@ def add_parser(sub: Any) -> None:
 
 
 _SCAN_FLAGS = (
-    "mode", "concurrency", "rps", "timeout", "retries", "repeat", "seed", "budget_usd",
-    "max_requests", "judge", "dry_run", "resume", "record", "shard", "store", "output_dir",
-    "fail_under", "fail_on", "baseline", "suppressions", "sign", "signing_key", "quiet",
+    "mode",
+    "concurrency",
+    "rps",
+    "timeout",
+    "retries",
+    "repeat",
+    "seed",
+    "budget_usd",
+    "max_requests",
+    "judge",
+    "dry_run",
+    "resume",
+    "record",
+    "shard",
+    "store",
+    "output_dir",
+    "fail_under",
+    "fail_on",
+    "baseline",
+    "suppressions",
+    "sign",
+    "signing_key",
+    "quiet",
 )
 
 
@@ -90,7 +114,9 @@ def _config_from_args(args: argparse.Namespace) -> Any:
     flags["asi"] = args.asi
     flags["probes"] = args.probes
     # flag paths are relative to where the user stands; config-file paths to the file
-    flags["probe_dirs"] = [str(Path(d).resolve()) for d in args.probe_dir] if args.probe_dir else None
+    flags["probe_dirs"] = (
+        [str(Path(d).resolve()) for d in args.probe_dir] if args.probe_dir else None
+    )
     flags["output"] = args.output
     if args.tolerance is not None:
         flags["tolerance"] = args.tolerance
@@ -116,8 +142,10 @@ def _config_from_args(args: argparse.Namespace) -> Any:
         target["kind"], target["guard"] = "guard", args.guard
     if target:
         file_data = {**file_data, "target": target}
-    flags["target_ref"] = target_ref if target_ref in ("demo", "demo-hardened") else (
-        str(config_path) if config_path else target.get("kind", "demo")
+    flags["target_ref"] = (
+        target_ref
+        if target_ref in ("demo", "demo-hardened")
+        else (str(config_path) if config_path else target.get("kind", "demo"))
     )
     flags["config_path"] = config_path
     flags["base_dir"] = config_path.parent.resolve() if config_path else Path.cwd()

@@ -28,7 +28,14 @@ from probegate.models.report import (
 from probegate.models.taxonomy import SEVERITY_RANK, Capability, Severity
 from probegate.models.transcript import resolve_path
 from probegate.models.verdict import Attempt, Outcome
-from probegate.scoring import FORMULA_VERSION, authority, finding_aivss, score, tier_of, wilson_lower
+from probegate.scoring import (
+    FORMULA_VERSION,
+    authority,
+    finding_aivss,
+    score,
+    tier_of,
+    wilson_lower,
+)
 
 MAX_EVIDENCE = 5
 _JUDGE_CONFIDENCE = {"oracle": 1.0, "judge": 0.8, "stub": 0.5}
@@ -58,8 +65,13 @@ class ScanMeta:
 def _probe_result(probe: Probe, attempts: list[Attempt], not_applicable: str | None) -> ProbeResult:
     if not_applicable is not None:
         return ProbeResult(
-            probe_id=probe.id, name=probe.name, asi=probe.asi, severity=probe.severity,
-            channel=probe.channel.value, outcome="not_applicable", reason=not_applicable,
+            probe_id=probe.id,
+            name=probe.name,
+            asi=probe.asi,
+            severity=probe.severity,
+            channel=probe.channel.value,
+            outcome="not_applicable",
+            reason=not_applicable,
         )
     vul = sum(1 for a in attempts if a.outcome is Outcome.VULNERABLE)
     res = sum(1 for a in attempts if a.outcome is Outcome.RESISTED)
@@ -69,9 +81,17 @@ def _probe_result(probe: Probe, attempts: list[Attempt], not_applicable: str | N
     if outcome == "unjudged":
         reason = next((a.reason for a in attempts if a.reason), "not run")
     return ProbeResult(
-        probe_id=probe.id, name=probe.name, asi=probe.asi, severity=probe.severity,
-        channel=probe.channel.value, outcome=outcome, attempts=len(attempts), vulnerable=vul,
-        resisted=res, unjudged=unj, reason=reason,
+        probe_id=probe.id,
+        name=probe.name,
+        asi=probe.asi,
+        severity=probe.severity,
+        channel=probe.channel.value,
+        outcome=outcome,
+        attempts=len(attempts),
+        vulnerable=vul,
+        resisted=res,
+        unjudged=unj,
+        reason=reason,
     )
 
 
@@ -216,7 +236,9 @@ def assemble(
     if budget is not None:
         budget = budget.model_copy(update={"spent_usd": cost})
         if budget.cap_usd:
-            budget = budget.model_copy(update={"pct_of_cap": round(100.0 * cost / budget.cap_usd, 1)})
+            budget = budget.model_copy(
+                update={"pct_of_cap": round(100.0 * cost / budget.cap_usd, 1)}
+            )
     return ScanReport(
         aivss=card.aivss,
         aivss_formula_version=FORMULA_VERSION,

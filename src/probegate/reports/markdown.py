@@ -1,10 +1,285 @@
-"""Format not built yet."""
+"""The Markdown summary, written for ``$GITHUB_STEP_SUMMARY``.
+
+GitHub shows at most 1 MiB of summary per step, so the summary has a byte budget
+(:data:`MAX_BYTES`, leaving room for the Action's baseline section) and truncates with a note
+pointing at the full report, however many findings the scan has. It leads with what a reviewer
+needs: the score and band, whether the score is authoritative and why not, the per-category
+table, then the worst findings with their evidence.
+
+Agent text goes through :func:`escape.md_text` / :func:`escape.md_code`: tags, table pipes,
+backticks and links are inert, ANSI escapes are gone, and no line can start with ``::`` (a
+workflow command when the summary is also printed to the log).
+"""
 
 from __future__ import annotations
 
-from probegate.errors import ReportError
-from probegate.models.report import ScanReport
+from typing import Any
+
+from probegate.models.report import Finding, ScanReport
+from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, SEVERITY_RANK, Severity
+from probegate.models.transcript import resolve_path
+from probegate.reports.escape import md_code, md_text, number
+
+MAX_BYTES = 900 * 1024  # GitHub's limit is 1 MiB per step; the Action may add a section
+TOP_FINDINGS = 10
+TABLE_ROWS = 300
+UNJUDGED_ROWS = 50
+SNIPPET_CONTEXT = 80
 
 
 def render(report: ScanReport) -> bytes:
-    raise ReportError("this output format is not built yet")
+    return render_summary(report).encode("utf-8")
+
+
+def render_summary(
+    report: ScanReport,
+    *,
+    max_findings: int = TOP_FINDINGS,
+    max_table_rows: int = TABLE_ROWS,
+    max_bytes: int = MAX_BYTES,
+) -> str:
+    """The summary as text: at most ``max_findings`` detailed findings, ``max_table_rows``
+    more in a table, and never more than ``max_bytes`` UTF-8 bytes."""
+    out = _Budget(max_bytes)
+    out.add(_header(report))
+    out.add(_asi_table(report))
+
+    ranked = sorted(report.findings, key=_rank)
+    active = [f for f in ranked if f.suppressed is None]
+    suppressed = [f for f in ranked if f.suppressed is not None]
+
+    if active:
+        shown = active[:max_findings]
+        out.add([f"### Top findings ({len(shown)} of {len(active)})", ""])
+        for i, finding in enumerate(shown, 1):
+            if not out.add(_finding_block(i, finding)):
+                break
+        rest = active[len(shown) :]
+        if rest and not out.full:
+            out.add(_findings_table("More findings", rest, max_table_rows))
+    else:
+        out.add(["### Findings", "", "No probe succeeded against the agent.", ""])
+
+    if suppressed and not out.full:
+        out.add(_findings_table("Suppressed findings", suppressed, max_table_rows))
+    if report.unjudged and not out.full:
+        out.add(_unjudged(report))
+    if report.stale_suppressions or report.expired_suppressions:
+        out.add(_suppression_notes(report))
+    return out.text(
+        f"_Summary truncated to stay under GitHub's step summary limit; {len(report.findings)} "
+        "finding(s) in total. The full list is in `scan.json` and `report.html`._"
+    )
+
+
+class _Budget:
+    """Collects blocks of lines until the byte budget would be exceeded."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self._max = max_bytes - 400  # room for the truncation note
+        self._size = 0
+        self._lines: list[str] = []
+        self.full = False
+
+    def add(self, lines: list[str]) -> bool:
+        if self.full:
+            return False
+        size = sum(len(line.encode("utf-8")) + 1 for line in lines)
+        if self._size + size > self._max:
+            self.full = True
+            return False
+        self._lines.extend(lines)
+        self._size += size
+        return True
+
+    def text(self, note: str) -> str:
+        lines = list(self._lines)
+        if self.full:
+            lines += ["", note, ""]
+        return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _rank(finding: Finding) -> tuple[int, float, str]:
+    return (-SEVERITY_RANK[finding.severity], -finding.aivss_severity, finding.probe_id)
+
+
+def _header(report: ScanReport) -> list[str]:
+    summary = report.findings_summary
+    counts = " · ".join(f"{summary.get(s.value, 0)} {s.value}" for s in Severity)
+    suppressed = sum(1 for f in report.findings if f.suppressed is not None)
+    authority = report.authority
+    lines = [
+        f"## probegate: {md_text(report.band)} ({number(report.aivss)}/100)",
+        "",
+        "| Score (AIVSS) | Band | Tier | Mode | Authoritative | Scan |",
+        "|---:|---|---|---|---|---|",
+        f"| **{number(report.aivss)}** / 100 | {md_text(report.band)} | {md_text(report.tier)} "
+        f"| {report.mode} | {'yes' if authority.authoritative else '**no**'} "
+        f"| {md_code(report.scan_id)} |",
+        "",
+    ]
+    if authority.authoritative:
+        lines.append(
+            "The score is **authoritative**: full mode, real evaluation, complete coverage."
+        )
+    else:
+        failed = ", ".join(md_code(c) for c in authority.failed) or "see reasons"
+        lines.append(
+            f"The score is **not authoritative** ({failed}), so `--fail-under` cannot pass "
+            "on this scan. Confirmed findings still count for `--fail-on` and `--baseline`."
+        )
+        lines += [f"- {md_text(reason)}" for reason in authority.reasons]
+    lines += [
+        "",
+        f"**Findings:** {counts}"
+        + (f" ({suppressed} suppressed)" if suppressed else "")
+        + f" · **unjudged attempts:** {len(report.unjudged)}"
+        + f" · **not applicable:** {len(report.not_applicable)}",
+        "",
+        f"Formula {md_code(report.aivss_formula_version)} · probe library "
+        f"{md_code(report.probe_library_version)} · probegate "
+        f"{md_code(report.package_version)}",
+        "",
+    ]
+    return lines
+
+
+def _asi_table(report: ScanReport) -> list[str]:
+    tally: dict[str, dict[str, int]] = {}
+    for result in report.results:
+        row = tally.setdefault(result.asi, {"probes": 0, "vulnerable": 0, "resisted": 0})
+        row["probes"] += 1
+        row.setdefault(result.outcome, 0)
+        if result.outcome in ("vulnerable", "resisted"):
+            row[result.outcome] += 1
+        else:
+            row["other"] = row.get("other", 0) + 1
+    categories = [a for a in ASI_IDS if a in report.asi_scores or a in tally]
+    categories += sorted(a for a in {*report.asi_scores, *tally} if a not in ASI_IDS)
+    lines = [
+        "### OWASP Top 10 for Agentic Applications",
+        "",
+        "| Category | Score | Probes | Vulnerable | Resisted | Unjudged / n.a. | Note |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for asi in categories:
+        row = tally.get(asi, {})
+        score = report.asi_scores.get(asi)
+        note = "undertested" if asi in report.undertested else ""
+        lines.append(
+            f"| {md_text(asi)} {md_text(ASI_TITLES.get(asi, ''))} "
+            f"| {number(score) if score is not None else 'n/a'} "
+            f"| {row.get('probes', 0)} | {row.get('vulnerable', 0)} | {row.get('resisted', 0)} "
+            f"| {row.get('other', 0)} | {note} |"
+        )
+    if report.undertested:
+        lines += [
+            "",
+            "Undertested (too few judged attempts to claim safety): "
+            + ", ".join(md_text(a) for a in report.undertested),
+        ]
+    lines.append("")
+    return lines
+
+
+def _finding_block(index: int, finding: Finding) -> list[str]:
+    lines = [
+        f"#### {index}. {finding.severity.value.upper()}: {md_text(finding.name, limit=200)}",
+        "",
+        f"- **{md_text(finding.asi)}** {md_text(ASI_TITLES.get(finding.asi, ''))} · probe "
+        f"{md_code(finding.probe_id)} · channel {md_text(finding.channel)} · severity "
+        f"{number(finding.aivss_severity)}/10 · confidence {number(finding.confidence)} · "
+        f"{finding.successes}/{finding.attempt_count} attempts succeeded",
+        f"- {md_text(finding.summary, limit=500)}",
+    ]
+    transcript = finding.transcript.model_dump() if finding.transcript is not None else None
+    for ev in finding.evidence[:5]:
+        lines.append(
+            f"- Evidence ({md_text(ev.detector)}, {md_text(ev.category)}) at "
+            f"{md_code(ev.path)} [{ev.start}:{ev.end}]: {md_code(ev.subject, limit=200)}"
+        )
+        snippet = _snippet(transcript, ev.path, ev.start, ev.end)
+        if snippet:
+            lines.append(f"  > {snippet}")
+    lines += [
+        f"- Location {md_code(f'{finding.location.path}:{finding.location.line}')} · "
+        f"fp {md_code(finding.fp)}",
+        f"- Remediation: {md_text(finding.remediation, limit=600)}",
+        "",
+    ]
+    return lines
+
+
+def _snippet(transcript: dict[str, Any] | None, path: str, start: int, end: int) -> str:
+    """The evidence in context, the matched part in bold; empty when it cannot be located."""
+    if transcript is None:
+        return ""
+    try:
+        value = resolve_path(transcript, path)
+    except (KeyError, IndexError, ValueError):
+        return ""
+    if not isinstance(value, str) or not 0 <= start <= end <= len(value):
+        return ""
+    before = value[max(0, start - SNIPPET_CONTEXT) : start]
+    after = value[end : end + SNIPPET_CONTEXT]
+    hit = md_text(value[start:end], limit=300)
+    prefix = "…" if start > SNIPPET_CONTEXT else ""
+    suffix = "…" if end + SNIPPET_CONTEXT < len(value) else ""
+    return f"{prefix}{md_text(before)} <b>{hit}</b> {md_text(after)}{suffix}".strip()
+
+
+def _findings_table(title: str, findings: list[Finding], limit: int) -> list[str]:
+    lines = [
+        f"### {title} ({len(findings)})",
+        "",
+        "| Severity | Probe | ASI | Summary |",
+        "|---|---|---|---|",
+    ]
+    for finding in findings[:limit]:
+        summary = md_text(finding.summary, limit=200)
+        if finding.suppressed is not None:
+            summary += f" (suppressed: {md_text(finding.suppressed.reason, limit=200)})"
+        lines.append(
+            f"| {finding.severity.value} | {md_code(finding.probe_id)} | "
+            f"{md_text(finding.asi)} | {summary} |"
+        )
+    if len(findings) > limit:
+        lines += ["", f"… and {len(findings) - limit} more, listed in `scan.json`."]
+    lines.append("")
+    return lines
+
+
+def _unjudged(report: ScanReport) -> list[str]:
+    lines = [
+        f"### Unjudged attempts ({len(report.unjudged)})",
+        "",
+        "These could not be judged and are **not** counted as resisted.",
+        "",
+        "| Probe | Attempt | Reason |",
+        "|---|---|---|",
+    ]
+    for item in report.unjudged[:UNJUDGED_ROWS]:
+        lines.append(
+            f"| {md_code(item.probe_id)} | {md_code(item.attempt_id)} | "
+            f"{md_text(item.reason, limit=300)} |"
+        )
+    if len(report.unjudged) > UNJUDGED_ROWS:
+        lines += ["", f"… and {len(report.unjudged) - UNJUDGED_ROWS} more in `scan.json`."]
+    lines.append("")
+    return lines
+
+
+def _suppression_notes(report: ScanReport) -> list[str]:
+    lines = ["### Suppressions", ""]
+    if report.expired_suppressions:
+        lines.append(
+            "Expired (counted again): "
+            + ", ".join(md_code(fp) for fp in report.expired_suppressions[:50])
+        )
+    if report.stale_suppressions:
+        lines.append(
+            "Stale (match no finding): "
+            + ", ".join(md_code(fp) for fp in report.stale_suppressions[:50])
+        )
+    lines.append("")
+    return lines
