@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TextIO
 
 from probegate.clock import iso, new_scan_id, now
+from probegate.baseline import Comparison, compare, load_report
 from probegate.config import ScanConfig
 from probegate.engine.assemble import ScanMeta, assemble
 from probegate.engine.journal import Journal, read_journal, scan_dir
@@ -25,7 +26,10 @@ from probegate.errors import TargetError, UsageError
 from probegate.library.loader import Library, load_directory, load_library
 from probegate.models.report import Budget, Engine, ScanReport
 from probegate.models.taxonomy import ASI_IDS, SEVERITY_RANK, Severity
+from probegate.gate import evaluate_gates
+from probegate.models.probe import Probe
 from probegate.reports import FORMATS, parse_formats, write_outputs
+from probegate.suppressions import SuppressionEntry, apply_suppressions, load_suppressions
 from probegate.targets.base import Target, capabilities_of
 from probegate.targets.registry import build_target
 from probegate.terminal import clean
@@ -120,22 +124,43 @@ def execute_scan(config: ScanConfig, *, out: TextIO = sys.stdout, err: TextIO = 
     probes = library.select(asi=config.asi, patterns=config.probes)
     if not probes:
         raise UsageError("no probe matches --asi/--probes (see 'probegate probes list')")
+    # Inputs that can be wrong are read before the scan spends a single request.
+    baseline = load_report(config.baseline) if config.baseline is not None else None
+    suppressions = load_suppressions(
+        _relative(config, config.suppressions), explicit=config.suppressions is not None
+    )
     target = build_target(config)
+    inputs = _Inputs(library.version, probes, formats, baseline, suppressions)
     try:
-        return _execute(config, target, library.version, probes, formats, out, err)
+        return _execute(config, target, inputs, out, err)
     finally:
         target.close()
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    library_version: str
+    probes: list[Probe]
+    formats: list[str]
+    baseline: ScanReport | None
+    suppressions: tuple[SuppressionEntry, ...]
+
+
+def _relative(config: ScanConfig, path: Path | None) -> Path | None:
+    """Paths from the config file are relative to it; flag paths are already resolved."""
+    if path is None or path.is_absolute():
+        return path
+    return config.base_dir / path
 
 
 def _execute(
     config: ScanConfig,
     target: Target,
-    library_version: str,
-    probes: list,  # type: ignore[type-arg]
-    formats: list[str],
+    inputs: _Inputs,
     out: TextIO,
     err: TextIO,
 ) -> int:
+    probes, formats = inputs.probes, inputs.formats
     tools = target.tools()
     caps = capabilities_of(tools)
     plan = build_plan(
@@ -216,7 +241,7 @@ def _execute(
         stopped_reason=outcome.stopped_reason,
         planned=outcome.planned,
         cut_short=outcome.cut_short,
-        library_version=library_version,
+        library_version=inputs.library_version,
         target=info,
         engine=Engine(
             commander="probegate",
@@ -229,7 +254,18 @@ def _execute(
         store_dir=store.as_posix(),
     )
     report = assemble(list(plan.probes), outcome.attempts, plan.not_applicable, meta)
-    report = _finalise(report, config)
+    comparison = None
+    if inputs.baseline is not None:
+        # Suppressions first: an accepted finding is not a new regression.
+        report = apply_suppressions(report, inputs.suppressions, now().date())
+        comparison = compare(
+            inputs.baseline,
+            report,
+            tolerance=config.tolerance,
+            allow_mismatch=config.allow_mismatch,
+        )
+        report = report.model_copy(update={"comparison": comparison.to_dict()})
+    report = _finalise(report, config, inputs)
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "scan.json").write_bytes(FORMATS["json"].render(report))
     _write_povs(report, directory, config)
@@ -240,11 +276,20 @@ def _execute(
             f"scan stopped early: {outcome.stop_message}. Nothing was gated: the target could "
             f"not be judged. Partial report: {written.get('json', directory / 'scan.json')}"
         )
-    return _gates(report, config, out, err)
+    result = evaluate_gates(
+        report,
+        fail_under=config.fail_under,
+        fail_on=Severity(config.fail_on) if config.fail_on else None,
+        comparison=Comparison.model_validate(report.comparison) if report.comparison else None,
+    )
+    for line in result.reasons:
+        err.write(f"gate {clean(line)}\n")
+    return result.exit_code
 
 
-def _finalise(report: ScanReport, config: ScanConfig) -> ScanReport:
+def _finalise(report: ScanReport, config: ScanConfig, inputs: _Inputs) -> ScanReport:
     """Redaction, suppressions and signatures: everything that happens before bytes exist."""
+    report = apply_suppressions(report, inputs.suppressions, now().date())
     return report
 
 
@@ -299,29 +344,3 @@ def _print_summary(
         out.write(f"undertested: {', '.join(report.undertested)}\n")
     for name, path in written.items():
         out.write(f"wrote {name}: {path}\n")
-
-
-def _gates(report: ScanReport, config: ScanConfig, out: TextIO, err: TextIO) -> int:
-    code = 0
-    if config.fail_on is not None:
-        threshold = SEVERITY_RANK[Severity(config.fail_on)]
-        hits = [
-            f
-            for f in report.findings
-            if SEVERITY_RANK[f.severity] >= threshold and f.suppressed is None
-        ]
-        if hits:
-            err.write(f"gate failed: {len(hits)} finding(s) at or above {config.fail_on}\n")
-            code = 1
-    if config.fail_under is not None:
-        if not report.authority.authoritative:
-            err.write(
-                f"gate undecided: --fail-under {config.fail_under:g} needs an authoritative scan; "
-                + "; ".join(report.authority.reasons)
-                + "\n"
-            )
-            return code or 3
-        if report.aivss < config.fail_under:
-            err.write(f"gate failed: score {report.aivss} is below {config.fail_under:g}\n")
-            code = 1
-    return code

@@ -111,6 +111,9 @@ def _config_from_args(args: argparse.Namespace) -> Any:
             )
     file_data: dict[str, Any] = read_config_file(config_path) if config_path else {}
     flags: dict[str, Any] = {k: getattr(args, k) for k in _SCAN_FLAGS}
+    for key in ("baseline", "suppressions", "signing_key", "record"):
+        if flags[key] is not None:  # flag paths are relative to where the user stands
+            flags[key] = str(Path(flags[key]).resolve())
     flags["asi"] = args.asi
     flags["probes"] = args.probes
     # flag paths are relative to where the user stands; config-file paths to the file

@@ -192,6 +192,7 @@ class ScanReport(_Model):
     not_applicable: list[str]
     seed: int
     shard: str | None = None
+    comparison: dict[str, Any] | None = None
     stale_suppressions: list[str] = Field(default_factory=list)
     expired_suppressions: list[str] = Field(default_factory=list)
     # Never serialised: set by ``baseline.load_report`` when it mapped a foreign report (seed 000
@@ -203,6 +204,7 @@ class ScanReport(_Model):
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: seed field names, ``signatures`` omitted while unsigned."""
         data = self.model_dump(mode="json", by_alias=True)
-        if data.get("signatures") is None:
-            data.pop("signatures", None)
+        for optional in ("signatures", "comparison"):
+            if data.get(optional) is None:
+                data.pop(optional, None)
         return data

@@ -58,7 +58,10 @@ def render_summary(
         if rest and not out.full:
             out.add(_findings_table("More findings", rest, max_table_rows))
     else:
-        out.add(["### Findings", "", "No probe succeeded against the agent.", ""])
+        message = (
+            "Every finding is suppressed." if suppressed else "No probe succeeded against the agent."
+        )
+        out.add(["### Findings", "", message, ""])
 
     if suppressed and not out.full:
         out.add(_findings_table("Suppressed findings", suppressed, max_table_rows))
@@ -147,13 +150,11 @@ def _header(report: ScanReport) -> list[str]:
 def _asi_table(report: ScanReport) -> list[str]:
     tally: dict[str, dict[str, int]] = {}
     for result in report.results:
-        row = tally.setdefault(result.asi, {"probes": 0, "vulnerable": 0, "resisted": 0})
+        row = tally.setdefault(
+            result.asi, {"probes": 0, "vulnerable": 0, "resisted": 0, "other": 0}
+        )
         row["probes"] += 1
-        row.setdefault(result.outcome, 0)
-        if result.outcome in ("vulnerable", "resisted"):
-            row[result.outcome] += 1
-        else:
-            row["other"] = row.get("other", 0) + 1
+        row[result.outcome if result.outcome in ("vulnerable", "resisted") else "other"] += 1
     categories = [a for a in ASI_IDS if a in report.asi_scores or a in tally]
     categories += sorted(a for a in {*report.asi_scores, *tally} if a not in ASI_IDS)
     lines = [

@@ -1,0 +1,66 @@
+"""The scan command wires suppressions, baselines and gates (PRODUCT.md sections 5 and 8)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import load_json, run_cli
+
+
+def _scan(*extra: str) -> int:
+    return run_cli("scan", *extra, "--quiet", "--no-sign")
+
+
+def test_suppressing_every_high_finding_turns_fail_on_high_green(in_tmp: Path) -> None:
+    assert _scan("demo", "--fail-on", "high") == 1
+    report = load_json(in_tmp / "probegate-out" / "scan.json")
+    lines = ["suppressions:"]
+    for f in report["findings"]:
+        if f["severity"] in ("high", "critical"):
+            lines += [f'  - fp: "{f["fp"]}"', '    reason: "accepted for the test"']
+    (in_tmp / ".probegate-suppressions.yml").write_text("\n".join(lines) + "\n", "utf-8")
+    assert _scan("demo", "--fail-on", "high") == 0
+    again = load_json(in_tmp / "probegate-out" / "scan.json")
+    suppressed = [f for f in again["findings"] if f["suppressed"]]
+    assert suppressed and all(f["severity"] in ("high", "critical") for f in suppressed)
+    # still reported, and medium findings still gate
+    assert len(again["findings"]) == len(report["findings"])
+    assert _scan("demo", "--fail-on", "medium") == 1
+
+
+def test_expired_suppression_counts_again(in_tmp: Path) -> None:
+    assert _scan("demo") == 0
+    report = load_json(in_tmp / "probegate-out" / "scan.json")
+    lines = ["suppressions:"]
+    for f in report["findings"]:
+        lines += [f'  - fp: "{f["fp"]}"', "    reason: old", "    expires: 2020-01-01"]
+    lines += ['  - fp: "0000000000000000000000000000dead"', "    reason: gone"]
+    (in_tmp / "s.yml").write_text("\n".join(lines) + "\n", "utf-8")
+    assert _scan("demo", "--fail-on", "low", "--suppressions", "s.yml") == 1
+    again = load_json(in_tmp / "probegate-out" / "scan.json")
+    assert len(again["expired_suppressions"]) == len(report["findings"])
+    assert again["stale_suppressions"] == ["0000000000000000000000000000dead"]
+
+
+def test_missing_named_suppression_file_is_a_usage_error(in_tmp: Path) -> None:
+    assert _scan("demo", "--suppressions", "nope.yml") == 2
+
+
+def test_baseline_regression_fails_and_is_stored(in_tmp: Path) -> None:
+    assert _scan("demo-hardened", "--output-dir", "base") == 0
+    assert _scan("demo", "--baseline", "base/scan.json") == 1
+    report = load_json(in_tmp / "probegate-out" / "scan.json")
+    assert report["comparison"]["regression"] is True
+    assert len(report["comparison"]["new"]) == len(report["findings"])
+    assert _scan("demo-hardened", "--baseline", "base/scan.json") == 0
+
+
+def test_bad_baseline_fails_before_scanning(
+    in_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (in_tmp / "b.json").write_text("{not json", "utf-8")
+    assert _scan("demo", "--baseline", "b.json") == 2
+    assert not (in_tmp / ".probegate").exists()
+    assert "b.json" in capsys.readouterr().err
