@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from probegate.clock import iso, new_scan_id, now
 from probegate.baseline import Comparison, compare, load_report
+from probegate.clock import iso, new_scan_id, now
 from probegate.config import ScanConfig
 from probegate.engine.assemble import ScanMeta, assemble
 from probegate.engine.journal import Journal, read_journal, scan_dir
@@ -23,11 +23,12 @@ from probegate.engine.limits import RequestGate
 from probegate.engine.plan import Plan, build_plan
 from probegate.engine.runner import Progress, Runner
 from probegate.errors import TargetError, UsageError
-from probegate.library.loader import Library, load_directory, load_library
-from probegate.models.report import Budget, Engine, ScanReport
-from probegate.models.taxonomy import ASI_IDS, SEVERITY_RANK, Severity
 from probegate.gate import evaluate_gates
+from probegate.library.loader import Library, load_directory, load_library
 from probegate.models.probe import Probe
+from probegate.models.report import Budget, Engine, ScanReport
+from probegate.models.taxonomy import ASI_IDS, Severity
+from probegate.models.verdict import Attempt
 from probegate.reports import FORMATS, parse_formats, write_outputs
 from probegate.suppressions import SuppressionEntry, apply_suppressions, load_suppressions
 from probegate.targets.base import Target, capabilities_of
@@ -176,7 +177,7 @@ def _execute(
 
     info = target.info()
     store = config.store
-    done = {}
+    done: dict[str, Attempt] = {}
     if config.resume:
         scan_id = config.resume
         header, done = read_journal(scan_dir(store, scan_id) / "journal.jsonl")
