@@ -97,7 +97,7 @@ class ScanConfig(BaseModel):
     tolerance: float = Field(default=0.0, ge=0)
     allow_mismatch: bool = False
     suppressions: Path | None = None
-    sign: bool = True
+    sign: bool | None = None
     signing_key: Path | None = None
     resume: str | None = None
     record: Path | None = None

@@ -30,6 +30,8 @@ from probegate.models.report import Budget, Engine, ScanReport
 from probegate.models.taxonomy import ASI_IDS, Severity
 from probegate.models.verdict import Attempt
 from probegate.reports import FORMATS, parse_formats, write_outputs
+from probegate.reports.redact import redact_report
+from probegate.reports.signing import sign_report, signing_material_from_env
 from probegate.suppressions import SuppressionEntry, apply_suppressions, load_suppressions
 from probegate.targets.base import Target, capabilities_of
 from probegate.targets.registry import build_target
@@ -290,8 +292,35 @@ def _execute(
 
 def _finalise(report: ScanReport, config: ScanConfig, inputs: _Inputs) -> ScanReport:
     """Redaction, suppressions and signatures: everything that happens before bytes exist."""
+    report = redact_report(report, real_secrets(config))
     report = apply_suppressions(report, inputs.suppressions, now().date())
-    return report
+    if config.sign is False:
+        return report
+    secret, key_pem = signing_material_from_env(
+        str(config.signing_key) if config.signing_key else None
+    )
+    if secret is None and key_pem is None:
+        if config.sign:
+            raise UsageError(
+                "--sign needs PROBEGATE_SIGNING_SECRET and/or a key (--signing-key or "
+                "PROBEGATE_SIGNING_KEY); 'probegate keys generate' writes one"
+            )
+        return report
+    signed = sign_report(report.to_dict(), secret=secret, private_key_pem=key_pem)
+    return report.model_copy(update={"signatures": signed.get("signatures")})
+
+
+def real_secrets(config: ScanConfig) -> dict[str, str]:
+    """Everything the user handed us that must never land in a file, by placeholder name."""
+    values = list(config.target.canaries)
+    for name in config.target.canaries_env:
+        value = os.environ.get(name)
+        if value:
+            values.append(value)
+    secrets = {f"CANARY_{i}": v for i, v in enumerate(values, start=1) if v}
+    if config.target.api_key_env and os.environ.get(config.target.api_key_env):
+        secrets["API_KEY"] = os.environ[config.target.api_key_env]
+    return secrets
 
 
 def _write_povs(report: ScanReport, directory: Path, config: ScanConfig) -> None:

@@ -1,10 +1,425 @@
-"""Format not built yet."""
+"""The HTML report: one self-contained file a developer opens after a scan.
+
+Everything is inline (styles, a small filter script, an SVG bar chart per ASI category), so the
+file works offline, from an artifact download or an email attachment, and loads nothing from
+the network. A Content-Security-Policy meta tag allows only this file's own style and script
+(pinned by hash), so even a bug in escaping could not run injected script or phone home.
+
+Every piece of agent text is escaped with :func:`html.escape` (via :func:`escape.html_text`).
+Evidence is shown where it happened: each evidence ``path`` + ``start``/``end`` is resolved into
+the finding's transcript (:func:`probegate.models.transcript.resolve_path` paths) and the span is
+wrapped in ``<mark>``; the split is made on the raw string before escaping, so offsets stay true.
+"""
 
 from __future__ import annotations
 
-from probegate.errors import ReportError
-from probegate.models.report import ScanReport
+import base64
+import hashlib
+import json
+from typing import Any
+
+from probegate.models.report import Finding, ScanReport
+from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, SEVERITY_RANK, Severity
+from probegate.models.transcript import Transcript, resolve_path
+from probegate.models.verdict import Evidence
+from probegate.reports.escape import gc_paused, html_text, number, truncate
+
+TEXT_MAX = 20_000  # per transcript string; a runaway reply must not make the file unusable
+
+_CSS = """
+:root{--bg:#fff;--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--card:#f6f8fa;--mark:#fff8c5;
+--crit:#82071e;--high:#cf222e;--med:#bc4c00;--low:#4d2d00;--ok:#1a7f37}
+*{box-sizing:border-box}
+body{margin:0 auto;max-width:1100px;padding:24px;font:14px/1.5 system-ui,-apple-system,
+"Segoe UI",Helvetica,Arial,sans-serif;color:var(--fg);background:var(--bg)}
+h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;border-bottom:1px solid var(--line);
+padding-bottom:4px;margin-top:32px}h3{font-size:15px;margin:0 0 8px}
+code,pre,.mono{font:12px/1.45 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+pre{white-space:pre-wrap;word-break:break-word;margin:4px 0;background:var(--card);
+padding:8px;border-radius:6px}
+table{border-collapse:collapse;width:100%;margin:8px 0}th,td{border:1px solid var(--line);
+padding:4px 8px;text-align:left;vertical-align:top}th{background:var(--card)}
+.muted{color:var(--muted)}.score{font-size:40px;font-weight:700}
+.badge{display:inline-block;padding:0 8px;border-radius:12px;font-size:12px;font-weight:600;
+color:#fff;background:var(--muted)}
+.sev-critical{background:var(--crit)}.sev-high{background:var(--high)}
+.sev-medium{background:var(--med)}.sev-low{background:var(--low)}
+.finding{border:1px solid var(--line);border-radius:8px;padding:12px 16px;margin:12px 0}
+.finding[hidden]{display:none}.suppressed{opacity:.7}
+.turn{border-left:3px solid var(--line);padding:2px 10px;margin:8px 0}
+.turn.assistant{border-color:#0969da}.turn.user{border-color:#8250df}
+.role{font-weight:600;font-size:12px;text-transform:uppercase;color:var(--muted)}
+mark{background:var(--mark);outline:2px solid #d4a72c;border-radius:2px}
+.filters{display:flex;gap:16px;align-items:center;flex-wrap:wrap;background:var(--card);
+padding:8px 12px;border-radius:8px}
+.warn{border-left:4px solid var(--high);padding:4px 12px;background:#ffebe9}
+.okay{border-left:4px solid var(--ok);padding:4px 12px;background:#dafbe1}
+dl.args{margin:4px 0}dl.args dt{font-weight:600}dl.args dd{margin:0 0 4px 16px}
+"""
+
+_JS = """
+(function(){
+var sev=document.getElementById('f-sev'),asi=document.getElementById('f-asi'),
+sup=document.getElementById('f-sup'),count=document.getElementById('f-count');
+if(!sev){return;}
+function apply(){
+var min=parseInt(sev.value||'0',10),a=asi.value,n=0,items=document.querySelectorAll('.finding');
+for(var i=0;i<items.length;i++){var el=items[i];
+var ok=parseInt(el.getAttribute('data-rank'),10)>=min&&(!a||el.getAttribute('data-asi')===a)&&
+(sup.checked||el.getAttribute('data-suppressed')!=='1');el.hidden=!ok;if(ok){n++;}}
+count.textContent=n+' shown';}
+sev.addEventListener('change',apply);asi.addEventListener('change',apply);
+sup.addEventListener('change',apply);apply();})();
+"""
+
+
+def _sha256(source: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(source.encode("utf-8")).digest()).decode()
+
+
+CSP = (
+    "default-src 'none'; "
+    f"style-src '{_sha256(_CSS)}'; "
+    f"script-src '{_sha256(_JS)}'; "
+    "base-uri 'none'; form-action 'none'"
+)
 
 
 def render(report: ScanReport) -> bytes:
-    raise ReportError("this output format is not built yet")
+    with gc_paused():
+        return "".join(_document(report)).encode("utf-8")
+
+
+def _document(report: ScanReport) -> list[str]:
+    esc = html_text
+    out: list[str] = [
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n",
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">\n',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
+        '<meta name="referrer" content="no-referrer">\n',
+        f"<title>probegate {esc(report.scan_id)}: {esc(report.band)} "
+        f"{number(report.aivss)}/100</title>\n",
+        f"<style>{_CSS}</style>\n</head>\n<body>\n",
+    ]
+    out += _header(report)
+    out += _chart(report)
+    out += _findings(report)
+    out += _results_table(report)
+    out += _unjudged(report)
+    out += _not_applicable(report)
+    out.append(
+        f'<p class="muted">probegate {esc(report.package_version)} · probe library '
+        f"{esc(report.probe_library_version)} · formula {esc(report.aivss_formula_version)} · "
+        f"created {esc(report.created_at)}</p>\n"
+    )
+    out.append(f"<script>{_JS}</script>\n</body>\n</html>\n")
+    return out
+
+
+def _header(report: ScanReport) -> list[str]:
+    esc = html_text
+    summary = report.findings_summary
+    authority = report.authority
+    out = [
+        f"<h1>probegate scan <span class=\"mono\">{esc(report.scan_id)}</span></h1>\n",
+        f'<p class="muted">target {esc(report.target.mode)}: {esc(report.target.ref)} · mode '
+        f"{esc(report.mode)} · seed {report.seed} · tier {esc(report.tier)} · "
+        f"{esc(report.stopped_reason)}</p>\n",
+        f'<p><span class="score">{number(report.aivss)}</span><span class="muted">/100</span> '
+        f"<strong>{esc(report.band)}</strong> (higher is safer)</p>\n",
+    ]
+    if authority.authoritative:
+        out.append('<p class="okay">The score is <strong>authoritative</strong>.</p>\n')
+    else:
+        failed = ", ".join(esc(c) for c in authority.failed) or "see reasons"
+        reasons = "".join(f"<li>{esc(r)}</li>" for r in authority.reasons)
+        out.append(
+            f'<div class="warn"><p>The score is <strong>not authoritative</strong> ({failed}); '
+            "<code>--fail-under</code> cannot pass on this scan.</p>"
+            + (f"<ul>{reasons}</ul>" if reasons else "")
+            + "</div>\n"
+        )
+    counts = " · ".join(
+        f'<span class="badge sev-{s.value}">{summary.get(s.value, 0)} {s.value}</span>'
+        for s in Severity
+    )
+    out.append(
+        f"<p>{counts} · {len(report.unjudged)} unjudged attempt(s) · "
+        f"{len(report.not_applicable)} not applicable</p>\n"
+    )
+    return out
+
+
+def _chart(report: ScanReport) -> list[str]:
+    """Per-ASI scores as an inline SVG bar chart (0-100, higher is safer)."""
+    esc = html_text
+    categories = [a for a in ASI_IDS if a in report.asi_scores] + sorted(
+        a for a in report.asi_scores if a not in ASI_IDS
+    )
+    row, left, width = 28, 330, 480
+    height = row * len(categories) + 10
+    parts = [
+        "<h2>OWASP Top 10 for Agentic Applications</h2>\n",
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="100%" viewBox="0 0 {left + width + 130} '
+        f'{height}" role="img" aria-label="Score per ASI category">\n',
+    ]
+    for i, asi in enumerate(categories):
+        score = report.asi_scores[asi]
+        y = i * row + 4
+        bar = max(0.0, min(score, 100.0)) / 100 * width
+        colour = "#1a7f37" if score >= 80 else "#9a6700" if score >= 60 else (
+            "#bc4c00" if score >= 40 else "#cf222e"
+        )
+        undertested = asi in report.undertested
+        label = f"{asi} {ASI_TITLES.get(asi, '')}".strip()
+        parts.append(
+            f"<g><title>{esc(label)}: {number(score)}"
+            f"{' (undertested)' if undertested else ''}</title>"
+            f'<text x="0" y="{y + 16}" font-size="12" fill="#1f2328">{esc(label)}</text>'
+            f'<rect x="{left}" y="{y}" width="{width}" height="20" fill="#f6f8fa"/>'
+            f'<rect x="{left}" y="{y}" width="{bar:.1f}" height="20" fill="{colour}"'
+            + (' fill-opacity="0.45" stroke="#59636e" stroke-dasharray="4 2"' if undertested else "")
+            + "/>"
+            f'<text x="{left + width + 6}" y="{y + 16}" font-size="12" fill="#1f2328">'
+            f"{number(score)}{' undertested' if undertested else ''}</text></g>\n"
+        )
+    parts.append("</svg>\n")
+    return parts
+
+
+def _findings(report: ScanReport) -> list[str]:
+    esc = html_text
+    findings = sorted(
+        report.findings,
+        key=lambda f: (-SEVERITY_RANK[f.severity], -f.aivss_severity, f.probe_id),
+    )
+    asis = sorted({f.asi for f in findings})
+    out = [f"<h2>Findings ({len(findings)})</h2>\n"]
+    if not findings:
+        out.append("<p>No probe succeeded against the agent.</p>\n")
+        return out
+    options = "".join(
+        f'<option value="{SEVERITY_RANK[s]}">{s.value} and above</option>' for s in Severity
+    )
+    asi_options = "".join(f'<option value="{esc(a)}">{esc(a)}</option>' for a in asis)
+    out.append(
+        '<div class="filters"><label>Severity <select id="f-sev"><option value="0">all</option>'
+        f"{options}</select></label>"
+        f'<label>ASI <select id="f-asi"><option value="">all</option>{asi_options}</select>'
+        '</label><label><input type="checkbox" id="f-sup" checked> show suppressed</label>'
+        '<span id="f-count" class="muted"></span></div>\n'
+    )
+    for finding in findings:
+        out.append(_finding(finding))
+    return out
+
+
+def _finding(finding: Finding) -> str:
+    esc = html_text
+    sev = finding.severity.value
+    suppressed = finding.suppressed is not None
+    parts = [
+        f'<article class="finding{" suppressed" if suppressed else ""}" '
+        f'data-rank="{SEVERITY_RANK[finding.severity]}" data-asi="{esc(finding.asi)}" '
+        f'data-suppressed="{1 if suppressed else 0}" id="f-{esc(finding.fp)}">',
+        f'<h3><span class="badge sev-{sev}">{sev}</span> {esc(finding.name)} '
+        f'<span class="mono muted">{esc(finding.probe_id)}</span></h3>',
+        f"<p>{esc(finding.summary)}</p>",
+    ]
+    if finding.suppressed is not None:
+        expires = finding.suppressed.expires
+        parts.append(
+            f"<p><strong>Suppressed:</strong> {esc(finding.suppressed.reason)}"
+            + (f" (expires {esc(expires)})" if expires else "")
+            + "</p>"
+        )
+    parts.append(
+        "<table><tr><th>ASI</th><th>OWASP LLM</th><th>MITRE ATLAS</th><th>CSA</th>"
+        "<th>Channel</th><th>Severity (0-10)</th><th>Attempts</th><th>Confidence</th>"
+        "<th>Location</th></tr>"
+        f"<tr><td>{esc(finding.asi)} {esc(ASI_TITLES.get(finding.asi, ''))}</td>"
+        f"<td>{esc(', '.join(finding.owasp_llm))}</td>"
+        f"<td>{esc(', '.join(finding.mitre_atlas))}</td><td>{esc(finding.csa_category)}</td>"
+        f"<td>{esc(finding.channel)}</td><td>{number(finding.aivss_severity)}</td>"
+        f"<td>{finding.successes}/{finding.attempt_count}</td>"
+        f"<td>{number(finding.confidence)}</td>"
+        f'<td class="mono">{esc(finding.location.path)}:{finding.location.line}</td></tr>'
+        "</table>"
+    )
+    marks = _marks(finding)
+    if finding.evidence:
+        dumped = finding.transcript.model_dump() if finding.transcript is not None else None
+        parts.append("<p><strong>Evidence</strong></p><ul>")
+        for ev in finding.evidence:
+            located = "" if _locates(dumped, ev) else " (not located in transcript)"
+            parts.append(
+                f"<li>{esc(ev.detector)} · {esc(ev.category)} · score {number(ev.score)} · "
+                f'<span class="mono">{esc(ev.path)} [{ev.start}:{ev.end}]</span>{located}: '
+                f"<mark>{esc(ev.subject)}</mark></li>"
+            )
+        parts.append("</ul>")
+    if finding.trigger_prompt:
+        parts.append(
+            f"<details><summary>Trigger prompt</summary><pre>"
+            f"{esc(truncate(finding.trigger_prompt, TEXT_MAX))}</pre></details>"
+        )
+    if finding.transcript is not None:
+        parts.append("<details><summary>Transcript</summary>")
+        parts.append(_transcript(finding.transcript, marks))
+        parts.append("</details>")
+    parts.append(
+        f'<p><strong>Remediation:</strong> {esc(finding.remediation)}</p><p class="muted mono">'
+        f"fp {esc(finding.fp)} · id {esc(finding.id)}"
+        + (f" · reproducer {esc(finding.pov_reference)}" if finding.pov_reference else "")
+        + "</p></article>\n"
+    )
+    return "".join(parts)
+
+
+Marks = dict[str, list[tuple[int, int]]]
+
+
+def _marks(finding: Finding) -> Marks:
+    marks: Marks = {}
+    for ev in finding.evidence:
+        marks.setdefault(ev.path, []).append((ev.start, ev.end))
+    return marks
+
+
+def _locates(dumped: dict[str, Any] | None, ev: Evidence) -> bool:
+    """Whether the evidence path names a string of the transcript and the offsets fit it."""
+    if dumped is None:
+        return False
+    try:
+        node = resolve_path(dumped, ev.path)
+    except (KeyError, IndexError, ValueError):
+        return False
+    return isinstance(node, str) and 0 <= ev.start <= ev.end <= len(node)
+
+
+def _transcript(transcript: Transcript, marks: Marks) -> str:
+    esc = html_text
+    parts: list[str] = []
+    for ti, turn in enumerate(transcript.turns):
+        base = f"turns.{ti}"
+        who = turn.role + (f" ({turn.name})" if turn.name else "")
+        session = f" · session {turn.session}" if turn.session != 1 else ""
+        parts.append(
+            f'<div class="turn {esc(turn.role)}"><div class="role">{esc(who)}{session}</div>'
+        )
+        if turn.content:
+            parts.append(f"<pre>{_highlight(turn.content, marks.get(base + '.content'))}</pre>")
+        for ci, call in enumerate(turn.tool_calls):
+            cbase = f"{base}.tool_calls.{ci}"
+            undeclared = "" if call.declared else " (undeclared tool)"
+            parts.append(
+                f'<div><span class="mono">→ {esc(call.name)}</span>{undeclared}'
+                f"{_value(call.arguments, cbase + '.arguments', marks)}"
+            )
+            if call.result is not None:
+                parts.append(
+                    f"<div class=\"muted\">result</div>"
+                    f"<pre>{_highlight(call.result, marks.get(cbase + '.result'))}</pre>"
+                )
+            if call.error is not None:
+                parts.append(
+                    f"<div class=\"muted\">error</div>"
+                    f"<pre>{_highlight(call.error, marks.get(cbase + '.error'))}</pre>"
+                )
+            parts.append("</div>")
+        parts.append("</div>")
+    return "".join(parts)
+
+
+def _value(value: Any, path: str, marks: Marks) -> str:
+    """A tool-call argument, nested as the agent sent it, each string highlightable by path."""
+    if isinstance(value, str):
+        return f'<pre>{_highlight(value, marks.get(path))}</pre>'
+    if isinstance(value, dict):
+        if not value:
+            return "<pre>{}</pre>"
+        items = "".join(
+            f"<dt>{html_text(str(k))}</dt><dd>{_value(v, f'{path}.{k}', marks)}</dd>"
+            for k, v in value.items()
+        )
+        return f'<dl class="args">{items}</dl>'
+    if isinstance(value, list):
+        if not value:
+            return "<pre>[]</pre>"
+        items = "".join(f"<li>{_value(v, f'{path}.{i}', marks)}</li>" for i, v in enumerate(value))
+        return f"<ol start=\"0\">{items}</ol>"
+    return f"<pre>{html_text(json.dumps(value))}</pre>"
+
+
+def _highlight(text: str, spans: list[tuple[int, int]] | None) -> str:
+    """``text`` escaped, with each in-range evidence span wrapped in ``<mark>``.
+
+    Splitting happens on the raw string, then each piece is escaped on its own: the offsets
+    refer to the raw text, and escaping first would move them.
+    """
+    if len(text) > TEXT_MAX:
+        spans = [(s, e) for s, e in spans or [] if e <= TEXT_MAX - 1]
+        text = truncate(text, TEXT_MAX)
+    if not spans:
+        return html_text(text)
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if not 0 <= start < end <= len(text):
+            continue
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    out: list[str] = []
+    cursor = 0
+    for start, end in merged:
+        out.append(html_text(text[cursor:start]))
+        out.append(f"<mark>{html_text(text[start:end])}</mark>")
+        cursor = end
+    out.append(html_text(text[cursor:]))
+    return "".join(out)
+
+
+def _results_table(report: ScanReport) -> list[str]:
+    esc = html_text
+    out = [
+        f"<h2>Probes ({len(report.results)})</h2>\n<details><summary>Every probe and its "
+        "outcome</summary><table><tr><th>Probe</th><th>ASI</th><th>Severity</th>"
+        "<th>Outcome</th><th>Attempts</th><th>Vulnerable</th><th>Resisted</th>"
+        "<th>Unjudged</th><th>Reason</th></tr>\n"
+    ]
+    for r in sorted(report.results, key=lambda r: (r.asi, r.probe_id)):
+        out.append(
+            f'<tr><td class="mono">{esc(r.probe_id)}</td><td>{esc(r.asi)}</td>'
+            f"<td>{r.severity.value}</td><td>{esc(r.outcome)}</td><td>{r.attempts}</td>"
+            f"<td>{r.vulnerable}</td><td>{r.resisted}</td><td>{r.unjudged}</td>"
+            f"<td>{esc(r.reason)}</td></tr>\n"
+        )
+    out.append("</table></details>\n")
+    return out
+
+
+def _unjudged(report: ScanReport) -> list[str]:
+    esc = html_text
+    out = [f"<h2>Unjudged attempts ({len(report.unjudged)})</h2>\n"]
+    if not report.unjudged:
+        out.append("<p>Every attempt was judged.</p>\n")
+        return out
+    out.append(
+        "<p>Not counted as resisted.</p><table><tr><th>Probe</th><th>Attempt</th>"
+        "<th>Reason</th></tr>\n"
+    )
+    for u in report.unjudged:
+        out.append(
+            f'<tr><td class="mono">{esc(u.probe_id)}</td><td class="mono">'
+            f"{esc(u.attempt_id)}</td><td>{esc(u.reason)}</td></tr>\n"
+        )
+    out.append("</table>\n")
+    return out
+
+
+def _not_applicable(report: ScanReport) -> list[str]:
+    if not report.not_applicable:
+        return []
+    items = ", ".join(f'<span class="mono">{html_text(p)}</span>' for p in report.not_applicable)
+    return [f"<h2>Not applicable ({len(report.not_applicable)})</h2>\n<p>{items}</p>\n"]
