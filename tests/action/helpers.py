@@ -1,0 +1,263 @@
+"""Run ``entrypoint.sh`` in a fake GitHub environment and read back what GitHub would read.
+
+The parsers here are written from GitHub's documentation, independently of
+:mod:`probegate.github`, so a test compares the Action's output with what the runner would see
+rather than with the Action's own idea of it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+ENTRYPOINT = REPO / "entrypoint.sh"
+VENV_BIN = Path(sys.executable).parent  # holds probegate, python3, zizmor, check-jsonschema
+
+OUTPUT_NAMES = {
+    "sarif-path",
+    "json-path",
+    "summary-path",
+    "score",
+    "band",
+    "authoritative",
+    "findings",
+    "new-findings",
+    "exit-code",
+}
+
+# The runner splits the log into lines on LF, CR and CRLF; splitting on every line break
+# Python knows is stricter still.
+_LINE_BREAKS = re.compile(r"\r\n|[\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+_INTENDED = re.compile(r"::(group|endgroup|error|warning|notice)( [^:]*)?::.*")
+
+
+@dataclass
+class ActionRun:
+    rc: int
+    stdout: str
+    outputs: dict[str, str]
+    summary: str
+    workspace: Path
+    argv_log: list[list[str]] = field(default_factory=list)
+
+    @property
+    def annotations(self) -> list[str]:
+        return [
+            line
+            for line in commands_outside_block(self.stdout)
+            if line.startswith(("::error", "::warning", "::notice"))
+        ]
+
+    def level_count(self, level: str) -> int:
+        return sum(
+            1
+            for a in self.annotations
+            if a.startswith(f"::{level} ") or a.startswith(f"::{level}::")
+        )
+
+
+def parse_github_output(text: str) -> dict[str, str]:
+    """Read a $GITHUB_OUTPUT file the way the runner does: ``k=v`` or ``k<<D`` ... ``D``."""
+    outputs: dict[str, str] = {}
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not line:
+            continue
+        eq, heredoc = line.find("="), line.find("<<")
+        if heredoc != -1 and (eq == -1 or heredoc < eq):
+            name, delimiter = line[:heredoc], line[heredoc + 2 :]
+            value: list[str] = []
+            while lines[i] != delimiter:
+                value.append(lines[i])
+                i += 1
+            i += 1
+            outputs[name] = "\n".join(value)
+        else:
+            name, _, val = line.partition("=")
+            outputs[name] = val
+    return outputs
+
+
+def read_log(stdout: str) -> tuple[list[str], list[str]]:
+    """Split a log as the runner reads it: the lines that could be commands (those outside a
+    ``::stop-commands::TOKEN`` ... ``::TOKEN::`` block) and the tokens of the blocks.
+
+    Inside a block the runner ignores every command but the one that ends it, so a nested
+    ``::stop-commands::`` there is plain text.
+    """
+    outside: list[str] = []
+    tokens: list[str] = []
+    token: str | None = None
+    for line in _LINE_BREAKS.split(stdout):
+        if token is not None:
+            if line.strip() == f"::{token}::":
+                token = None
+            continue
+        match = re.fullmatch(r"::stop-commands::(.*)", line.strip())
+        if match:
+            token = match.group(1)
+            tokens.append(token)
+            continue
+        if line.strip():
+            outside.append(line)
+    assert token is None, "the stop-commands block was never closed"
+    return outside, tokens
+
+
+def commands_outside_block(stdout: str) -> list[str]:
+    return read_log(stdout)[0]
+
+
+def block_text(stdout: str) -> str:
+    """What was printed inside the stop-commands block."""
+    match = re.search(r"::stop-commands::([0-9a-f]+)\n(.*)\n::\1::", stdout, re.S)
+    assert match, "no stop-commands block"
+    return match.group(2)
+
+
+def assert_only_intended_commands(stdout: str) -> None:
+    """Outside the stop-commands block the Action prints its own commands and nothing else."""
+    outside, tokens = read_log(stdout)
+    assert len(tokens) == 1, tokens
+    assert re.fullmatch(r"[0-9a-f]{32}", tokens[0]), "the token must be 128 random bits"
+    for line in outside:
+        assert _INTENDED.fullmatch(line), f"unexpected line outside the block: {line!r}"
+
+
+def write_fake_probegate(bin_dir: Path) -> Path:
+    """A `probegate` that records its argv (JSON, one line per call) and does what FAKE_* say."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    script = bin_dir / "probegate"
+    script.write_text(
+        f"#!{sys.executable}\n"
+        + """
+import json, os, shutil, sys
+from pathlib import Path
+
+argv = sys.argv[1:]
+log = os.environ.get("FAKE_ARGV_LOG")
+if log:
+    with open(log, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(argv) + "\\n")
+sys.stdout.write(os.environ.get("FAKE_STDOUT", ""))
+sys.stdout.flush()
+sys.stderr.write(os.environ.get("FAKE_STDERR", ""))
+sys.stderr.flush()
+if argv and argv[0] == "scan":
+    out = next((a.split("=", 1)[1] for a in argv if a.startswith("--output-dir=")), None)
+    for variable, name in (("FAKE_SCAN_JSON", "scan.json"), ("FAKE_SUMMARY_MD", "summary.md")):
+        source = os.environ.get(variable)
+        if source and out:
+            Path(out).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, Path(out) / name)
+sys.exit(int(os.environ.get("FAKE_RC", "0")))
+""",
+        encoding="utf-8",
+    )
+    script.chmod(0o755)
+    return script
+
+
+def run_action(
+    tmp_path: Path,
+    inputs: dict[str, str],
+    *,
+    fake: bool = False,
+    env: dict[str, str] | None = None,
+    umask: int | None = None,
+    workspace: Path | None = None,
+) -> ActionRun:
+    """Run entrypoint.sh as the container would: cwd = workspace, inputs as PG_* variables."""
+    ws = workspace or tmp_path / "workspace"
+    ws.mkdir(parents=True, exist_ok=True)
+    github_output = tmp_path / "github_output"
+    step_summary = tmp_path / "step_summary"
+    github_output.touch()
+    step_summary.touch()
+    path = [str(VENV_BIN), "/usr/bin", "/bin"]
+    full_env = {
+        "HOME": str(tmp_path),
+        "LANG": "C.UTF-8",
+        "GITHUB_WORKSPACE": str(ws),
+        "GITHUB_OUTPUT": str(github_output),
+        "GITHUB_STEP_SUMMARY": str(step_summary),
+        **inputs,
+        **(env or {}),
+    }
+    argv_log = tmp_path / "argv.jsonl"
+    if fake:
+        write_fake_probegate(tmp_path / "fakebin")
+        path.insert(0, str(tmp_path / "fakebin"))
+        full_env["FAKE_ARGV_LOG"] = str(argv_log)
+    full_env["PATH"] = os.pathsep.join(path)
+    command = ["bash", str(ENTRYPOINT)]
+    if umask is not None:
+        command = ["bash", "-c", f'umask {umask:03o}; exec bash "$0"', str(ENTRYPOINT)]
+    proc = subprocess.run(
+        command, cwd=ws, env=full_env, capture_output=True, timeout=120, check=False
+    )
+    stdout = proc.stdout.decode("utf-8", errors="replace")
+    # The entrypoint sends everything to stdout; stderr staying empty proves it.
+    assert proc.stderr == b"", proc.stderr
+    calls = []
+    if argv_log.exists():
+        calls = [json.loads(line) for line in argv_log.read_text(encoding="utf-8").splitlines()]
+    return ActionRun(
+        rc=proc.returncode,
+        stdout=stdout,
+        outputs=parse_github_output(github_output.read_text(encoding="utf-8")),
+        summary=step_summary.read_text(encoding="utf-8"),
+        workspace=ws,
+        argv_log=calls,
+    )
+
+
+@cache
+def built_formats() -> frozenset[str]:
+    """The report formats that work in this tree (others may still be stubs being built)."""
+    import tempfile
+
+    built = set()
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in ("json", "sarif", "md"):
+            proc = subprocess.run(
+                [
+                    str(VENV_BIN / "probegate"),
+                    "scan",
+                    "demo",
+                    "--quiet",
+                    f"--output={name}",
+                    f"--output-dir={tmp}/{name}",
+                    f"--store={tmp}/store",
+                ],
+                capture_output=True,
+                timeout=60,
+                check=False,
+            )
+            if proc.returncode == 0:
+                built.add(name)
+    return frozenset(built)
+
+
+def formats_input() -> dict[str, str]:
+    """The Action's default formats when all are built, else the built subset."""
+    built = built_formats()
+    if {"json", "sarif", "md"} <= built:
+        return {}
+    return {"PG_FORMATS": ",".join(sorted(built)) or "json"}
+
+
+def which(tool: str) -> str | None:
+    candidate = VENV_BIN / tool
+    return str(candidate) if candidate.exists() else shutil.which(tool)

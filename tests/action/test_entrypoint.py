@@ -1,0 +1,393 @@
+"""entrypoint.sh end to end, in a fake GitHub environment, against the real demo targets.
+
+Each test runs the script the container runs (``bash entrypoint.sh`` with the workspace as the
+working directory and the inputs as ``PG_*`` variables) and reads back the step outputs, the
+job summary and the log the way the runner would.
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+import subprocess
+
+import pytest
+
+from tests.action.helpers import (
+    OUTPUT_NAMES,
+    VENV_BIN,
+    assert_only_intended_commands,
+    block_text,
+    built_formats,
+    formats_input,
+    run_action,
+)
+
+
+def _scan_json(run) -> dict:  # type: ignore[no-untyped-def]
+    return json.loads((run.workspace / run.outputs["json-path"]).read_text(encoding="utf-8"))
+
+
+# --------------------------------------------------------------------------- the gate
+
+
+def test_hardened_full_scan_passes_fail_under_90(tmp_path):
+    run = run_action(
+        tmp_path,
+        {"PG_TARGET": "demo-hardened", "PG_MODE": "full", "PG_FAIL_UNDER": "90", **formats_input()},
+    )
+    assert run.rc == 0, run.stdout
+    assert_only_intended_commands(run.stdout)
+    out = run.outputs
+    assert set(out) == OUTPUT_NAMES
+    assert out["exit-code"] == "0"
+    assert out["json-path"] == "probegate-out/scan.json"
+    report = _scan_json(run)
+    assert out["score"] == str(report["aivss"]) and int(out["score"]) >= 90
+    assert out["band"] == report["band"]
+    assert out["authoritative"] == "true" == str(report["authority"]["authoritative"]).lower()
+    assert out["findings"] == out["new-findings"] == "0"
+    if "sarif" in built_formats():
+        assert out["sarif-path"] == "probegate-out/scan.sarif"
+        assert (run.workspace / out["sarif-path"]).is_file()
+    if "md" in built_formats():
+        assert out["summary-path"] == "probegate-out/summary.md"
+        md = (run.workspace / out["summary-path"]).read_text(encoding="utf-8")
+        assert md.strip() in run.summary
+    assert "probegate gate: passed" in run.summary
+    assert run.annotations == []
+
+
+def test_demo_fail_on_high_fails_with_annotations(tmp_path):
+    run = run_action(tmp_path, {"PG_TARGET": "demo", "PG_FAIL_ON": "high", **formats_input()})
+    assert run.rc == 1, run.stdout
+    assert_only_intended_commands(run.stdout)
+    assert run.outputs["exit-code"] == "1"
+    report = _scan_json(run)
+    findings = [f for f in report["findings"] if not f.get("suppressed")]
+    assert run.outputs["findings"] == run.outputs["new-findings"] == str(len(findings))
+    assert run.outputs["authoritative"] == "false"
+
+    severe = [f for f in findings if f["severity"] in ("critical", "high")]
+    medium = [f for f in findings if f["severity"] == "medium"]
+    assert run.level_count("error") == min(10, len(severe)) > 0
+    assert run.level_count("warning") == min(10, len(medium))
+    # Each annotation points at the definition its finding names.
+    by_id = {f["id"]: f["location"] for f in findings}
+    for line in run.annotations:
+        (finding_id,) = [fid for fid in by_id if f"finding {fid}." in line]
+        where = by_id[finding_id]
+        assert f" file={where['path']},line={where['line']},title=probegate " in line
+    # The most severe findings are the ones annotated.
+    critical_ids = {f["id"] for f in findings if f["severity"] == "critical"}
+    shown = [line for line in run.annotations if line.startswith("::error")]
+    assert sum(any(fid in line for fid in critical_ids) for line in shown) == min(
+        10, len(critical_ids)
+    )
+    assert "probegate gate: failed" in run.summary
+    assert "at most 10 per level" in run.summary  # more findings than annotations
+    # The scan's own gate verdict is quoted from its log.
+    assert any(line.startswith("> - gate ") for line in run.summary.splitlines()), run.summary
+
+
+def test_demo_fast_fail_under_is_undecided(tmp_path):
+    run = run_action(tmp_path, {"PG_TARGET": "demo", "PG_FAIL_UNDER": "50", **formats_input()})
+    assert run.rc == 3, run.stdout
+    assert_only_intended_commands(run.stdout)
+    assert run.outputs["exit-code"] == "3"
+    assert run.outputs["authoritative"] == "false"
+    assert "probegate gate: undecided" in run.summary
+
+
+def test_annotations_and_summary_can_be_turned_off(tmp_path):
+    run = run_action(
+        tmp_path,
+        {
+            "PG_TARGET": "demo",
+            "PG_FAIL_ON": "high",
+            "PG_ANNOTATIONS": "false",
+            "PG_JOB_SUMMARY": "false",
+            **formats_input(),
+        },
+    )
+    assert run.rc == 1
+    assert run.annotations == []
+    assert run.summary == ""
+    assert run.outputs["exit-code"] == "1"
+
+
+def test_summary_without_md_format_falls_back_to_scan_json(tmp_path):
+    run = run_action(tmp_path, {"PG_TARGET": "demo", "PG_FORMATS": "json"})
+    assert run.rc == 0
+    assert run.outputs["summary-path"] == "" and run.outputs["sarif-path"] == ""
+    assert "## probegate: CRITICAL" in run.summary
+    assert "Top findings" in run.summary
+
+
+# --------------------------------------------------------------------------- baseline
+
+
+def _baseline(tmp_path, target: str) -> str:
+    """A fast scan of ``target`` inside the workspace, as a committed or downloaded baseline."""
+    ws = tmp_path / "workspace"
+    ws.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [str(VENV_BIN / "probegate"), "scan", target, "--quiet", "--output=json",
+         "--output-dir=baseline", "--store=.baseline-store"],
+        cwd=ws, check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    return "baseline/scan.json"
+
+
+def test_new_findings_against_the_baseline_fail_with_the_diff_in_the_summary(tmp_path):
+    baseline = _baseline(tmp_path, "demo-hardened")
+    run = run_action(tmp_path, {"PG_TARGET": "demo", "PG_BASELINE": baseline, **formats_input()})
+    assert run.rc == 1, run.stdout
+    assert_only_intended_commands(run.stdout)
+    report = _scan_json(run)
+    assert run.outputs["new-findings"] == str(len(report["findings"])) != "0"
+    assert (run.workspace / "probegate-out" / "baseline-diff.md").is_file()
+    diff = (run.workspace / "probegate-out" / "baseline-diff.md").read_text(encoding="utf-8")
+    assert diff.strip() and diff.strip() in run.summary
+    assert "regression" in run.summary.lower()
+
+
+def test_same_findings_as_the_baseline_pass(tmp_path):
+    baseline = _baseline(tmp_path, "demo")
+    run = run_action(tmp_path, {"PG_TARGET": "demo", "PG_BASELINE": baseline, **formats_input()})
+    assert run.rc == 0, run.stdout
+    assert run.outputs["new-findings"] == "0"
+    assert run.outputs["findings"] != "0"
+
+
+def test_missing_baseline_is_an_input_error(tmp_path):
+    run = run_action(
+        tmp_path, {"PG_TARGET": "demo", "PG_BASELINE": "no/such/scan.json", **formats_input()}
+    )
+    assert run.rc == 2, run.stdout
+    assert run.outputs["exit-code"] == "2"
+
+
+# --------------------------------------------------------------------------- hostile inputs
+
+HOSTILE = {
+    "PG_TARGET": "demo; touch pwned",
+    "PG_CONFIG": """my "agent" 'config'.yml""",
+    "PG_MODE": "-full",
+    "PG_FAIL_ON": "$(touch pwned)",
+    "PG_FAIL_UNDER": "`touch pwned`",
+    "PG_JUDGE": "openai:x\n::error::from-input",
+    "PG_OUTPUT_DIR": "out $(touch pwned) `touch pwned2` \"q\" 'q'",
+    "PG_FORMATS": "json,sarif;touch pwned",
+    "PG_SHARD": "1/2 && touch pwned",
+    "PG_ARGS": "--probes 'asi01 *' --seed \"4 2\" --store $(touch pwned3) `id` \\$HOME ~ #x",
+}
+
+
+def test_inputs_reach_probegate_verbatim_and_run_nothing(tmp_path):
+    run = run_action(tmp_path, HOSTILE, fake=True)
+    assert run.rc == 0, run.stdout
+    assert run.argv_log == [
+        [
+            "scan",
+            """--config=my "agent" 'config'.yml""",
+            "--mode=-full",
+            "--fail-under=`touch pwned`",
+            "--fail-on=$(touch pwned)",
+            "--judge=openai:x\n::error::from-input",
+            "--shard=1/2 && touch pwned",
+            "--output=json,json,sarif;touch pwned",
+            "--output-dir=out $(touch pwned) `touch pwned2` \"q\" 'q'",
+            "--probes",
+            "asi01 *",
+            "--seed",
+            "4 2",
+            "--store",
+            "$(touch",
+            "pwned3)",
+            "`id`",
+            "$HOME",
+            "~",
+            "#x",
+            "--",
+            "demo; touch pwned",
+        ]
+    ]
+    assert not [p for p in tmp_path.rglob("pwned*")]
+    assert_only_intended_commands(run.stdout)
+
+
+def test_output_dir_with_shell_syntax_is_a_literal_directory(tmp_path):
+    name = 'out $(touch pwned) `touch pwned2` "q"'
+    run = run_action(
+        tmp_path, {"PG_TARGET": "demo-hardened", "PG_OUTPUT_DIR": name, **formats_input()}
+    )
+    assert run.rc == 0, run.stdout
+    assert (run.workspace / name / "scan.json").is_file()
+    assert run.outputs["json-path"] == f"{name}/scan.json"
+    assert not [p for p in tmp_path.rglob("pwned*")]
+
+
+def test_a_newline_in_an_input_cannot_forge_outputs(tmp_path):
+    name = "out\nexit-code=0\nscore<<EOF\n100\nEOF"
+    run = run_action(
+        tmp_path,
+        {"PG_TARGET": "demo", "PG_FAIL_ON": "high", "PG_OUTPUT_DIR": name, **formats_input()},
+    )
+    assert run.rc == 1
+    assert set(run.outputs) == OUTPUT_NAMES
+    assert run.outputs["exit-code"] == "1"
+    assert run.outputs["score"] == str(_scan_json(run)["aivss"])
+    assert run.outputs["json-path"] == f"{name}/scan.json"
+    assert_only_intended_commands(run.stdout)
+
+
+@pytest.mark.parametrize(
+    ("inputs", "needle"),
+    [
+        ({"PG_ARGS": "--seed 'unterminated"}, "args input cannot be split"),
+        ({"PG_ARGS": "--output-dir=elsewhere"}, "may not set --output-dir"),
+        ({"PG_ARGS": "--outp sarif"}, "may not set --outp"),
+        ({"PG_ANNOTATIONS": "maybe"}, "annotations input must be true or false"),
+        ({"PG_ALLOW_MISMATCH": "yes please"}, "allow-mismatch input must be true or false"),
+    ],
+)
+def test_bad_inputs_exit_2_without_scanning(tmp_path, inputs, needle):
+    run = run_action(tmp_path, {"PG_TARGET": "demo", **inputs}, fake=True)
+    assert run.rc == 2, run.stdout
+    assert run.argv_log == []
+    assert run.outputs["exit-code"] == "2"
+    assert any(needle in line for line in run.annotations), run.stdout
+    assert needle in run.summary
+    assert_only_intended_commands(run.stdout)
+
+
+# --------------------------------------------------------------------------- hostile agent text
+
+AGENT_TEXT = (
+    "Sure!\n::error::forged by the agent\n::set-output name=exit-code::0\n"
+    "::add-mask::x\r::warning::after a bare CR\n  ::notice::indented\n"
+    "::stop-commands::guess\n::guess::\n::endgroup::\nno newline at the end ::error::x"
+)
+
+
+def _hostile_report(tmp_path) -> str:
+    """A scan.json whose finding text and location try to break out of an annotation."""
+    report = {
+        "schema": "probegate-scan-v1",
+        "scan_id": "pg-hostile",
+        "mode": "fast",
+        "aivss": 12,
+        "band": "CRITICAL",
+        "authority": {"authoritative": False, "reasons": ["::error::in a reason"]},
+        "findings": [
+            {
+                "id": "PG-1",
+                "probe_id": "asi01.x.v1",
+                "name": "name ::warning title=x::y\n::error::z",
+                "severity": "critical",
+                "summary": "agent said:\n::error::injected\r\n::set-output name=score::100 100%",
+                "remediation": "fix, it: now",
+                "aivss_severity": 9.0,
+                "location": {"path": "agents/a,b:c.yml", "line": 3},
+                "suppressed": None,
+            }
+        ],
+    }
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps(report), encoding="utf-8")
+    return str(path)
+
+
+def test_agent_text_issues_no_workflow_command(tmp_path):
+    run = run_action(
+        tmp_path,
+        {"PG_TARGET": "demo", "PG_FORMATS": "json"},
+        fake=True,
+        env={
+            "FAKE_STDOUT": AGENT_TEXT,
+            "FAKE_STDERR": "::error::from stderr\n",
+            "FAKE_SCAN_JSON": _hostile_report(tmp_path),
+            "FAKE_RC": "1",
+        },
+    )
+    assert run.rc == 1
+    assert_only_intended_commands(run.stdout)
+    inside = block_text(run.stdout)
+    assert "::error::forged by the agent" in inside and "::error::from stderr" in inside
+    # The one annotation: its properties and message are escaped onto one line.
+    (annotation,) = run.annotations
+    assert annotation.startswith("::error file=agents/a%2Cb%3Ac.yml,line=3,title=probegate ")
+    assert "name %3A%3Awarning title=x%3A%3Ay %3A%3Aerror%3A%3Az" in annotation
+    assert "agent said:%0A::error::injected%0A::set-output name=score::100 100%25" in annotation
+    assert run.outputs["exit-code"] == "1" and run.outputs["score"] == "12"
+    # Markdown keeps agent text inert as well: no line of the summary starts a command.
+    assert not [line for line in run.summary.splitlines() if line.lstrip().startswith("::")]
+
+
+def test_real_scan_log_is_inside_the_block(tmp_path):
+    run = run_action(tmp_path, {"PG_TARGET": "demo", **formats_input()})
+    inside = block_text(run.stdout)
+    assert "probegate: scanning demo" in inside
+    assert "score " in inside
+
+
+# --------------------------------------------------------------------------- files and limits
+
+
+def test_written_files_are_readable_by_another_user(tmp_path):
+    run = run_action(tmp_path, {"PG_TARGET": "demo", **formats_input()}, umask=0o077)
+    assert run.rc == 0
+    roots = [run.workspace / "probegate-out", run.workspace / ".probegate"]
+    checked = 0
+    for root in roots:
+        for path in [root, *root.rglob("*")]:
+            mode = stat.S_IMODE(path.lstat().st_mode)
+            need = 0o555 if path.is_dir() else 0o444
+            assert mode & need == need, (path, oct(mode))
+            checked += 1
+    assert checked > 5
+
+
+def test_summary_stays_under_githubs_limit(tmp_path):
+    big = tmp_path / "big.md"
+    row = "| " + "x" * 200 + " |\n"
+    big.write_text("## probegate\n" + row * 8000, encoding="utf-8")  # about 1.6 MB
+    run = run_action(
+        tmp_path,
+        {"PG_TARGET": "demo", "PG_FORMATS": "json,md"},
+        fake=True,
+        env={"FAKE_SCAN_JSON": _hostile_report(tmp_path), "FAKE_SUMMARY_MD": str(big)},
+    )
+    assert run.rc == 0
+    size = len(run.summary.encode("utf-8"))
+    assert 900_000 < size <= 1024 * 1024
+    assert "Truncated to fit" in run.summary
+    assert run.summary.startswith("> **probegate gate: passed**")
+
+
+def test_stale_reports_from_an_earlier_step_are_not_published(tmp_path):
+    ws = tmp_path / "workspace"
+    (ws / "probegate-out").mkdir(parents=True)
+    (ws / "probegate-out" / "scan.json").write_text(
+        json.dumps({"aivss": 99, "band": "EXCELLENT"}), encoding="utf-8"
+    )
+    run = run_action(tmp_path, {"PG_TARGET": "demo", "PG_FAIL_ON": "bogus"}, workspace=ws)
+    assert run.rc == 2
+    assert run.outputs["json-path"] == "" and run.outputs["score"] == ""
+    assert run.outputs["exit-code"] == "2"
+
+
+def test_probegate_exit_codes_pass_through(tmp_path):
+    for code in (0, 1, 2, 3, 4):
+        sub = tmp_path / str(code)
+        sub.mkdir()
+        run = run_action(sub, {"PG_TARGET": "demo"}, fake=True, env={"FAKE_RC": str(code)})
+        assert run.rc == code
+        assert run.outputs["exit-code"] == str(code)
+
+
+def test_an_unexpected_exit_status_is_an_internal_error(tmp_path):
+    run = run_action(tmp_path, {"PG_TARGET": "demo"}, fake=True, env={"FAKE_RC": "137"})
+    assert run.rc == 4
+    assert run.outputs["exit-code"] == "4"

@@ -1,0 +1,55 @@
+"""The Action and the workflows pass GitHub's schemas, zizmor and shellcheck, all offline.
+
+check-jsonschema ships the GitHub schemas (``--builtin-schema`` needs no network) and zizmor's
+``--offline`` skips only the audits that query GitHub. Both come with the dev extras; a tool
+that is missing skips its test rather than failing it (CI installs all of them).
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from tests.action.helpers import REPO, which
+
+WORKFLOWS = sorted(str(p.relative_to(REPO)) for p in (REPO / ".github" / "workflows").glob("*.yml"))
+EXAMPLES = sorted(str(p.relative_to(REPO)) for p in (REPO / "examples").glob("*.yml"))
+
+
+def _run(tool: str, *args: str) -> subprocess.CompletedProcess[str]:
+    path = which(tool)
+    if path is None:
+        pytest.skip(f"{tool} is not installed (pip install -e '.[dev]')")
+    return subprocess.run(
+        [path, *args], cwd=REPO, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def test_there_is_something_to_lint():
+    assert ".github/workflows/ci.yml" in WORKFLOWS
+    assert len(EXAMPLES) >= 2
+
+
+def test_action_yml_matches_githubs_action_schema():
+    proc = _run("check-jsonschema", "--builtin-schema", "vendor.github-actions", "action.yml")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_workflows_match_githubs_workflow_schema():
+    proc = _run(
+        "check-jsonschema", "--builtin-schema", "vendor.github-workflows", *WORKFLOWS, *EXAMPLES
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_zizmor_finds_nothing():
+    # Files, not the examples directory: given a directory, zizmor only collects
+    # .github/workflows inside it.
+    proc = _run("zizmor", "--offline", "--no-progress", "action.yml", *WORKFLOWS, *EXAMPLES)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_entrypoint_is_shellcheck_clean():
+    proc = _run("shellcheck", "entrypoint.sh")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
