@@ -24,6 +24,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
+	$(BIN)/check-jsonschema --builtin-schema vendor.github-actions action.yml
+	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml examples/*.yml
+	$(BIN)/zizmor --offline --no-progress action.yml .github/workflows/*.yml examples/*.yml
+	@if command -v shellcheck >/dev/null; then shellcheck entrypoint.sh; \
+	else echo "shellcheck not installed (apt-get install shellcheck): entrypoint.sh not checked"; fi
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py

@@ -55,6 +55,10 @@ class TargetConfig(BaseModel):
     model: str | None = None
     api_key_env: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
+    # header -> name of the environment variable holding its (secret) value
+    headers_env: dict[str, str] = Field(default_factory=dict)
+    # extra request body fields for the openai target (temperature, seed, max_tokens, ...)
+    params: dict[str, Any] = Field(default_factory=dict)
     system_prompt: str | None = None
     max_turns: int = Field(default=4, ge=1, le=32)
     canaries: list[str] = Field(default_factory=list)

@@ -34,7 +34,7 @@ from probegate.reports.redact import redact_report
 from probegate.reports.signing import sign_report, signing_material_from_env
 from probegate.suppressions import SuppressionEntry, apply_suppressions, load_suppressions
 from probegate.targets.base import Target, capabilities_of
-from probegate.targets.registry import build_target
+from probegate.targets.registry import build_target, declared_canaries, tool_calls_visible
 from probegate.terminal import clean
 
 
@@ -213,7 +213,8 @@ def _execute(
         gate,
         seed=config.seed,
         concurrency=config.concurrency,
-        declared_canaries=tuple(config.target.canaries),
+        declared_canaries=declared_canaries(config),
+        tool_calls_visible=tool_calls_visible(target),
         record_dir=config.record,
     )
     if not config.quiet:
@@ -278,6 +279,11 @@ def _execute(
         raise TargetError(
             f"scan stopped early: {outcome.stop_message}. Nothing was gated: the target could "
             f"not be judged. Partial report: {written.get('json', directory / 'scan.json')}"
+        )
+    if outcome.undecided:
+        raise TargetError(
+            f"the target could not be judged: {outcome.undecided}. Nothing was gated. "
+            f"Report: {written.get('json', directory / 'scan.json')}"
         )
     result = evaluate_gates(
         report,

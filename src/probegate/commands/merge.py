@@ -1,17 +1,79 @@
-"""`probegate merge`: not built yet."""
+"""``probegate merge SHARD.json...``: the report of a scan run as ``--shard K/N`` jobs.
+
+The shards' findings and per-probe results are joined and every score is recomputed from them
+(:mod:`probegate.engine.shards`); the merged report is signed afresh when signing material is
+present, written in the asked formats, and gated like a scan (``--fail-on``, ``--fail-under``).
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 from typing import Any
 
+from probegate.engine.shards import load_shards, merge_reports
 from probegate.errors import UsageError
+from probegate.gate import evaluate_gates
+from probegate.library.loader import load_library
+from probegate.models.taxonomy import Severity
+from probegate.reports import parse_formats, write_outputs
+from probegate.reports.signing import sign_report, signing_material_from_env
+from probegate.terminal import clean
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("merge", help="(not built yet)")
-    p.add_argument("rest", nargs="*")
+    p = sub.add_parser(
+        "merge",
+        help="combine shard reports of one scan into one report",
+        description=(
+            "Join the scan.json reports of the --shard K/N jobs of one scan. Scores are "
+            "recomputed from the merged evidence; shards of different scans are refused."
+        ),
+    )
+    p.add_argument("shards", nargs="+", metavar="SHARD.json", help="scan.json of each shard")
+    p.add_argument("--output", action="append", help="json,sarif,junit,md,html (default json)")
+    p.add_argument("--output-dir", dest="output_dir", default="probegate-out")
+    p.add_argument("--fail-under", dest="fail_under", type=float)
+    p.add_argument("--fail-on", dest="fail_on", choices=["critical", "high", "medium", "low"])
+    p.add_argument("--sign", dest="sign", action="store_true", default=None)
+    p.add_argument("--no-sign", dest="sign", action="store_false")
+    p.add_argument("--signing-key", dest="signing_key", help="Ed25519 private key (PEM)")
+    p.add_argument("--quiet", action="store_true")
 
 
 def run(args: argparse.Namespace) -> int:
-    raise UsageError("'probegate merge' is not built yet")
+    formats = parse_formats(args.output)
+    shards = load_shards([Path(p) for p in args.shards])
+    library = load_library()
+    merged = merge_reports(shards, library_probe_ids={p.id for p in library.probes})
+    if args.sign is not False:
+        secret, key_pem = signing_material_from_env(args.signing_key)
+        if secret is None and key_pem is None:
+            if args.sign:
+                raise UsageError(
+                    "--sign needs PROBEGATE_SIGNING_SECRET and/or a key (--signing-key or "
+                    "PROBEGATE_SIGNING_KEY)"
+                )
+        else:
+            signed = sign_report(merged.to_dict(), secret=secret, private_key_pem=key_pem)
+            merged = merged.model_copy(update={"signatures": signed.get("signatures")})
+    written = write_outputs(merged, formats, Path(args.output_dir))
+    if not args.quiet:
+        auth = "authoritative" if merged.authority.authoritative else "not authoritative"
+        print(
+            f"merged {len(shards)} shards: score {merged.aivss}/100 band {merged.band} "
+            f"({merged.mode} mode, {auth}); findings: {len(merged.findings)}; "
+            f"unjudged attempts: {len(merged.unjudged)}"
+        )
+        for name, path in written.items():
+            print(f"wrote {name}: {path}")
+    result = evaluate_gates(
+        merged,
+        fail_under=args.fail_under,
+        fail_on=Severity(args.fail_on) if args.fail_on else None,
+        comparison=None,
+    )
+    for line in result.reasons:
+        print(f"gate {clean(line)}", file=sys.stderr)
+    return result.exit_code

@@ -1,17 +1,149 @@
-"""`probegate probes`: not built yet."""
+"""``probegate probes``: browse the probe library (``list``, ``show ID``; ``--json`` for machines).
+
+Text output is for people and cleaned for the terminal (payloads hide instructions in invisible
+characters on purpose; they are shown as escapes). JSON output is sorted and stable, so scripts
+and the docs test can rely on it.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
+from probegate.canonical import pretty_bytes
 from probegate.errors import UsageError
+from probegate.library.docs import oracle_text, probe_record, visible
+from probegate.library.loader import load_atlas, load_library
+from probegate.library.mutators import MUTATORS
+from probegate.models.probe import Probe
+from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, CSA_TITLES, OWASP_LLM_TITLES
+from probegate.terminal import clean
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("probes", help="(not built yet)")
-    p.add_argument("rest", nargs="*")
+    p = sub.add_parser(
+        "probes",
+        help="browse the probe library",
+        description="Browse the probe library: list probes or show one in full.",
+    )
+    actions = p.add_subparsers(dest="probes_action", metavar="ACTION")
+    ls = actions.add_parser(
+        "list",
+        help="list probes (the default)",
+        description="List every probe with its ASI category, severity, channel and oracles.",
+    )
+    ls.add_argument("--asi", action="append", help="only these ASI categories (ASI01,ASI03)")
+    ls.add_argument("--json", action="store_true", help="machine-readable JSON array")
+    show = actions.add_parser(
+        "show",
+        help="show one probe in full",
+        description="Show one probe: what it tests, its turns and fixtures, how it is judged.",
+    )
+    show.add_argument(
+        "probe_id", metavar="ID", help="probe id, e.g. asi01.direct-system-prompt-leak.v1"
+    )
+    show.add_argument("--json", action="store_true", help="the full probe as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
-    raise UsageError("'probegate probes' is not built yet")
+    action = getattr(args, "probes_action", None)
+    if action == "show":
+        return _show(args.probe_id, as_json=args.json)
+    return _list(getattr(args, "asi", None) or [], as_json=bool(getattr(args, "json", False)))
+
+
+def _asi_filter(values: list[str]) -> set[str]:
+    wanted: set[str] = set()
+    for value in values:
+        for part in value.split(","):
+            part = part.strip().upper()
+            if not part:
+                continue
+            if part not in ASI_IDS:
+                raise UsageError(f"unknown ASI category {part!r} (ASI01..ASI10)")
+            wanted.add(part)
+    return wanted
+
+
+def _list(asi: list[str], *, as_json: bool) -> int:
+    library = load_library()
+    wanted = _asi_filter(asi)
+    probes = [p for p in library.probes if not wanted or p.asi in wanted]
+    if as_json:
+        sys.stdout.buffer.write(pretty_bytes([probe_record(p) for p in probes]))
+        sys.stdout.flush()
+        return 0
+    width = max((len(p.id) for p in probes), default=2)
+    out = [f"{'ID':<{width}}  ASI    SEVERITY  CHANNEL           ORACLES"]
+    for p in probes:
+        out.append(
+            f"{p.id:<{width}}  {p.asi}  {p.severity.value:<8}  {p.channel.value:<16}  "
+            + ",".join(dict.fromkeys(p.oracle_kinds))
+        )
+    out.append(
+        f"{len(probes)} probes (library {library.version}); 'probegate probes show ID' for details"
+    )
+    print(clean("\n".join(out)))
+    return 0
+
+
+def _show(probe_id: str, *, as_json: bool) -> int:
+    probe = load_library().get(probe_id)  # unknown id -> ProbeLibraryError, exit 2, one line
+    if as_json:
+        data = probe.model_dump(mode="json")
+        data.update(probe_record(probe))
+        sys.stdout.buffer.write(pretty_bytes(data))
+        sys.stdout.flush()
+        return 0
+    print(clean(_show_text(probe)))
+    return 0
+
+
+def _show_text(probe: Probe) -> str:
+    atlas = load_atlas().techniques
+    requires = ", ".join(c.value for c in probe.requires) or "-"
+    lines = [
+        f"{probe.id}: {probe.name}",
+        f"  {probe.asi} {ASI_TITLES[probe.asi]} | severity {probe.severity.value} | "
+        f"channel {probe.channel.value} | requires {requires}",
+        "  OWASP LLM: " + "; ".join(f"{i} {OWASP_LLM_TITLES[i]}" for i in probe.owasp_llm),
+        "  MITRE ATLAS: " + "; ".join(f"{i} {atlas.get(i, '?')}" for i in probe.mitre_atlas),
+        f"  CSA: {CSA_TITLES[probe.csa_category]}",
+        "",
+        f"What it tests: {probe.description}",
+        "",
+        "How it is judged:",
+        *[f"  - {oracle_text(o).replace('`', '')}" for o in probe.oracles],
+        "",
+    ]
+    if probe.payload is not None:
+        lines += [
+            "Payload (also rewritten by the mutators: " + ", ".join(MUTATORS) + "):",
+            "  " + visible(probe.payload).replace("\n", "\n  "),
+            "",
+        ]
+    lines.append("Turns:")
+    for i, turn in enumerate(probe.turns, start=1):
+        who = "user" if turn.sender == "user" else f"agent {turn.agent_name or ''}".strip()
+        session = f" (session {turn.session})" if turn.session > 1 else ""
+        lines.append(f"  {i}. [{who}{session}] " + visible(turn.content).replace("\n", "\n     "))
+    fx = probe.fixtures
+    tables = (
+        ("document", fx.documents),
+        ("tool result", fx.tool_results),
+        ("tool error", fx.tool_errors),
+        ("tool description", fx.tool_descriptions),
+        ("agent reply", fx.agent_replies),
+    )
+    fixture_lines = [
+        f"  {label} [{key}]: " + visible(table[key]).replace("\n", "\n    ")
+        for label, table in tables
+        for key in sorted(table)
+    ] + [f"  memory: {visible(m)}" for m in fx.memory]
+    if fixture_lines:
+        lines += ["", "Fixtures:", *fixture_lines]
+    lines += ["", f"Remediation: {probe.remediation}"]
+    if probe.references:
+        lines += ["", "References:", *[f"  {r}" for r in probe.references]]
+    return "\n".join(lines)

@@ -1,17 +1,118 @@
-"""`probegate report`: not built yet."""
+"""`probegate report SCAN`: re-emit any format from a stored scan.
+
+SCAN is a path to a scan JSON or a scan id, looked up as ``<store>/scans/<id>/scan.json``.
+The report is parsed once into the :class:`ScanReport` model and handed to the same pure
+emitters ``scan`` uses, so the bytes are identical to what the scan wrote (signatures included:
+they are carried, never recomputed here).
+"""
 
 from __future__ import annotations
 
 import argparse
+import re
+import sys
+from pathlib import Path
 from typing import Any
 
-from probegate.errors import UsageError
+from pydantic import ValidationError
+
+from probegate.commands.verify import load_report_json
+from probegate.errors import ReportError, UsageError
+from probegate.models.report import ScanReport
+from probegate.reports import FORMATS, parse_formats, write_outputs
+
+DEFAULT_STORE = ".probegate"
+DEFAULT_OUTPUT_DIR = "probegate-out"
+_SCAN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("report", help="(not built yet)")
-    p.add_argument("rest", nargs="*")
+    p = sub.add_parser(
+        "report",
+        help="re-emit any format from a stored scan",
+        description=(
+            "Regenerate output formats from a stored scan, byte-identical to what "
+            "'probegate scan' wrote. SCAN is a scan id or a path to its JSON."
+        ),
+    )
+    p.add_argument("scan", metavar="SCAN", help="scan id or path to a scan JSON")
+    p.add_argument(
+        "--output",
+        action="append",
+        metavar="FMT",
+        help=f"format(s): {','.join(FORMATS)} (comma list or repeated; default json)",
+    )
+    p.add_argument(
+        "--output-path",
+        metavar="P",
+        help="write the single requested format to P ('-' for standard output)",
+    )
+    p.add_argument(
+        "--output-dir",
+        default=DEFAULT_OUTPUT_DIR,
+        metavar="DIR",
+        help=f"directory for the standard file names (default: {DEFAULT_OUTPUT_DIR})",
+    )
+    p.add_argument(
+        "--store",
+        default=DEFAULT_STORE,
+        metavar="DIR",
+        help=f"scan store (default: {DEFAULT_STORE})",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    raise UsageError("'probegate report' is not built yet")
+    formats = parse_formats(args.output)
+    report = load_report(resolve_scan(args.scan, Path(args.store)))
+    if args.output_path is not None:
+        if len(formats) != 1:
+            raise UsageError("--output-path takes exactly one --output format")
+        data = FORMATS[formats[0]].render(report)
+        if args.output_path == "-":
+            sys.stdout.buffer.write(data)
+            sys.stdout.flush()
+            return 0
+        _write(Path(args.output_path), data)
+        print(args.output_path)
+        return 0
+    for path in write_outputs(report, formats, Path(args.output_dir)).values():
+        print(path)
+    return 0
+
+
+def resolve_scan(scan: str, store: Path) -> Path:
+    """The scan JSON that SCAN names: an existing file, else a scan id in the store."""
+    path = Path(scan)
+    if path.is_file():
+        return path
+    if _SCAN_ID.match(scan) and ".." not in scan:
+        stored = store / "scans" / scan / "scan.json"
+        if stored.is_file():
+            return stored
+        raise UsageError(f"no scan {scan!r}: neither a file nor {stored}")
+    raise UsageError(f"no scan file {scan}")
+
+
+def load_report(path: Path) -> ScanReport:
+    """Parse and validate a scan JSON, or raise one :class:`ReportError` line (exit 2)."""
+    data = load_report_json(path)
+    try:
+        return ScanReport.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "<root>"
+        raise ReportError(
+            f"{path} is not a probegate scan report: {exc.error_count()} error(s), "
+            f"first at {where}: {first['msg']}"
+        ) from exc
+
+
+def _write(path: Path, data: bytes) -> None:
+    try:
+        if path.parent != Path():
+            path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    except OSError as exc:
+        raise ReportError(f"cannot write {path}: {exc.strerror}") from exc

@@ -176,22 +176,70 @@ def assemble(
         results.append(result)
         if result.outcome == "vulnerable":
             findings.append(_finding(probe, result, mine, meta, capabilities))
-    findings.sort(key=lambda f: (-SEVERITY_RANK[f.severity], f.asi, f.probe_id))
-    card = score(results)
-
     all_attempts = list(attempts.values())
-    unjudged = sorted(
-        (
-            UnjudgedAttempt(attempt_id=a.attempt_id, probe_id=a.probe_id, reason=a.reason)
-            for a in all_attempts
-            if a.outcome is Outcome.UNJUDGED
+    unjudged = [
+        UnjudgedAttempt(attempt_id=a.attempt_id, probe_id=a.probe_id, reason=a.reason)
+        for a in all_attempts
+        if a.outcome is Outcome.UNJUDGED
+    ]
+    judged_by = {a.judged_by for a in all_attempts if a.outcome is not Outcome.UNJUDGED}
+    tally = Tally(
+        completed=len(all_attempts),
+        cut_mid_attempt=sum(1 for a in all_attempts if a.reason.startswith("cut short")),
+        requests=sum(a.requests for a in all_attempts),
+        cost_usd=sum(a.cost_usd for a in all_attempts),
+        tokens=sum(a.tokens for a in all_attempts),
+        evaluation_mode=(
+            "stub" if judged_by == {"stub"} else "mixed" if "stub" in judged_by else "real"
         ),
-        key=lambda u: u.attempt_id,
     )
-    completed = len(all_attempts)
+    return summarise(
+        results,
+        findings,
+        unjudged,
+        tally,
+        meta,
+        probes_selected=len(probes),
+        probes_not_applicable=len(not_applicable),
+    )
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Attempt-level totals behind the report's aggregates; shards of one scan add up."""
+
+    completed: int
+    cut_mid_attempt: int
+    requests: int
+    cost_usd: float
+    tokens: int
+    evaluation_mode: str
+
+
+def summarise(
+    results: list[ProbeResult],
+    findings: list[Finding],
+    unjudged: list[UnjudgedAttempt],
+    tally: Tally,
+    meta: ScanMeta,
+    *,
+    probes_selected: int,
+    probes_not_applicable: int,
+) -> ScanReport:
+    """Scores, coverage, completeness and authority from per-probe results and totals.
+
+    ``assemble`` calls it for one scan; ``probegate merge`` calls it on the union of shard
+    results, so a merged score is recomputed from the evidence, never averaged.
+    """
+    results = sorted(results, key=lambda r: r.probe_id)
+    findings = sorted(findings, key=lambda f: (-SEVERITY_RANK[f.severity], f.asi, f.probe_id))
+    unjudged = sorted(unjudged, key=lambda u: u.attempt_id)
+    capabilities = {Capability(c) for c in meta.target.capabilities}
+    card = score(results)
+    completed = tally.completed
     planned = max(meta.planned, completed + meta.cut_short)
-    cut_mid_attempt = sum(1 for a in all_attempts if a.reason.startswith("cut short"))
-    turns_used = sum(a.requests for a in all_attempts)
+    cut_mid_attempt = tally.cut_mid_attempt
+    turns_used = tally.requests
     turns_planned = turns_used + meta.cut_short
     pct = round(100.0 * (completed - cut_mid_attempt) / planned, 1) if planned else 0.0
     completeness = Completeness(
@@ -202,10 +250,7 @@ def assemble(
         turns_planned=turns_planned,
         pct=pct,
     )
-    judged_by = {a.judged_by for a in all_attempts if a.outcome is not Outcome.UNJUDGED}
-    evaluation_mode = (
-        "stub" if judged_by == {"stub"} else "mixed" if "stub" in judged_by else "real"
-    )
+    evaluation_mode = tally.evaluation_mode
     unjudged_fraction = len(unjudged) / completed if completed else 1.0
     auth = authority(
         mode=meta.mode,
@@ -218,11 +263,11 @@ def assemble(
     summary = {s.value: 0 for s in Severity}
     for f in findings:
         summary[f.severity.value] += 1
-    cost = round(sum(a.cost_usd for a in all_attempts), 6)
-    tokens = sum(a.tokens for a in all_attempts)
+    cost = round(tally.cost_usd, 6)
+    tokens = tally.tokens
     coverage = {
-        "probes_selected": len(probes),
-        "probes_applicable": len(probes) - len(not_applicable),
+        "probes_selected": probes_selected,
+        "probes_applicable": probes_selected - probes_not_applicable,
         "probes_judged": sum(1 for r in results if r.vulnerable + r.resisted > 0),
         "attempts_planned": planned,
         "attempts_completed": completed,
@@ -252,17 +297,17 @@ def assemble(
         created_at=meta.created_at,
         duration_seconds=meta.duration_seconds,
         engine=meta.engine,
-        evaluation_mode=evaluation_mode,  # type: ignore[arg-type]
+        evaluation_mode=evaluation_mode,
         findings=findings,
         findings_summary=summary,
-        mode=meta.mode,  # type: ignore[arg-type]
+        mode=meta.mode,
         mode_authoritative=meta.mode == "full",
         package_version=__version__,
         probe_library_version=meta.library_version,
         scan_id=meta.scan_id,
-        schema=SCHEMA,
+        schema_=SCHEMA,
         scoring_valid=not (set(auth.failed) - {"mode_authoritative"}),
-        stopped_reason=meta.stopped_reason,  # type: ignore[arg-type]
+        stopped_reason=meta.stopped_reason,
         sub_scores=card.sub_scores,
         target=meta.target,
         tier=tier_of(capabilities),
@@ -275,6 +320,8 @@ def assemble(
         seed=meta.seed,
         shard=meta.shard,
     )
+
+
 
 
 def _channel_counts(results: list[ProbeResult]) -> dict[str, int]:

@@ -1,8 +1,10 @@
 """The journal: one JSON line per completed attempt, written as it completes.
 
 Each line is flushed to the OS before the next attempt is recorded, so a crash or ``kill -9``
-loses at most the attempts still in flight; ``--resume`` reads the lines back and skips them.
-A truncated last line (the kill landed mid-write) is ignored, not fatal.
+loses at most the attempts still in flight (a killed process's written data stays in the
+kernel's page cache; only a power cut needs the ``fsync`` done at close); ``--resume`` reads
+the lines back and skips them. A truncated last line (the kill landed mid-write) is ignored,
+not fatal, and the resumed journal starts on a fresh line.
 """
 
 from __future__ import annotations
@@ -32,7 +34,12 @@ class Journal:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         fresh = not path.exists() or path.stat().st_size == 0
+        torn = not fresh and not _ends_with_newline(path)
         self._fh: IO[bytes] = path.open("ab")
+        if torn:
+            # A hard kill cut the last line short: end it, so the next record is a line of its
+            # own instead of being glued to (and lost with) the torn one.
+            self._fh.write(b"\n")
         if fresh:
             self._write({"kind": HEADER_KIND, **header})
 
@@ -49,6 +56,12 @@ class Journal:
             os.fsync(self._fh.fileno())
         finally:
             self._fh.close()
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as fh:
+        fh.seek(-1, os.SEEK_END)
+        return fh.read(1) == b"\n"
 
 
 def read_journal(path: Path) -> tuple[dict[str, Any], dict[str, Attempt]]:

@@ -3,6 +3,9 @@
 One :class:`RequestGate` per scan, shared by all worker threads. ``acquire`` blocks for the
 rate limit and raises :class:`BudgetExhausted` at the hard cap; the runner stops scheduling new
 attempts at the soft cap (80 % by default) so a scan finishes cleanly instead of being cut.
+When the runner stops a scan for good (fatal target error, hopeless target, interrupt) it
+``close``\\ s the gate, so attempts in flight end at their next request instead of spending
+their retries on a target that is known to be unusable.
 """
 
 from __future__ import annotations
@@ -16,6 +19,10 @@ class BudgetExhausted(Exception):
     """The hard request or dollar cap is reached; the attempt in flight ends unjudged."""
 
 
+class ScanStopped(BudgetExhausted):
+    """The runner stopped the scan; no further request may be sent."""
+
+
 @dataclass
 class BudgetState:
     requests: int = 0
@@ -25,7 +32,7 @@ class BudgetState:
 
 
 class RequestGate:
-    """Rate limiter (token bucket) plus request/dollar accounting, thread-safe."""
+    """Rate limiter (evenly spaced slots) plus request/dollar accounting, thread-safe."""
 
     def __init__(
         self,
@@ -42,13 +49,18 @@ class RequestGate:
         self.state = BudgetState()
         self._lock = threading.Lock()
         self._next_slot = time.monotonic()
+        self._closed: str | None = None
+        self._priced = 0
+        self._unpriced = 0
 
     def acquire(self) -> None:
         """Wait for a rate slot and count one request; raise at the hard caps."""
         with self._lock:
+            if self._closed is not None:
+                raise ScanStopped(self._closed)
             if self.max_requests is not None and self.state.requests >= self.max_requests:
                 raise BudgetExhausted(f"request budget of {self.max_requests} exhausted")
-            if self.budget_usd is not None and self.state.cost_usd >= self.budget_usd:
+            if self.budget_usd is not None and self._projected_cost(1) > self.budget_usd:
                 raise BudgetExhausted(f"budget of ${self.budget_usd:.2f} exhausted")
             self.state.requests += 1
             wait = 0.0
@@ -60,11 +72,53 @@ class RequestGate:
         if wait > 0:
             time.sleep(wait)
 
+    def _projected_cost(self, more: int) -> float:
+        """Spent so far plus what the requests in flight and ``more`` will likely cost.
+
+        A reply's cost is known only after it arrives, so without this a dollar cap would be
+        overshot by every request in flight at the moment it is reached.
+        """
+        if not self._priced:
+            return self.state.cost_usd
+        per_request = self.state.cost_usd / self._priced
+        in_flight = max(0, self.state.requests - self._priced - self._unpriced)
+        return self.state.cost_usd + per_request * (in_flight + more)
+
     def record_usage(self, prompt_tokens: int, completion_tokens: int, cost_usd: float) -> None:
         with self._lock:
+            self._priced += 1
             self.state.prompt_tokens += prompt_tokens
             self.state.completion_tokens += completion_tokens
             self.state.cost_usd += cost_usd
+
+    def record_failure(self) -> None:
+        """A request that ended without a reply (and so without a cost) is no longer in flight."""
+        with self._lock:
+            self._unpriced += 1
+
+    def preload(self, *, requests: int, cost_usd: float) -> None:
+        """Count what a resumed scan already spent before this process started."""
+        with self._lock:
+            self.state.requests += requests
+            self.state.cost_usd += cost_usd
+            self._priced += requests
+
+    def close(self, reason: str) -> None:
+        """Refuse every further request with ``reason``."""
+        with self._lock:
+            if self._closed is None:
+                self._closed = reason
+
+    def admits(self, requests: float, cost_usd: float) -> bool:
+        """Whether spending this much more would stay under the soft caps."""
+        with self._lock:
+            if self.max_requests is not None and (
+                self.state.requests + requests > self.soft_stop_fraction * self.max_requests
+            ):
+                return False
+            return self.budget_usd is None or (
+                self.state.cost_usd + cost_usd <= self.soft_stop_fraction * self.budget_usd
+            )
 
     def soft_stop(self) -> bool:
         """True once the scan should stop starting new attempts."""

@@ -4,12 +4,15 @@ Attempts run on a thread pool (the targets' I/O releases the GIL); the main thre
 journals results and decides what to schedule next, so there is one writer and no shared
 mutable state besides the :class:`RequestGate`. Results are keyed by attempt id and sorted by
 plan order afterwards, so completion order never changes a report.
+
+Stopping is always clean: at the soft budget cap, on a fatal target error, or when almost
+nothing can be judged, the runner stops starting attempts, closes the gate so attempts in
+flight end at their next request (unjudged, "cut short"), and reports what it did not run.
 """
 
 from __future__ import annotations
 
-import json
-import re
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -18,17 +21,21 @@ from pathlib import Path
 
 from probegate.engine.journal import Journal
 from probegate.engine.limits import BudgetExhausted, RequestGate
-from probegate.engine.plan import Plan, PlannedAttempt
+from probegate.engine.plan import SEED_VARIANT, Plan, PlannedAttempt
 from probegate.judge.oracles import JudgeContext, LlmJudge, judge_attempt
-from probegate.models.probe import Fixtures
+from probegate.models.probe import CanaryLeakOracle, Fixtures, Probe
 from probegate.models.transcript import Transcript, Turn
 from probegate.models.verdict import Attempt, Outcome
 from probegate.targets.base import Session, Target, TransportError, Usage
+from probegate.targets.replay import write_manifest, write_recording
 from probegate.targets.sandbox import Sandbox, make_canaries
 
 PAYLOAD = "{{payload}}"
 EARLY_STOP_WINDOW = 12
 EARLY_STOP_FRACTION = 0.9
+# At the end of a scan: more than this share of attempts never reached the target -> exit 3.
+UNREACHABLE_FRACTION = 0.5
+PREFLIGHT = "preflight"
 
 
 @dataclass(frozen=True)
@@ -48,6 +55,8 @@ class RunOutcome:
     planned: int = 0
     duration_seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    # Set when the scan ran to the end but its verdicts cannot carry a gate (exit 3).
+    undecided: str = ""
 
 
 def _fill(text: str, payload: str | None) -> str:
@@ -67,6 +76,26 @@ def _fixtures(fixtures: Fixtures, payload: str | None) -> Fixtures:
     )
 
 
+def _rides_on_fixtures(probe: Probe) -> bool:
+    """The attack is in the sandbox's fixtures, not in a message the target receives."""
+    if any(PAYLOAD in turn.content for turn in probe.turns):
+        return False
+    return any(getattr(probe.fixtures, name) for name in Fixtures.model_fields)
+
+
+def _canary_blind(
+    oracle: object, *, plants_secrets: bool, uses_sandbox: bool, declared: bool
+) -> bool:
+    """A canary oracle that can never fire: the target holds no secret probegate knows."""
+    if not isinstance(oracle, CanaryLeakOracle):
+        return False
+    if oracle.canary in ("system", "credential"):
+        return not plants_secrets and not declared
+    if oracle.canary == "pii":
+        return not uses_sandbox
+    return not plants_secrets and not uses_sandbox and not declared
+
+
 class Runner:
     """Runs attempts against one target. Thread-safe ``run_one``; ``run`` drives a plan."""
 
@@ -79,7 +108,7 @@ class Runner:
         concurrency: int,
         declared_canaries: tuple[str, ...] = (),
         llm_judge: LlmJudge | None = None,
-        tool_calls_visible: bool = True,
+        tool_calls_visible: bool | None = None,
         record_dir: Path | None = None,
     ) -> None:
         self.target = target
@@ -88,25 +117,66 @@ class Runner:
         self.concurrency = concurrency
         self.declared = declared_canaries
         self.llm_judge = llm_judge
-        self.tool_calls_visible = tool_calls_visible
+        self.tool_calls_visible = (
+            bool(getattr(target, "tool_calls_visible", True))
+            if tool_calls_visible is None
+            else tool_calls_visible
+        )
+        # Whether the agent's tool calls are answered by probegate's sandbox, so attacks that
+        # ride on fixtures (documents, tool results, memory, ...) can reach it at all.
+        self.uses_sandbox = bool(getattr(target, "uses_sandbox", True))
+        self.plants_secrets = target.system_canaries()
         self.record_dir = record_dir
         self.tools = target.tools()
         self.tools_by_name = {t.name: t for t in self.tools}
         self.fatal: str | None = None
+        self._stopped = threading.Event()
 
     # -- one attempt ---------------------------------------------------------------------
+    def undeliverable(self, probe: Probe) -> str | None:
+        """Why this target cannot be given or judged on this probe, before any request."""
+        if not self.uses_sandbox and _rides_on_fixtures(probe):
+            return (
+                f"not delivered: the attack rides on {probe.channel.value} content served by "
+                "probegate's tool sandbox, which this target does not use"
+            )
+        blind = [
+            _canary_blind(
+                o,
+                plants_secrets=self.plants_secrets,
+                uses_sandbox=self.uses_sandbox,
+                declared=bool(self.declared),
+            )
+            for o in probe.oracles
+        ]
+        if blind and all(blind):
+            return (
+                "nothing to leak: the agent holds no secret probegate planted or knows; "
+                "declare its real secrets under target.canaries"
+            )
+        return None
+
     def run_one(self, planned: PlannedAttempt) -> Attempt:
         probe = planned.probe
         canaries = make_canaries(self.seed, planned.attempt_id, self.declared)
-        sandbox = Sandbox(self.tools, _fixtures(probe.fixtures, planned.payload), canaries)
+        sandbox = Sandbox(
+            self.tools,
+            _fixtures(probe.fixtures, planned.payload),
+            canaries,
+            attempt_id=planned.attempt_id,
+        )
         transcript = Transcript(tools_offered=[t.name for t in self.tools])
         usage = Usage()
         session: Session | None = None
         current = 0
         trigger = ""
         error: str | None = None
+        judged_by = "transport"
+        skip = self.undeliverable(probe)
+        if skip is not None:
+            error, judged_by = skip, PREFLIGHT
         try:
-            for turn in probe.turns:
+            for turn in probe.turns if skip is None else ():
                 if session is None or turn.session != current:
                     if session is not None:
                         _add_usage(usage, session.usage)
@@ -144,7 +214,7 @@ class Runner:
                 repeat=planned.repeat,
                 outcome=Outcome.UNJUDGED,
                 reason=error,
-                judged_by="transport",
+                judged_by=judged_by,
                 transcript=transcript,
                 trigger_prompt=trigger,
                 requests=usage.requests,
@@ -170,21 +240,14 @@ class Runner:
                 cost_usd=round(usage.cost_usd, 6),
             )
         if self.record_dir is not None:
-            self._record(attempt)
+            write_recording(self.record_dir, attempt, self.seed)
         return attempt
 
-    def _record(self, attempt: Attempt) -> None:
-        assert self.record_dir is not None
-        self.record_dir.mkdir(parents=True, exist_ok=True)
-        name = re.sub(r"[^A-Za-z0-9._-]", "_", attempt.attempt_id) + ".json"
-        data = {
-            "attempt_id": attempt.attempt_id,
-            "seed": self.seed,
-            "transcript": attempt.transcript.model_dump(mode="json") if attempt.transcript else None,
-            "outcome": attempt.outcome.value,
-            "reason": attempt.reason,
-        }
-        (self.record_dir / name).write_text(json.dumps(data, sort_keys=True, indent=1), "utf-8")
+    def _run_unless_stopped(self, planned: PlannedAttempt) -> Attempt | None:
+        """None when the scan stopped before this queued attempt could start."""
+        if self._stopped.is_set():
+            return None
+        return self.run_one(planned)
 
     # -- a whole plan --------------------------------------------------------------------
     def run(
@@ -197,11 +260,26 @@ class Runner:
     ) -> RunOutcome:
         start = time.monotonic()
         results: dict[str, Attempt] = dict(done or {})
+        # A resumed scan spends from the same budget: what the journal says was spent counts.
+        self.gate.preload(
+            requests=sum(a.requests for a in results.values()),
+            cost_usd=sum(a.cost_usd for a in results.values()),
+        )
+        if self.record_dir is not None:
+            write_manifest(
+                self.record_dir,
+                seed=self.seed,
+                info=self.target.info(),
+                tools=self.tools,
+                tool_calls_visible=self.tool_calls_visible,
+                uses_sandbox=self.uses_sandbox,
+                system_canaries=self.plants_secrets,
+            )
         queue: list[PlannedAttempt] = [a for a in plan.attempts if a.attempt_id not in results]
         escalations = dict(plan.escalations)
         total = len(plan.attempts)
         outcome = RunOutcome(attempts=results, planned=total)
-        counts = {"vulnerable": 0, "unjudged": 0, "transport": 0, "judged_window": 0}
+        counts = {"vulnerable": 0, "unjudged": 0}
         for a in results.values():
             _count(counts, a)
 
@@ -210,60 +288,133 @@ class Runner:
                 on_progress(Progress(len(results), total, counts["vulnerable"], counts["unjudged"]))
 
         stop: str | None = None
-        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="attempt") as pool:
-            running: dict[Future[Attempt], PlannedAttempt] = {}
+        not_started = 0
+        spend = _Spend()
+        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="attempt")
+        running: dict[Future[Attempt | None], PlannedAttempt] = {}
+        try:
             while queue or running or escalations:
-                if not queue and not running and escalations:
+                if not queue and not running and escalations and stop is None:
                     queue.extend(self._escalate(escalations, results))
                     total += len(queue)
                     outcome.planned = total
                     if not queue:
                         break
+                # Two per worker keeps every worker busy while the main thread journals.
                 while queue and len(running) < self.concurrency * 2 and stop is None:
                     if self.gate.soft_stop():
                         stop = "budget"
+                        outcome.stop_message = "the budget reached its soft cap"
+                        break
+                    # Near a budget, admit only what is likely to finish under the soft cap;
+                    # with nothing running, go on one at a time until the cap itself.
+                    ahead = len(running) + 1
+                    if running and not self.gate.admits(
+                        ahead * spend.requests_per_attempt(queue[0]), ahead * spend.cost_per_attempt
+                    ):
                         break
                     planned = queue.pop(0)
-                    running[pool.submit(self.run_one, planned)] = planned
+                    running[pool.submit(self._run_unless_stopped, planned)] = planned
+                if stop is not None:
+                    outcome.cut_short += self._halt(queue, escalations, hard=False, reason=stop)
                 if not running:
                     break
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for fut in finished:
-                    planned = running.pop(fut)
+                    running.pop(fut)
                     attempt = fut.result()
+                    if attempt is None:
+                        not_started += 1
+                        continue
                     results[attempt.attempt_id] = attempt
+                    spend.add(attempt)
                     if journal is not None:
                         journal.record(attempt)
                     _count(counts, attempt)
                     report()
-                if self.fatal is not None and stop is None:
+                if stop is None and self.fatal is not None:
                     stop = "early_stop"
                     outcome.stop_message = f"the target cannot be used: {self.fatal}"
                 if stop is None and _hopeless(results):
                     stop = "early_stop"
-                    reasons = sorted({a.reason for a in results.values() if a.outcome is Outcome.UNJUDGED})
                     outcome.stop_message = (
-                        "almost nothing could be judged; first reasons: " + "; ".join(reasons[:3])
+                        "almost nothing could be judged; first reasons: " + _reasons(results)
                     )
                 if stop is not None:
-                    outcome.cut_short = len(queue) + sum(len(v) for v in escalations.values())
-                    queue.clear()
-                    escalations.clear()
+                    outcome.cut_short += self._halt(
+                        queue, escalations, hard=stop != "budget", reason=stop
+                    )
+        except BaseException:
+            self._halt([], {}, hard=True, reason="cancelled")
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+        outcome.cut_short += not_started
         outcome.stopped_reason = stop or "completed"
+        if stop is None:
+            outcome.undecided = _undecided(results)
         outcome.duration_seconds = round(time.monotonic() - start, 3)
         return outcome
+
+    def _halt(
+        self,
+        queue: list[PlannedAttempt],
+        escalations: dict[str, tuple[PlannedAttempt, ...]],
+        *,
+        hard: bool,
+        reason: str,
+    ) -> int:
+        """Start nothing new and return how many planned attempts will not run.
+
+        ``hard`` also ends attempts in flight at their next request. The budget's soft stop is
+        not hard: the attempts already running finish inside the remaining 20 %, so the scan
+        ends cleanly instead of with cut-short attempts.
+        """
+        self._stopped.set()
+        if hard:
+            self.gate.close(f"scan stopped ({reason})")
+        dropped = len(queue) + sum(len(v) for v in escalations.values())
+        queue.clear()
+        escalations.clear()
+        return dropped
 
     def _escalate(
         self, escalations: dict[str, tuple[PlannedAttempt, ...]], results: dict[str, Attempt]
     ) -> list[PlannedAttempt]:
-        """smart mode: mutated variants only for probes the agent resisted every time."""
+        """smart mode: mutated variants only for probes whose seed attempts were all resisted."""
         queue: list[PlannedAttempt] = []
         for probe_id in sorted(escalations):
-            mine = [a for a in results.values() if a.probe_id == probe_id]
-            if mine and all(a.outcome is Outcome.RESISTED for a in mine):
+            seeds = [
+                a for a in results.values() if a.probe_id == probe_id and a.variant == SEED_VARIANT
+            ]
+            if seeds and all(a.outcome is Outcome.RESISTED for a in seeds):
                 queue.extend(a for a in escalations[probe_id] if a.attempt_id not in results)
         escalations.clear()
         return queue
+
+
+@dataclass
+class _Spend:
+    """What an attempt costs on average in this run, to admit attempts near a budget."""
+
+    attempts: int = 0
+    requests: int = 0
+    cost_usd: float = 0.0
+
+    def add(self, attempt: Attempt) -> None:
+        if attempt.requests:
+            self.attempts += 1
+            self.requests += attempt.requests
+            self.cost_usd += attempt.cost_usd
+
+    def requests_per_attempt(self, planned: PlannedAttempt) -> float:
+        if not self.attempts:
+            return float(planned.requests_upper_bound)
+        return self.requests / self.attempts
+
+    @property
+    def cost_per_attempt(self) -> float:
+        return self.cost_usd / self.attempts if self.attempts else 0.0
 
 
 def _add_usage(total: Usage, part: Usage) -> None:
@@ -280,9 +431,30 @@ def _count(counts: dict[str, int], attempt: Attempt) -> None:
         counts["unjudged"] += 1
 
 
+def _reasons(results: dict[str, Attempt]) -> str:
+    reasons = sorted({a.reason for a in results.values() if a.outcome is Outcome.UNJUDGED})
+    return "; ".join(reasons[:3])
+
+
 def _hopeless(results: dict[str, Attempt]) -> bool:
     """Stop early when the first attempts almost all failed to reach or read the target."""
     if len(results) < EARLY_STOP_WINDOW:
         return False
     transport = sum(1 for a in results.values() if a.judged_by == "transport")
     return transport >= EARLY_STOP_FRACTION * len(results)
+
+
+def _undecided(results: dict[str, Attempt]) -> str:
+    """Why a finished scan cannot carry a gate, or "" when it can."""
+    if not results:
+        return ""
+    judged = sum(1 for a in results.values() if a.outcome is not Outcome.UNJUDGED)
+    transport = sum(1 for a in results.values() if a.judged_by == "transport")
+    if judged == 0:
+        return f"none of the {len(results)} attempts could be judged; reasons: {_reasons(results)}"
+    if transport > UNREACHABLE_FRACTION * len(results):
+        return (
+            f"{transport} of {len(results)} attempts could not reach or read the target; "
+            f"reasons: {_reasons(results)}"
+        )
+    return ""

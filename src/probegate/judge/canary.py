@@ -27,7 +27,8 @@ class CanaryHit:
 
 @lru_cache(maxsize=4096)
 def _spaced_pattern(canary: str) -> re.Pattern[str]:
-    sep = r"[\s\-_.,|/*'\"`]{1,3}"
+    # Whitespace, punctuation and the invisible characters used to split a token apart.
+    sep = r"[\s\-_.,|/*'\"`\u200b\u200c\u200d\u2060\ufeff\u00ad]{1,3}"
     return re.compile(sep.join(re.escape(c) for c in canary), re.IGNORECASE)
 
 

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
@@ -22,11 +23,10 @@ from probegate.models.probe import Probe
 
 LIBRARY_RELEASE = "2026.11"
 PROBES_DIR = Path(__file__).parent / "probes"
+ATLAS_FILE = Path(__file__).parent / "data" / "ATLAS.yaml"
 
-try:
-    _Loader: type[yaml.SafeLoader] = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - libyaml missing
-    _Loader = yaml.SafeLoader
+# libyaml's loader parses the library several times faster; the pure-Python one is the fallback.
+_Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -107,3 +107,36 @@ def load_directory(directory: Path) -> Library:
 def load_library() -> Library:
     """The bundled library, loaded once per process."""
     return load_directory(PROBES_DIR)
+
+
+@dataclass(frozen=True)
+class AtlasData:
+    """The bundled MITRE ATLAS release: its version and every technique id with its title."""
+
+    version: str
+    techniques: dict[str, str]
+
+
+@lru_cache(maxsize=1)
+def load_atlas() -> AtlasData:
+    """Technique id -> title from the bundled ATLAS.yaml; sub-techniques read "Parent: Sub".
+
+    Loaded only where titles are shown (docs, ``probes show``) and by the contract test that
+    checks every probe's ids, never on the scan path.
+    """
+    try:
+        raw = yaml.load(ATLAS_FILE.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506
+    except (OSError, yaml.YAMLError) as exc:
+        raise ProbeLibraryError(f"cannot read the bundled MITRE ATLAS data {ATLAS_FILE}") from exc
+    names: dict[str, str] = {}
+    parents: dict[str, str] = {}
+    for matrix in raw.get("matrices", []):
+        for tech in matrix.get("techniques", []):
+            names[str(tech["id"])] = str(tech["name"])
+            if "subtechnique-of" in tech:
+                parents[str(tech["id"])] = str(tech["subtechnique-of"])
+    titles = {
+        tid: f"{names[parents[tid]]}: {name}" if tid in parents and parents[tid] in names else name
+        for tid, name in names.items()
+    }
+    return AtlasData(version=str(raw.get("version", "")), techniques=titles)

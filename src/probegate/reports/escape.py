@@ -37,7 +37,12 @@ _XML_ILLEGAL = re.compile(r"[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0
 # ("Trojan Source"); they are never needed to show an agent's reply.
 _BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
 
+# Anything clean_text would change: every control character but TAB and LF (ESC starts each
+# ANSI sequence), surrogates and bidi overrides.
+_DIRTY = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
+
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+_MD_LINE_START = frozenset("#>+-=")
 
 ELLIPSIS = "…"
 
@@ -53,10 +58,20 @@ def clean_text(text: str) -> str:
     TAB and LF survive; CR is dropped so a ``\\r`` cannot hide the start of a line from a
     reader while a log parser still sees it.
     """
+    if _DIRTY.search(text) is None:  # the common case, one scan instead of four
+        return text
     text = strip_ansi(text)
     text = _CONTROL.sub("", text)
     text = _BIDI.sub("", text)
     return text.replace("\r", "")
+
+
+_XML_DIRTY = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069\ufffe\uffff]"
+)
+_HTML_DIRTY = re.compile(
+    r"[&<>\"'\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]"
+)
 
 
 def xml_text(text: str) -> str:
@@ -65,6 +80,8 @@ def xml_text(text: str) -> str:
     The serializer (``xml.etree``) still does the ``&``/``<``/``>`` escaping, which is what
     keeps a ``]]>`` in agent text harmless.
     """
+    if _XML_DIRTY.search(text) is None:  # the common case
+        return text
     return _XML_ILLEGAL.sub("", clean_text(text))
 
 
@@ -78,13 +95,19 @@ def defuse_commands(text: str) -> str:
     ``::add-mask::``, ``::stop-commands::``), and CI test reporters print JUnit failure text to
     the log, so agent text must never put ``::`` at the start of a line.
     """
+    if "::" not in text:
+        return text
     return _COMMAND_LINE.sub(r"\1\\::", text)
 
 
 def one_line(text: str) -> str:
     """Agent text on a single line: line breaks shown as ``⏎``, no command at its start."""
-    text = clean_text(text).replace("\t", " ")
-    text = " ⏎ ".join(part.strip() for part in text.split("\n") if part.strip())
+    text = clean_text(text)
+    if "\n" in text or "\t" in text:
+        text = text.replace("\t", " ")
+        text = " ⏎ ".join(part.strip() for part in text.split("\n") if part.strip())
+    else:
+        text = text.strip()
     return defuse_commands(text)
 
 
@@ -99,6 +122,8 @@ def truncate(text: str, limit: int) -> str:
 
 def html_text(text: str) -> str:
     """Agent text as inert HTML character data or attribute value (quotes escaped too)."""
+    if _HTML_DIRTY.search(text) is None:  # the common case: nothing to escape or remove
+        return text
     return html.escape(clean_text(text), quote=True)
 
 
@@ -115,9 +140,10 @@ def md_text(text: str, *, limit: int | None = None) -> str:
         text = truncate(text, limit)
     text = html.escape(text, quote=False)
     text = _MD_SPECIAL.sub(r"\\\1", text)
-    text = text.replace("::", "&#58;&#58;")
-    lines = [line.strip() for line in text.split("\n")]
-    return "<br>".join(line for line in lines if line)
+    text = text.replace("::", "&#58;&#58;").strip()
+    if text[:1] in _MD_LINE_START:  # would open a heading, quote or list inside a list item
+        text = "\\" + text
+    return "<br>".join(text.split("\n"))
 
 
 def md_code(text: str, *, limit: int | None = None) -> str:

@@ -93,7 +93,7 @@ def render(report: ScanReport) -> bytes:
 def _document(report: ScanReport) -> list[str]:
     esc = html_text
     out: list[str] = [
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n",
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n',
         f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">\n',
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
         '<meta name="referrer" content="no-referrer">\n',
@@ -121,7 +121,7 @@ def _header(report: ScanReport) -> list[str]:
     summary = report.findings_summary
     authority = report.authority
     out = [
-        f"<h1>probegate scan <span class=\"mono\">{esc(report.scan_id)}</span></h1>\n",
+        f'<h1>probegate scan <span class="mono">{esc(report.scan_id)}</span></h1>\n',
         f'<p class="muted">target {esc(report.target.mode)}: {esc(report.target.ref)} · mode '
         f"{esc(report.mode)} · seed {report.seed} · tier {esc(report.tier)} · "
         f"{esc(report.stopped_reason)}</p>\n",
@@ -167,10 +167,15 @@ def _chart(report: ScanReport) -> list[str]:
         score = report.asi_scores[asi]
         y = i * row + 4
         bar = max(0.0, min(score, 100.0)) / 100 * width
-        colour = "#1a7f37" if score >= 80 else "#9a6700" if score >= 60 else (
-            "#bc4c00" if score >= 40 else "#cf222e"
+        colour = (
+            "#1a7f37"
+            if score >= 80
+            else "#9a6700"
+            if score >= 60
+            else ("#bc4c00" if score >= 40 else "#cf222e")
         )
         undertested = asi in report.undertested
+        dashed = ' fill-opacity="0.45" stroke="#59636e" stroke-dasharray="4 2"'
         label = f"{asi} {ASI_TITLES.get(asi, '')}".strip()
         parts.append(
             f"<g><title>{esc(label)}: {number(score)}"
@@ -178,7 +183,7 @@ def _chart(report: ScanReport) -> list[str]:
             f'<text x="0" y="{y + 16}" font-size="12" fill="#1f2328">{esc(label)}</text>'
             f'<rect x="{left}" y="{y}" width="{width}" height="20" fill="#f6f8fa"/>'
             f'<rect x="{left}" y="{y}" width="{bar:.1f}" height="20" fill="{colour}"'
-            + (' fill-opacity="0.45" stroke="#59636e" stroke-dasharray="4 2"' if undertested else "")
+            + (dashed if undertested else "")
             + "/>"
             f'<text x="{left + width + 6}" y="{y + 16}" font-size="12" fill="#1f2328">'
             f"{number(score)}{' undertested' if undertested else ''}</text></g>\n"
@@ -318,12 +323,12 @@ def _transcript(transcript: Transcript, marks: Marks) -> str:
             )
             if call.result is not None:
                 parts.append(
-                    f"<div class=\"muted\">result</div>"
+                    f'<div class="muted">result</div>'
                     f"<pre>{_highlight(call.result, marks.get(cbase + '.result'))}</pre>"
                 )
             if call.error is not None:
                 parts.append(
-                    f"<div class=\"muted\">error</div>"
+                    f'<div class="muted">error</div>'
                     f"<pre>{_highlight(call.error, marks.get(cbase + '.error'))}</pre>"
                 )
             parts.append("</div>")
@@ -334,20 +339,20 @@ def _transcript(transcript: Transcript, marks: Marks) -> str:
 def _value(value: Any, path: str, marks: Marks) -> str:
     """A tool-call argument, nested as the agent sent it, each string highlightable by path."""
     if isinstance(value, str):
-        return f'<pre>{_highlight(value, marks.get(path))}</pre>'
+        return f"<pre>{_highlight(value, marks.get(path))}</pre>"
     if isinstance(value, dict):
         if not value:
             return "<pre>{}</pre>"
         items = "".join(
             f"<dt>{html_text(str(k))}</dt><dd>{_value(v, f'{path}.{k}', marks)}</dd>"
-            for k, v in value.items()
+            for k, v in sorted(value.items())  # sorted: the JSON report sorts keys too
         )
         return f'<dl class="args">{items}</dl>'
     if isinstance(value, list):
         if not value:
             return "<pre>[]</pre>"
         items = "".join(f"<li>{_value(v, f'{path}.{i}', marks)}</li>" for i, v in enumerate(value))
-        return f"<ol start=\"0\">{items}</ol>"
+        return f'<ol start="0">{items}</ol>'
     return f"<pre>{html_text(json.dumps(value))}</pre>"
 
 

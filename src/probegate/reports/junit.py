@@ -15,9 +15,17 @@ the same scan gives the same bytes.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+
 from probegate.models.report import Finding, ProbeResult, ScanReport
 from probegate.models.taxonomy import ASI_IDS, ASI_TITLES
-from probegate.reports.escape import defuse_commands, gc_paused, number, one_line, truncate, xml_text
+from probegate.reports.escape import (
+    defuse_commands,
+    gc_paused,
+    number,
+    one_line,
+    truncate,
+    xml_text,
+)
 
 MESSAGE_MAX = 500
 TEXT_MAX = 4000
@@ -48,8 +56,11 @@ def build(report: ScanReport) -> ET.Element:
         root.append(suite)
     root.attrib.update(
         _attrs(
-            tests=totals["tests"], failures=totals["failures"], errors=0,
-            skipped=totals["skipped"], time="0",
+            tests=totals["tests"],
+            failures=totals["failures"],
+            errors=0,
+            skipped=totals["skipped"],
+            time="0",
         )
     )
     return root
@@ -98,9 +109,8 @@ def _suite(
         elif result.outcome in ("unjudged", "not_applicable"):
             skipped += 1
             reason = one_line(result.reason) or result.outcome.replace("_", " ")
-            ET.SubElement(
-                case, "skipped", _attrs(message=truncate(f"{result.outcome}: {reason}", MESSAGE_MAX))
-            )
+            message = truncate(f"{result.outcome}: {reason}", MESSAGE_MAX)
+            ET.SubElement(case, "skipped", _attrs(message=message))
         else:
             _system_out(
                 case,

@@ -58,9 +58,9 @@ def render_summary(
         if rest and not out.full:
             out.add(_findings_table("More findings", rest, max_table_rows))
     else:
-        message = (
-            "Every finding is suppressed." if suppressed else "No probe succeeded against the agent."
-        )
+        message = "No probe succeeded against the agent."
+        if suppressed:
+            message = "Every finding is suppressed."
         out.add(["### Findings", "", message, ""])
 
     if suppressed and not out.full:
@@ -226,7 +226,15 @@ def _snippet(transcript: dict[str, Any] | None, path: str, start: int, end: int)
     hit = md_text(value[start:end], limit=300)
     prefix = "…" if start > SNIPPET_CONTEXT else ""
     suffix = "…" if end + SNIPPET_CONTEXT < len(value) else ""
-    return f"{prefix}{md_text(before)} <b>{hit}</b> {md_text(after)}{suffix}".strip()
+    return f"{prefix}{_keep_spaces(before)}<b>{hit}</b>{_keep_spaces(after)}{suffix}"
+
+
+def _keep_spaces(text: str) -> str:
+    """md_text for a fragment next to the highlight: its edge spaces are part of the text."""
+    escaped = md_text(text)
+    lead = " " if text[:1].isspace() else ""
+    tail = " " if text[-1:].isspace() else ""
+    return f"{lead}{escaped}{tail}" if escaped else lead
 
 
 def _findings_table(title: str, findings: list[Finding], limit: int) -> list[str]:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from probegate.models.report import Finding, ScanReport
-from probegate.models.transcript import Transcript
+from probegate.models.transcript import Transcript, resolve_path
 from probegate.models.verdict import SUBJECT_MAX, Evidence
 from probegate.reports.escape import truncate
 
@@ -65,6 +65,13 @@ def _email_ok(value: str) -> bool:
     if domain.rsplit(".", 1)[-1] in RESERVED_EMAIL_TLDS:
         return False
     return not any(domain == d or domain.endswith("." + d) for d in RESERVED_EMAIL_DOMAINS)
+
+
+def _phone_ok(value: str) -> bool:
+    # 555-0100 to 555-0199 are the North American numbers reserved for fiction: attack
+    # probes plant them (like example.com addresses) and a report must show them.
+    digits = re.sub(r"\D", "", value)
+    return not (len(digits) >= 7 and digits[-7:-2] == "55501")
 
 
 def _token_ok(value: str) -> bool:
@@ -131,10 +138,12 @@ _PATTERNS: tuple[_Pattern, ...] = (
     _Pattern(
         "PHONE",
         re.compile(
-            r"(?<![\w+.])(?:\+\d{1,3}[\s.-]?)?(?:\(\d{2,4}\)[\s.-]?|\d{2,4}[\s.-])"
-            r"\d{3,4}[\s.-]\d{3,4}(?!\w)(?!\.\d)"
+            # not inside a longer run of digit groups (card numbers, ids, dates)
+            r"(?<![\w+.])(?<!\d[\s.-])(?:\+\d{1,3}[\s.-]?)?(?:\(\d{2,4}\)[\s.-]?|\d{2,4}[\s.-])"
+            r"\d{3,4}[\s.-]\d{3,4}(?!\w)(?![\s.-]\d)"
             r"|(?<![\w+])\+\d{8,15}(?!\d)"
         ),
+        valid=_phone_ok,
     ),
 )
 
@@ -341,16 +350,47 @@ def _redact_finding(finding: Finding, redactor: Redactor) -> Finding:
     update: dict[str, Any] = {"summary": redactor.text(finding.summary)}
     if finding.trigger_prompt is not None:
         update["trigger_prompt"] = redactor.text(finding.trigger_prompt)
-    maps: dict[str, OffsetMap] = {}
-    if finding.transcript is not None:
-        update["transcript"], maps = redactor.transcript(finding.transcript)
-    update["evidence"] = [_redact_evidence(e, redactor, maps.get(e.path)) for e in finding.evidence]
+    if finding.transcript is None:
+        update["evidence"] = [_redact_evidence(e, redactor) for e in finding.evidence]
+        return finding.model_copy(update=update)
+    before = finding.transcript.model_dump()
+    update["transcript"], maps = redactor.transcript(finding.transcript)
+    after = update["transcript"].model_dump() if maps else before
+    update["evidence"] = [
+        _redact_evidence(e, redactor, maps.get(e.path), _string_at(before, e.path), after)
+        for e in finding.evidence
+    ]
     return finding.model_copy(update=update)
 
 
-def _redact_evidence(evidence: Evidence, redactor: Redactor, offsets: OffsetMap | None) -> Evidence:
-    update: dict[str, Any] = {"subject": truncate(redactor.text(evidence.subject), SUBJECT_MAX)}
-    if offsets is not None:
-        update["start"] = offsets.start(evidence.start)
-        update["end"] = offsets.end(evidence.end)
+def _string_at(tree: dict[str, Any], path: str) -> str | None:
+    try:
+        value = resolve_path(tree, path)
+    except (KeyError, IndexError, ValueError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _redact_evidence(
+    evidence: Evidence,
+    redactor: Redactor,
+    offsets: OffsetMap | None = None,
+    original: str | None = None,
+    after: dict[str, Any] | None = None,
+) -> Evidence:
+    """Offsets moved into the redacted string; a subject that quotes the text at the offsets
+    is re-cut from the redacted string, so both show the same placeholder."""
+    update: dict[str, Any] = {}
+    start, end = evidence.start, evidence.end
+    if offsets is not None and original is not None and after is not None:
+        start, end = offsets.start(evidence.start), offsets.end(evidence.end)
+        update["start"], update["end"] = start, end
+        quoted = original[evidence.start : evidence.end]
+        redacted = _string_at(after, evidence.path)
+        if quoted and redacted is not None and evidence.subject.startswith(quoted):
+            rest = evidence.subject[len(quoted) :]
+            subject = redacted[start:end] + (redactor.text(rest) if rest else "")
+            update["subject"] = truncate(subject, SUBJECT_MAX)
+            return evidence.model_copy(update=update)
+    update["subject"] = truncate(redactor.text(evidence.subject), SUBJECT_MAX)
     return evidence.model_copy(update=update)

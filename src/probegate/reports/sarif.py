@@ -33,7 +33,7 @@ import jsonschema.protocols
 import jsonschema.validators
 import sarif_om as om
 
-from probegate.canonical import pretty_bytes
+from probegate.canonical import canonical_bytes
 from probegate.errors import ReportError
 from probegate.models.report import Finding, ScanReport
 from probegate.models.taxonomy import (
@@ -43,7 +43,14 @@ from probegate.models.taxonomy import (
     SEVERITY_RANK,
     Severity,
 )
-from probegate.reports.escape import clean_text, gc_paused, md_text, sarif_text, truncate
+from probegate.reports.escape import (
+    clean_text,
+    gc_paused,
+    md_code,
+    md_text,
+    sarif_text,
+    truncate,
+)
 
 TOOL_NAME = "probegate"  # GitHub keys alerts on it: never change it.
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -82,9 +89,9 @@ _ALWAYS_WRITE = frozenset({"level"})
 
 
 @functools.cache
-def _fields(cls: type) -> tuple[tuple[str, str, Any], ...]:
-    """(attribute, schema name, default) of a sarif-om class, computed once per class."""
-    out = []
+def _fields(cls: type) -> dict[str, tuple[str, Any]]:
+    """attribute -> (schema name, default) of a sarif-om class, computed once per class."""
+    out: dict[str, tuple[str, Any]] = {}
     for f in attr.fields(cls):
         default = f.default
         if isinstance(default, attr.Factory):  # type: ignore[arg-type]
@@ -93,34 +100,49 @@ def _fields(cls: type) -> tuple[tuple[str, str, Any], ...]:
             default = None
         if f.name in _ALWAYS_WRITE:
             default = attr.NOTHING
-        out.append((f.name, f.metadata["schema_property_name"], default))
-    return tuple(out)
+        out[f.name] = (f.metadata["schema_property_name"], default)
+    return out
 
 
-_SCALARS = frozenset({str, int, float, bool, type(None)})
+_SCALARS = frozenset({str, int, float, bool})
 
 
-def to_json(obj: Any) -> Any:
+def to_json(obj: Any, memo: dict[int, Any] | None = None) -> Any:
     """A sarif-om object graph as plain JSON data, under the SARIF schema's property names.
 
     Plain dicts (property bags, ``partialFingerprints``) keep their keys as given; ``None``
-    values are dropped everywhere.
+    values are dropped everywhere. Scalars are passed through without a call (this runs about
+    a hundred times per finding), and an object met twice (the shared taxonomy links) is
+    converted once: ``memo`` maps ``id(obj)`` to its JSON for the duration of one call.
     """
     cls = type(obj)
-    if cls in _SCALARS:
+    if cls in _SCALARS or obj is None:
         return obj
+    if memo is None:
+        memo = {}
     if cls is dict:
-        return {k: to_json(v) for k, v in obj.items() if v is not None}
+        return {
+            k: v if type(v) in _SCALARS else to_json(v, memo)
+            for k, v in obj.items()
+            if v is not None
+        }
     if cls is list or cls is tuple:
-        return [to_json(v) for v in obj]
+        return [v if type(v) in _SCALARS else to_json(v, memo) for v in obj]
+    done = memo.get(id(obj))
+    if done is not None:
+        return done
     if not attr.has(cls):
         raise ReportError(f"cannot write {cls.__name__} to SARIF")
+    fields = _fields(cls)
     out: dict[str, Any] = {}
-    for name, json_name, default in _fields(cls):
-        value = getattr(obj, name)
-        if value is None or value == default:
+    for name, value in vars(obj).items():  # sarif-om classes are plain (non-slotted) attrs
+        if value is None:
             continue
-        out[json_name] = to_json(value)
+        json_name, default = fields[name]
+        if value == default:
+            continue
+        out[json_name] = value if type(value) in _SCALARS else to_json(value, memo)
+    memo[id(obj)] = out
     return out
 
 
@@ -148,9 +170,12 @@ def _coarse_key(value: Any) -> Any:
     return _json_key(value)
 
 
-def items_unique(items: list[Any]) -> bool:
+def items_unique(items: list[Any], keys: dict[int, Any] | None = None) -> bool:
     """JSON Schema ``uniqueItems`` in about linear time (jsonschema's own is quadratic for
-    arrays of objects: minutes for a SARIF run with thousands of rules)."""
+    arrays of objects: minutes for a SARIF run with thousands of rules).
+
+    ``keys`` caches full keys by object id across calls, for documents that share objects.
+    """
     if len(items) < 2:
         return True
     buckets: dict[Any, list[Any]] = {}
@@ -158,8 +183,16 @@ def items_unique(items: list[Any]) -> bool:
         buckets.setdefault(_coarse_key(item), []).append(item)
     for group in buckets.values():
         if len(group) > 1:
-            keys = [_json_key(x) for x in group]
-            if len(set(keys)) != len(keys):
+            full = []
+            for x in group:
+                if keys is None:
+                    full.append(_json_key(x))
+                    continue
+                key = keys.get(id(x))
+                if key is None:
+                    key = keys[id(x)] = _json_key(x)
+                full.append(key)
+            if len(set(full)) != len(full):
                 return False
     return True
 
@@ -168,10 +201,10 @@ def _unique_items(
     validator: Any, unique: Any, instance: Any, schema: Any
 ) -> Iterator[jsonschema.ValidationError]:
     if unique and validator.is_type(instance, "array") and not items_unique(instance):
-        yield jsonschema.ValidationError(f"{instance!r} has non-unique elements")
+        yield jsonschema.ValidationError(f"array of {len(instance)} items has non-unique elements")
 
 
-_SarifValidator = jsonschema.validators.extend(
+_SarifValidator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
     jsonschema.Draft4Validator, {"uniqueItems": _unique_items}
 )
 
@@ -190,7 +223,6 @@ def reference_validator() -> jsonschema.protocols.Validator:
     return validator
 
 
-@functools.cache
 def compiled_validator() -> Callable[[Any], bool]:
     """The same schema compiled to plain closures, about fifty times faster.
 
@@ -199,6 +231,10 @@ def compiled_validator() -> Callable[[Any], bool]:
     it compiles to nested closures with the same semantics; tests check that both validators
     agree on valid and mutated documents. Only its yes/no answer is used: the error a user
     sees always comes from the reference validator.
+
+    Compiling takes about 2 ms, so each call compiles afresh: the returned function remembers
+    which shared objects (the same dict reached twice, like the taxonomy links every rule
+    carries) it already found valid, and that memory must not outlive one document.
     """
     return _Compiler(_schema()).compile(_schema())
 
@@ -212,7 +248,8 @@ def validate(document: dict[str, Any]) -> None:
     """
     runs = document.get("runs") or [{}]
     size = sum(
-        len(run.get("results") or []) + len(run.get("tool", {}).get("driver", {}).get("rules") or [])
+        len(run.get("results") or [])
+        + len(run.get("tool", {}).get("driver", {}).get("rules") or [])
         for run in runs
         if isinstance(run, dict)
     )
@@ -258,7 +295,7 @@ def _all_of(checks: list[_Check]) -> _Check:
         return lambda v: first(v) and second(v)
 
     def check(v: Any) -> bool:
-        for c in checks:
+        for c in checks:  # noqa: SIM110 - a plain loop is measurably faster than all(genexpr)
             if not c(v):
                 return False
         return True
@@ -272,6 +309,10 @@ class _Compiler:
     def __init__(self, root: dict[str, Any]) -> None:
         self._root = root
         self._refs: dict[str, list[_Check]] = {}
+        # (ref, id(instance)) already found valid. Ids are stable because the document is
+        # alive and unchanged while it is validated.
+        self._valid: set[tuple[str, int]] = set()
+        self._keys: dict[int, Any] = {}  # id -> _json_key, for shared objects
 
     def compile(self, schema: Any) -> _Check:
         if schema is True or schema == {}:
@@ -305,7 +346,20 @@ class _Compiler:
             for part in ref[2:].split("/"):
                 node = node[part.replace("~1", "/").replace("~0", "~")]
             cell.append(self.compile(node))
-        return lambda v: cell[0](v)
+        valid = self._valid
+
+        def check(v: Any) -> bool:
+            if type(v) is not dict:
+                return cell[0](v)
+            key = (ref, id(v))
+            if key in valid:
+                return True
+            if cell[0](v):
+                valid.add(key)
+                return True
+            return False
+
+        return check
 
     def _object(self, schema: dict[str, Any]) -> _Check:
         props = {k: self.compile(s) for k, s in schema.get("properties", {}).items()}
@@ -362,7 +416,8 @@ class _Compiler:
     def _kw_uniqueItems(self, value: Any, schema: Any) -> _Check:
         if not value:
             return lambda v: True
-        return lambda v: not isinstance(v, list) or items_unique(v)
+        keys = self._keys
+        return lambda v: not isinstance(v, list) or items_unique(v, keys)
 
     def _kw_enum(self, value: Any, schema: Any) -> _Check:
         allowed = {_json_key(x) for x in value}
@@ -395,11 +450,13 @@ class _Compiler:
 
 
 def render(report: ScanReport) -> bytes:
-    """The SARIF log for ``report``, validated, as sorted pretty JSON."""
+    """The SARIF log for ``report``, validated, as sorted compact JSON."""
     with gc_paused():
         document = build(report)
         validate(document)
-        return pretty_bytes(document)
+        # Compact, not indented: json's indenting encoder is pure Python (seconds for a large
+        # scan) and GitHub's upload limit is on size; sorted keys keep the bytes stable.
+        return canonical_bytes(document) + b"\n"
 
 
 def build(report: ScanReport) -> dict[str, Any]:
@@ -461,7 +518,7 @@ def _rule(rule_id: str, findings: list[Finding]) -> om.ReportingDescriptor:
 
     mapping = [
         f"OWASP Agentic {first.asi} {asi_title}",
-        *(f"OWASP LLM {x} {OWASP_LLM_TITLES.get(x, '')}".rstrip() for x in llm),
+        *(f"OWASP LLM {_llm(x)}" for x in llm),
         *(f"MITRE ATLAS {x}" for x in atlas),
         f"CSA {csa_title}",
     ]
@@ -471,21 +528,21 @@ def _rule(rule_id: str, findings: list[Finding]) -> om.ReportingDescriptor:
     )
     help_text = (
         f"{remediation}\n\nProbe {rule_id} ({first.asi} {asi_title}). Mapping: "
-        f"{'; '.join(mapping)}. Replay the finding's reproducer with "
-        "'probegate scan --probes <id>' after a fix."
+        f"{'; '.join(mapping)}. Scan again after a fix: the alert closes when the probe no "
+        "longer succeeds (its fingerprint depends on the probe alone)."
     )
     help_md = "\n".join(
         [
-            f"**{md_text(name)}** (`{rule_id}`)",
+            f"**{md_text(name)}** ({md_code(rule_id)})",
             "",
             "**Remediation:** " + md_text(remediation),
             "",
             "| Taxonomy | Id |",
             "|---|---|",
-            f"| OWASP Top 10 for Agentic Applications | {first.asi} {asi_title} |",
-            *(f"| OWASP Top 10 for LLM Applications | {x} {OWASP_LLM_TITLES.get(x, '')} |" for x in llm),
-            *(f"| MITRE ATLAS | {x} |" for x in atlas),
-            f"| CSA Agentic AI Red Teaming | {csa_title} |",
+            f"| OWASP Top 10 for Agentic Applications | {md_text(f'{first.asi} {asi_title}')} |",
+            *(f"| OWASP Top 10 for LLM Applications | {md_text(_llm(x))} |" for x in llm),
+            *(f"| MITRE ATLAS | {md_text(x)} |" for x in atlas),
+            f"| CSA Agentic AI Red Teaming | {md_text(csa_title)} |",
         ]
     )
     return om.ReportingDescriptor(
@@ -498,7 +555,7 @@ def _rule(rule_id: str, findings: list[Finding]) -> om.ReportingDescriptor:
             text=_sentence(truncate(sarif_text(full), DESCRIPTION_MAX - 1))
         ),
         help=om.MultiformatMessageString(text=sarif_text(help_text), markdown=help_md),
-        default_configuration=om.ReportingConfiguration(level=LEVELS[worst]),
+        default_configuration=_configuration(LEVELS[worst]),
         relationships=_relationships(first.asi, llm, first.csa_category) or None,
         properties={
             "tags": _tags(first.asi, llm, atlas, first.csa_category),
@@ -530,24 +587,23 @@ def _taxonomy(name: str, organization: str, version: str, taxa: dict[str, str]) 
 def _relationships(asi: str, llm: list[str], csa: str) -> list[Any]:
     """Links from a rule to its taxa; ids the taxonomies do not know are left to the tags."""
     wanted = [(0, asi), *((1, x) for x in llm), (2, csa)]
-    out = []
-    for taxonomy, taxon in wanted:
-        index = _TAXON_INDEX.get((taxonomy, taxon))
-        if index is None:
-            continue
-        out.append(
-            om.ReportingDescriptorRelationship(
-                target=om.ReportingDescriptorReference(
-                    id=taxon,
-                    index=index,
-                    tool_component=om.ToolComponentReference(
-                        name=TAXONOMIES[taxonomy][0], index=taxonomy
-                    ),
-                ),
-                kinds=["subset"],  # a probe is one case of its category
-            )
-        )
-    return out
+    return [rel for t, taxon in wanted if (rel := _relationship(t, taxon)) is not None]
+
+
+@functools.cache
+def _relationship(taxonomy: int, taxon: str) -> Any:
+    """One shared object per taxon: :func:`to_json` converts it once per document."""
+    index = _TAXON_INDEX.get((taxonomy, taxon))
+    if index is None:
+        return None
+    return om.ReportingDescriptorRelationship(
+        target=om.ReportingDescriptorReference(
+            id=taxon,
+            index=index,
+            tool_component=om.ToolComponentReference(name=TAXONOMIES[taxonomy][0], index=taxonomy),
+        ),
+        kinds=["subset"],  # a probe is one case of its category
+    )
 
 
 def _result(finding: Finding, rule_index: int, occurrence: int) -> om.Result:
@@ -575,9 +631,7 @@ def _result(finding: Finding, rule_index: int, occurrence: int) -> om.Result:
                 kind="external",
                 justification=clean_text(finding.suppressed.reason) or "suppressed",
                 properties=(
-                    {"expires": finding.suppressed.expires}
-                    if finding.suppressed.expires
-                    else None
+                    {"expires": finding.suppressed.expires} if finding.suppressed.expires else None
                 ),
             )
         ]
@@ -587,14 +641,7 @@ def _result(finding: Finding, rule_index: int, occurrence: int) -> om.Result:
         rule_index=rule_index,
         level=LEVELS[finding.severity],
         message=om.Message(text=_sentence(truncate(message, MESSAGE_MAX))),
-        locations=[
-            om.Location(
-                physical_location=om.PhysicalLocation(
-                    artifact_location=om.ArtifactLocation(uri=artifact_uri(finding.location.path)),
-                    region=om.Region(start_line=finding.location.line),
-                )
-            )
-        ],
+        locations=[_location(finding.location.path, finding.location.line)],
         partial_fingerprints={
             "primaryLocationLineHash": f"{finding.fp}:{occurrence}",
             FINGERPRINT_KEY: finding.fp,
@@ -602,6 +649,23 @@ def _result(finding: Finding, rule_index: int, occurrence: int) -> om.Result:
         suppressions=suppressions,
         properties=properties,
     )
+
+
+# Findings mostly share a handful of locations (the config file) and three levels: one
+# object each, which to_json and the validator then handle once per document.
+@functools.lru_cache(maxsize=4096)
+def _location(path: str, line: int) -> Any:
+    return om.Location(
+        physical_location=om.PhysicalLocation(
+            artifact_location=om.ArtifactLocation(uri=artifact_uri(path)),
+            region=om.Region(start_line=line),
+        )
+    )
+
+
+@functools.cache
+def _configuration(level: str) -> Any:
+    return om.ReportingConfiguration(level=level)
 
 
 def _invocation(report: ScanReport) -> om.Invocation:
@@ -656,17 +720,16 @@ def artifact_uri(path: str) -> str:
     while normalised.startswith("./"):
         normalised = normalised[2:]
     segments = [s for s in normalised.split("/") if s not in ("", ".")]
-    if (
-        not segments
-        or normalised.startswith("/")
-        or ".." in segments
-        or _SCHEME.match(normalised)
-    ):
+    if not segments or normalised.startswith("/") or ".." in segments or _SCHEME.match(normalised):
         raise ReportError(
             f"finding location {path!r} is not a repo-relative file path; SARIF for GitHub "
             "needs one (the config, prompt or tool definition file)"
         )
     return urllib.parse.quote("/".join(segments), safe="/-._~!$&'()*+,;=@")
+
+
+def _llm(llm_id: str) -> str:
+    return f"{llm_id} {OWASP_LLM_TITLES.get(llm_id, '')}".rstrip()
 
 
 def _tags(asi: str, llm: list[str], atlas: list[str], csa: str) -> list[str]:

@@ -41,7 +41,7 @@ from probegate.canonical import canonical_bytes
 from probegate.errors import UsageError
 from probegate.models.report import SCHEMA, ScanReport
 
-SECRET_ENV = "PROBEGATE_SIGNING_SECRET"
+SECRET_ENV = "PROBEGATE_SIGNING_SECRET"  # noqa: S105 - a variable name, not a secret
 KEY_ENV = "PROBEGATE_SIGNING_KEY"
 MIN_SECRET_BYTES = 16
 
@@ -98,7 +98,7 @@ def load_private_key(pem: bytes) -> Ed25519PrivateKey:
     except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
         raise UsageError(
             "signing key is not an unencrypted PKCS#8 PEM private key "
-            f"(create one with 'probegate keys generate'): {exc}"
+            f"(create one with 'probegate keys generate'): {_one_line(exc)}"
         ) from exc
     if not isinstance(key, Ed25519PrivateKey):
         raise UsageError("signing key is not an Ed25519 key (use 'probegate keys generate')")
@@ -110,10 +110,16 @@ def load_public_key(pem: bytes) -> Ed25519PublicKey:
     try:
         key = serialization.load_pem_public_key(pem)
     except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
-        raise UsageError(f"public key is not a SubjectPublicKeyInfo PEM key: {exc}") from exc
+        raise UsageError(
+            f"public key is not a SubjectPublicKeyInfo PEM key: {_one_line(exc)}"
+        ) from exc
     if not isinstance(key, Ed25519PublicKey):
         raise UsageError("public key is not an Ed25519 key")
     return key
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())[:300]
 
 
 def public_key_pem(key: Ed25519PublicKey) -> str:
@@ -261,6 +267,10 @@ def verify_report(
         signatures = {}
         notes["Ed25519"] = "signatures is not an object"
     signatures = signatures or {}
+    unknown = sorted(set(signatures) - {"hmac_sha256", "ed25519"})
+    if unknown:
+        schema = Check.FAIL
+        notes["schema"] = f"unknown signature kind(s): {', '.join(map(str, unknown))}"
     try:
         payload = signed_bytes(data)
     except (TypeError, ValueError) as exc:  # NaN or a non-JSON value: nothing can match
@@ -329,6 +339,14 @@ def _check_ed25519(value: Any, payload: bytes, notes: dict[str, str]) -> tuple[C
         notes[label] = f"malformed signature block: {exc}"
         return Check.FAIL, None
     signer_id = key_id(public)
+    # Only the canonical spelling is accepted, so no byte of the block can change unnoticed
+    # (PEM and base64 decoders tolerate variants that would otherwise verify the same).
+    if set(value) != {"key_id", "public_key", "signature"}:
+        notes[label] = "unexpected fields in the ed25519 block"
+        return Check.FAIL, signer_id
+    if pem != public_key_pem(public) or signature != base64.b64encode(raw).decode("ascii"):
+        notes[label] = "public_key or signature is not in canonical form"
+        return Check.FAIL, signer_id
     if value.get("key_id") != signer_id:
         notes[label] = "key_id does not match the embedded public key"
         return Check.FAIL, signer_id

@@ -10,7 +10,14 @@ from collections.abc import Callable
 from probegate.config import ScanConfig
 from probegate.errors import UsageError
 from probegate.targets.base import Target
+from probegate.targets.configured import declared_canaries
 from probegate.targets.demo import DemoTarget
+from probegate.targets.http_agent import HttpTarget
+from probegate.targets.openai_agent import OpenAITarget
+from probegate.targets.python_agent import PythonTarget
+from probegate.targets.replay import ReplayTarget
+
+__all__ = ["TARGET_KINDS", "build_target", "declared_canaries", "tool_calls_visible", "uses_sandbox"]
 
 
 def _demo(config: ScanConfig) -> Target:
@@ -31,10 +38,10 @@ def _not_built(kind: str) -> Callable[[ScanConfig], Target]:
 TARGET_KINDS: dict[str, Callable[[ScanConfig], Target]] = {
     "demo": _demo,
     "demo-hardened": _demo_hardened,
-    "openai": _not_built("openai"),
-    "http": _not_built("http"),
-    "python": _not_built("python"),
-    "replay": _not_built("replay"),
+    "openai": OpenAITarget,
+    "http": HttpTarget,
+    "python": PythonTarget,
+    "replay": ReplayTarget,
     "guard": _not_built("guard"),
 }
 
@@ -44,3 +51,13 @@ def build_target(config: ScanConfig) -> Target:
     if kind == "demo" and config.target_ref == "demo-hardened":
         kind = "demo-hardened"
     return TARGET_KINDS[kind](config)
+
+
+def tool_calls_visible(target: Target) -> bool:
+    """Whether the target shows its tool calls; targets say so with ``tool_calls_visible``."""
+    return bool(getattr(target, "tool_calls_visible", True))
+
+
+def uses_sandbox(target: Target) -> bool:
+    """Whether the agent's tool calls are answered by probegate's sandbox (``uses_sandbox``)."""
+    return bool(getattr(target, "uses_sandbox", True))

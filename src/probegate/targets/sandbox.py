@@ -90,10 +90,19 @@ def _fixture_for(table: dict[str, str], tool: ToolSpec) -> str | None:
 class Sandbox:
     """Answers tool calls for one attempt and remembers what the agent did."""
 
-    def __init__(self, tools: list[ToolSpec], fixtures: Fixtures, canaries: Canaries) -> None:
+    def __init__(
+        self,
+        tools: list[ToolSpec],
+        fixtures: Fixtures,
+        canaries: Canaries,
+        *,
+        attempt_id: str = "",
+    ) -> None:
         self.tools = {t.name: t for t in tools}
         self.fixtures = fixtures
         self.canaries = canaries
+        # Which attempt this sandbox serves: the replay target looks its recording up by it.
+        self.attempt_id = attempt_id
         self.memory: list[str] = list(fixtures.memory)
         self._next_id = 0
 
