@@ -94,7 +94,7 @@ if [[ -z $input_error ]]; then
 	"${cmd[@]}" 2>&1 | tee -a -- "$log"
 	scan_rc=${PIPESTATUS[0]}
 	# The regression diff for the summary, and the baseline gate, from this run's scan.json.
-	if [[ -n $baseline && $scan_rc =~ ^[013]$ && -f $scan_json && ! $work/start -nt $scan_json ]]; then
+	if [[ -n $baseline && $scan_rc =~ ^[013]$ && -f $scan_json && $scan_json -nt $work/start ]]; then
 		probegate compare "${compare_flags[@]}" --output=json "--output-path=$out_dir/baseline-diff.json" \
 			-- "$baseline" "$scan_json" 2>&1 | tee -a -- "$log"
 		compare_rc=${PIPESTATUS[0]}

@@ -35,6 +35,7 @@ from typing import Literal, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from probegate.reports.diff_markdown import DIFF_HEADING
 from probegate.reports.escape import clean_text, md_text, number, truncate
 
 # PRODUCT.md section 2. The Action exits with one of these and publishes it as `exit-code`.
@@ -529,7 +530,9 @@ def _fresh(path: Path, since: Path | None) -> bool:
     if since is None:
         return True
     try:
-        return written >= since.stat().st_mtime_ns
+        # Strictly newer: file times tick coarsely, so a file left by an earlier step can share
+        # the marker's time stamp; a real scan always takes longer than one tick.
+        return written > since.stat().st_mtime_ns
     except OSError:
         return True
 
@@ -653,11 +656,14 @@ def _append_summary(
             problems=[*([opts.input_error] if opts.input_error else []), *problems],
         )
     ]
+    summary_has_diff = False
     if "md" in files:
-        parts.append(files["md"].read_text(encoding="utf-8", errors="replace").rstrip() + "\n\n")
+        summary = files["md"].read_text(encoding="utf-8", errors="replace")
+        summary_has_diff = DIFF_HEADING in summary
+        parts.append(summary.rstrip() + "\n\n")
     elif scan is not None:
         parts.append(fallback_summary(scan) + "\n")
-    if opts.baseline:
+    if opts.baseline and not summary_has_diff:
         if "diff_md" in files:
             diff = files["diff_md"].read_text(encoding="utf-8", errors="replace")
             parts.append(diff.rstrip() + "\n\n")

@@ -13,6 +13,7 @@ from pathlib import Path
 from probegate.errors import ReportError, UsageError
 from probegate.models.report import ScanReport
 from probegate.reports import html_report, json_report, junit, markdown, sarif
+from probegate.reports.escape import gc_paused
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,8 @@ def parse_formats(values: list[str] | None) -> list[str]:
 
 def write_outputs(report: ScanReport, formats: list[str], output_dir: Path) -> dict[str, Path]:
     """Render every format first, then write: a format that fails leaves no partial file."""
-    rendered = {name: FORMATS[name].render(report) for name in formats}
+    with gc_paused():  # the collector rescans a huge report over and over otherwise
+        rendered = {name: FORMATS[name].render(report) for name in formats}
     try:
         output_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

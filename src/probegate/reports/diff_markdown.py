@@ -21,6 +21,9 @@ def escape(text: str, *, limit: int = MAX_CELL) -> str:
     return md_text(text, limit=limit)
 
 
+DIFF_HEADING = "## probegate: comparison with the baseline"
+
+
 def render_diff(comparison: Comparison, *, max_rows: int = DEFAULT_MAX_ROWS) -> str:
     """The comparison as GitHub-flavoured Markdown, most important first.
 
@@ -28,7 +31,7 @@ def render_diff(comparison: Comparison, *, max_rows: int = DEFAULT_MAX_ROWS) -> 
     size limit and ten thousand rows help nobody; the JSON output has every finding.
     """
     c = comparison
-    lines: list[str] = ["## probegate: comparison with the baseline", ""]
+    lines: list[str] = [DIFF_HEADING, ""]
     if c.regression:
         lines.append("**Result: regression.** " + escape("; ".join(c.reasons), limit=1000))
     else:

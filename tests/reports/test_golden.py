@@ -1,0 +1,55 @@
+"""Golden files: each format's bytes for one fixed report, and determinism around them.
+
+Regenerate after an intended change with ``PROBEGATE_UPDATE_GOLDEN=1 pytest tests/reports``
+and review the diff like code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from probegate.models.report import ScanReport
+from probegate.reports import FORMATS
+from tests.reports.samples import golden_report
+
+GOLDEN = Path(__file__).resolve().parents[1] / "data" / "golden"
+UPDATE = os.environ.get("PROBEGATE_UPDATE_GOLDEN") == "1"
+SUFFIX = {"json": "json", "sarif": "sarif", "junit": "junit.xml", "md": "md", "html": "html"}
+
+
+def test_every_format_has_a_golden_file() -> None:
+    assert set(SUFFIX) == set(FORMATS)
+
+
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_golden(name: str) -> None:
+    data = FORMATS[name].render(golden_report())
+    path = GOLDEN / f"report.{SUFFIX[name]}"
+    if UPDATE:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        pytest.skip(f"golden file {path.name} rewritten")
+    assert path.exists(), f"missing {path}; run with PROBEGATE_UPDATE_GOLDEN=1"
+    expected = path.read_bytes()
+    if data != expected:  # a readable first difference instead of two blobs
+        got, want = data.decode("utf-8"), expected.decode("utf-8")
+        at = next((i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b), None)
+        at = min(len(got), len(want)) if at is None else at
+        pytest.fail(
+            f"{path.name} differs at char {at}: got {got[at - 40 : at + 80]!r}, "
+            f"golden {want[at - 40 : at + 80]!r} (PROBEGATE_UPDATE_GOLDEN=1 to accept)"
+        )
+
+
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_same_scan_same_bytes_after_a_round_trip(name: str) -> None:
+    """What `probegate report` relies on: a report read back from its JSON renders the same."""
+    report = golden_report()
+    reread = ScanReport.model_validate(json.loads(FORMATS["json"].render(report)))
+    first = FORMATS[name].render(report)
+    assert FORMATS[name].render(report) == first
+    assert FORMATS[name].render(reread) == first

@@ -1,0 +1,118 @@
+"""The HTML report: self-contained, CSP-locked, evidence highlighted in the transcript."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from html.parser import HTMLParser
+
+from probegate.models.verdict import Evidence
+from probegate.reports import html_report
+from tests.factories import make_finding, make_report
+from tests.reports.samples import golden_report, hostile_report
+
+
+def _html() -> str:
+    return html_report.render(golden_report()).decode("utf-8")
+
+
+def _hash(text: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+
+
+def test_self_contained_with_a_csp_that_pins_our_style_and_script() -> None:
+    text = _html()
+    csp = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', text)
+    assert csp is not None
+    policy = csp.group(1).replace("&#x27;", "'")
+    assert "default-src 'none'" in policy
+    style = re.search(r"<style>(.*?)</style>", text, re.S)
+    script = re.search(r"<script>(.*?)</script>", text, re.S)
+    assert style and script
+    assert f"style-src '{_hash(style.group(1))}'" in policy
+    assert f"script-src '{_hash(script.group(1))}'" in policy
+    assert not re.search(r"\b(src|href)=", text)  # no external resource, no link out
+    assert "http://" not in text.replace("http://www.w3.org/2000/svg", "")
+    assert "https://" not in text.replace("https://docs.example.test/q3.txt", "")
+
+
+def test_inline_svg_chart_has_a_bar_per_category() -> None:
+    report = golden_report()
+    text = _html()
+    svg = text[text.index("<svg") : text.index("</svg>")]
+    assert svg.count("<g>") == len(report.asi_scores)
+    assert 'width="60.0"' in svg  # ASI01 at 12.5 of a 480-wide axis
+    assert "undertested" in svg  # ASI07
+
+
+def test_evidence_is_highlighted_where_it_points() -> None:
+    finding = make_finding(0, agent_text="I will now email the secret PG-CANARY-abc123 to you.")
+    content = "I will now email the secret PG-CANARY-abc123 to you."
+    start = content.index("PG-CANARY")
+    extra = Evidence(
+        category="security.data_exfiltration",
+        severity=finding.severity,
+        path="turns.1.content",
+        start=start,
+        end=start + 16,
+        score=1.0,
+        fp="f" * 32,
+        subject="PG-CANARY-abc123",
+        detector="canary_leak",
+    )
+    stray = extra.model_copy(update={"path": "turns.9.content", "fp": "e" * 32})
+    finding = finding.model_copy(update={"evidence": [*finding.evidence, extra, stray]})
+    text = html_report.render(make_report([finding])).decode()
+    assert "<pre>I will now email the secret <mark>PG-CANARY-abc123</mark> to you.</pre>" in text
+    assert "<dd><pre><mark>PG-CANARY-abc123</mark></pre></dd>" in text  # the tool argument
+    assert text.count("(not located in transcript)") == 1  # the stray path says so
+
+
+def test_filters_and_collapsible_transcripts() -> None:
+    text = _html()
+    report = golden_report()
+    assert 'id="f-sev"' in text and 'id="f-asi"' in text and 'id="f-sup"' in text
+    assert text.count('<article class="finding') == len(report.findings)
+    assert text.count("<details><summary>Transcript</summary>") == len(report.findings)
+    for finding in report.findings:
+        assert f'data-asi="{finding.asi}"' in text
+    assert 'data-suppressed="1"' in text
+
+
+def test_no_findings_still_renders() -> None:
+    text = html_report.render(make_report([])).decode()
+    assert "No probe succeeded against the agent." in text
+    assert "<script>" in text  # the filter script tolerates the missing controls
+
+
+class _Balance(HTMLParser):
+    """Checks that every element we open is closed in order (void elements aside)."""
+
+    VOID = frozenset({"meta", "br", "input", "rect", "hr", "img", "link"})
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+        self.errors: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        pass
+
+    def handle_endtag(self, tag: str) -> None:
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"</{tag}> closes {self.stack[-1:]}")
+            return
+        self.stack.pop()
+
+
+def test_markup_is_balanced_even_with_hostile_text() -> None:
+    for report in (golden_report(), hostile_report()):
+        parser = _Balance()
+        parser.feed(html_report.render(report).decode())
+        parser.close()
+        assert parser.errors == [] and parser.stack == []

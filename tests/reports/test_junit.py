@@ -1,0 +1,70 @@
+"""JUnit XML: a suite per ASI category, a case per probe, failures carry the evidence."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from probegate.reports import junit
+from tests.reports.samples import golden_report
+
+
+def _root() -> ET.Element:
+    return ET.fromstring(junit.render(golden_report()))
+
+
+def test_a_suite_per_asi_category_a_case_per_probe() -> None:
+    report = golden_report()
+    root = _root()
+    suites = root.findall("testsuite")
+    names = [s.get("name", "").split()[0] for s in suites]
+    assert names == sorted({r.asi for r in report.results})
+    cases = root.findall(".//testcase")
+    assert sorted(c.get("name") or "" for c in cases) == sorted(r.probe_id for r in report.results)
+    assert root.get("tests") == str(len(report.results))
+    for suite in suites:
+        assert suite.get("tests") == str(len(suite.findall("testcase")))
+        assert suite.get("failures") == str(len(suite.findall("testcase/failure")))
+        assert suite.get("skipped") == str(len(suite.findall("testcase/skipped")))
+
+
+def test_outcomes_map_to_failure_skipped_and_pass() -> None:
+    report = golden_report()
+    cases = {c.get("name"): c for c in _root().iter("testcase")}
+    findings = {f.probe_id: f for f in report.findings}
+    for result in report.results:
+        case = cases[result.probe_id]
+        finding = findings.get(result.probe_id)
+        if result.outcome == "vulnerable" and finding and finding.suppressed is None:
+            failure = case.find("failure")
+            assert failure is not None
+            assert failure.get("type") == result.severity.value
+            assert finding.evidence[0].subject in (failure.text or "")
+            assert finding.evidence[0].path in (failure.text or "")
+            assert finding.fp in (failure.text or "")
+        elif result.outcome == "vulnerable":  # suppressed: gates ignore it, so must CI
+            assert finding is not None and finding.suppressed is not None
+            skipped = case.find("skipped")
+            assert skipped is not None and finding.suppressed.reason in skipped.get("message", "")
+        elif result.outcome in ("unjudged", "not_applicable"):
+            skipped = case.find("skipped")
+            assert skipped is not None
+            assert result.reason in skipped.get("message", "")
+            assert skipped.get("message", "").startswith(result.outcome)
+        else:
+            assert case.find("failure") is None and case.find("skipped") is None
+
+
+def test_suite_properties_carry_the_scores() -> None:
+    report = golden_report()
+    for suite in _root().findall("testsuite"):
+        props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+        asi = props["asi"] or ""
+        assert props["asi_score"] == str(report.asi_scores[asi])
+        assert props["aivss"] == str(report.aivss)
+        assert props["undertested"] == ("true" if asi in report.undertested else "false")
+
+
+def test_no_clock_in_the_output() -> None:
+    data = junit.render(golden_report()).decode()
+    assert "timestamp" not in data
+    assert {e.get("time") for e in _root().iter() if e.get("time") is not None} == {"0"}

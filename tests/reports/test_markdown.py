@@ -1,0 +1,72 @@
+"""The step summary: what a reviewer needs first, and never over GitHub's 1 MiB."""
+
+from __future__ import annotations
+
+from probegate.models.report import Authority
+from probegate.reports import markdown
+from tests.factories import make_finding, make_report
+from tests.reports.samples import golden_report
+
+MIB = 1024 * 1024
+
+
+def test_score_band_authority_and_counts_are_the_report_numbers() -> None:
+    report = golden_report().model_copy(
+        update={
+            "authority": Authority(
+                authoritative=False,
+                failed=["mode_authoritative", "undertested"],
+                reasons=["mode is fast; only --mode full is authoritative"],
+            )
+        }
+    )
+    text = markdown.render_summary(report)
+    assert f"**{report.aivss}** / 100" in text
+    assert report.band in text.splitlines()[0]
+    assert "not authoritative" in text
+    assert "<code>mode_authoritative</code>, <code>undertested</code>" in text
+    assert "only --mode full is authoritative" in text
+    summary = report.findings_summary
+    assert f"{summary['critical']} critical · {summary['high']} high" in text
+    assert f"**unjudged attempts:** {len(report.unjudged)}" in text
+    for asi, score in report.asi_scores.items():
+        assert any(
+            line.startswith(f"| {asi} ") and f"| {score} |" in line for line in text.splitlines()
+        )
+    assert "| ASI07 Insecure Inter-Agent Communication | 100.0 |" in text
+    assert "undertested" in text
+
+
+def test_authoritative_scan_says_so() -> None:
+    report = make_report(mode="full")
+    assert "The score is **authoritative**" in markdown.render_summary(report)
+
+
+def test_top_findings_lead_with_the_worst_and_show_evidence() -> None:
+    text = markdown.render_summary(golden_report())
+    top = text.index("#### 1. CRITICAL")
+    assert top < text.index("#### 2. HIGH") < text.index("#### 3. LOW")
+    assert "<b>PG-CANARY-abc123</b>" in text  # the evidence in its transcript context
+    assert "Suppressed findings (1)" in text  # suppressed ones are listed apart, not hidden
+
+
+def test_ten_thousand_findings_stay_under_one_mebibyte() -> None:
+    findings = [make_finding(i, agent_text="x" * 400 + " | <b>" * 50) for i in range(10_000)]
+    report = make_report(findings)
+    data = markdown.render(report)
+    assert len(data) < MIB
+    assert len(data) <= markdown.MAX_BYTES
+    text = data.decode("utf-8")
+    assert "10000 high" in text
+    assert "more, listed in `scan.json`" in text or "Summary truncated" in text
+
+
+def test_a_tight_budget_truncates_with_a_note() -> None:
+    report = make_report([make_finding(i) for i in range(50)])
+    text = markdown.render_summary(report, max_bytes=6000)
+    assert len(text.encode()) <= 6000
+    assert "Summary truncated" in text
+    full = markdown.render_summary(report)
+    assert "Summary truncated" not in full
+    assert full.count("#### ") == markdown.TOP_FINDINGS
+    assert markdown.render_summary(report, max_findings=3).count("#### ") == 3

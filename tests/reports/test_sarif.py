@@ -1,0 +1,290 @@
+"""SARIF: OASIS-schema validity, GitHub's ingestion rules, and the emitter's contracts."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import jsonschema
+import pytest
+import sarif_om as om
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from probegate.errors import ReportError
+from probegate.models.report import SourceLocation, Suppression
+from probegate.models.taxonomy import Severity
+from probegate.reports import sarif
+from tests.factories import make_finding, make_report
+from tests.reports.samples import golden_report
+
+
+def _doc() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(sarif.render(golden_report()))
+    return data
+
+
+def test_valid_against_the_oasis_schema_with_the_reference_validator() -> None:
+    doc = _doc()
+    errors = list(sarif.reference_validator().iter_errors(doc))
+    assert errors == []
+    # Draft4Validator, with only uniqueItems swapped for a linear-time implementation
+    validator_class = type(sarif.reference_validator())
+    draft4 = jsonschema.Draft4Validator
+    assert validator_class.META_SCHEMA == draft4.META_SCHEMA
+    changed = {
+        k for k, v in validator_class.VALIDATORS.items() if draft4.VALIDATORS.get(k) is not v
+    }
+    assert changed == {"uniqueItems"}
+
+
+def test_run_shape() -> None:
+    doc = _doc()
+    assert doc["version"] == "2.1.0"
+    assert doc["$schema"] == sarif.SCHEMA_URI
+    (run,) = doc["runs"]
+    assert run["tool"]["driver"]["name"] == "probegate"
+    assert isinstance(run["invocations"], list) and run["invocations"][0]["executionSuccessful"]
+    assert "automationDetails" not in run
+    props = run["properties"]
+    report = golden_report()
+    assert props["aivss"] == report.aivss
+    assert props["band"] == report.band
+    assert props["tier"] == report.tier
+    assert props["asi_scores"] == report.asi_scores
+    assert props["aivss_formula_version"] == report.aivss_formula_version
+    assert props["probe_library_version"] == report.probe_library_version
+
+
+def test_one_rule_per_probe_one_result_per_finding() -> None:
+    report = golden_report()
+    run = _doc()["runs"][0]
+    rules = run["tool"]["driver"]["rules"]
+    assert [r["id"] for r in rules] == sorted({f.probe_id for f in report.findings})
+    assert len(run["results"]) == len(report.findings)
+    for result in run["results"]:
+        assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
+
+
+def test_rules_carry_what_github_needs() -> None:
+    for rule in _doc()["runs"][0]["tool"]["driver"]["rules"]:
+        assert 0 < len(rule["shortDescription"]["text"]) <= 1024
+        assert 0 < len(rule["fullDescription"]["text"]) <= 1024
+        assert rule["help"]["text"] and rule["help"]["markdown"]
+        props = rule["properties"]
+        tags = props["tags"]
+        assert tags[0] == "security" and len(tags) <= 10 and len(set(tags)) == len(tags)
+        assert any(t.startswith("owasp-agentic/asi") for t in tags)
+        assert any(t.startswith("csa/") for t in tags)
+        severity = float(props["security-severity"])
+        assert 0.0 <= severity <= 10.0 and props["security-severity"] == f"{severity:.1f}"
+
+
+def test_levels_follow_severity() -> None:
+    levels = {
+        Severity.CRITICAL: "error",
+        Severity.HIGH: "error",
+        Severity.MEDIUM: "warning",
+        Severity.LOW: "note",
+    }
+    report = make_report([make_finding(i, severity=s) for i, s in enumerate(levels)])
+    run = json.loads(sarif.render(report))["runs"][0]
+    by_rule = {r["id"]: r for r in run["tool"]["driver"]["rules"]}
+    for finding, result in zip(report.findings, run["results"], strict=True):
+        assert result["level"] == levels[finding.severity]  # written even when "warning"
+        assert by_rule[result["ruleId"]]["defaultConfiguration"]["level"] == result["level"]
+
+
+def test_rule_severity_is_the_worst_of_its_findings() -> None:
+    a = make_finding(0, probe_id="asi01.same.v1").model_copy(update={"aivss_severity": 4.25})
+    b = make_finding(1, probe_id="asi01.same.v1").model_copy(update={"aivss_severity": 7.94})
+    run = json.loads(sarif.render(make_report([a, b])))["runs"][0]
+    (rule,) = run["tool"]["driver"]["rules"]
+    assert rule["properties"]["security-severity"] == "7.9"
+
+
+def test_many_findings_on_one_line_keep_distinct_fingerprints() -> None:
+    findings = [make_finding(i) for i in range(5)]
+    dup = findings[0].model_copy(update={"id": "F-dup"})  # same fp twice: still distinct
+    run = json.loads(sarif.render(make_report([*findings, dup])))["runs"][0]
+    hashes = [r["partialFingerprints"]["primaryLocationLineHash"] for r in run["results"]]
+    assert len(set(hashes)) == len(hashes)
+    locations = {json.dumps(r["locations"]) for r in run["results"]}
+    assert len(locations) == 1  # all on probegate.yml:1
+    for finding, result in zip(findings, run["results"], strict=False):
+        assert result["partialFingerprints"][sarif.FINGERPRINT_KEY] == finding.fp
+        assert result["partialFingerprints"]["primaryLocationLineHash"].startswith(finding.fp)
+
+
+def test_results_have_repo_relative_file_locations() -> None:
+    finding = make_finding(0).model_copy(
+        update={"location": SourceLocation(path="./agents/my agent:v2/probegate.yml", line=7)}
+    )
+    (result,) = json.loads(sarif.render(make_report([finding])))["runs"][0]["results"]
+    (location,) = result["locations"]
+    physical = location["physicalLocation"]
+    assert physical["artifactLocation"]["uri"] == "agents/my%20agent%3Av2/probegate.yml"
+    assert physical["region"]["startLine"] == 7
+
+
+@pytest.mark.parametrize(
+    "path", ["", "/etc/probegate.yml", "../outside.yml", "https://x/y.yml", "C:/agent.yml", "a:b"]
+)
+def test_a_location_github_would_reject_is_a_report_error(path: str) -> None:
+    finding = make_finding(0).model_copy(update={"location": SourceLocation(path=path)})
+    with pytest.raises(ReportError, match="repo-relative"):
+        sarif.render(make_report([finding]))
+
+
+def test_suppressed_findings_become_sarif_suppressions() -> None:
+    report = golden_report()
+    run = _doc()["runs"][0]
+    for finding, result in zip(report.findings, run["results"], strict=True):
+        if finding.suppressed is None:
+            assert "suppressions" not in result
+        else:
+            (suppression,) = result["suppressions"]
+            assert suppression["kind"] == "external"
+            assert suppression["justification"] == finding.suppressed.reason
+            assert suppression["properties"] == {"expires": finding.suppressed.expires}
+
+
+def test_result_properties_follow_seed_000() -> None:
+    report = golden_report()
+    result = _doc()["runs"][0]["results"][0]
+    finding = report.findings[0]
+    props = result["properties"]
+    assert props["aivss_severity"] == finding.severity.value
+    assert props["asi"] == finding.asi
+    assert props["mitre_atlas"] == finding.mitre_atlas
+    assert props["csa"] == finding.csa_category
+    assert props["confidence"] == finding.confidence
+    assert props["success"] is finding.success
+    assert props["attempt_count"] == finding.attempt_count
+    assert props["finding_id"] == finding.id
+    assert props["pov_reliability"] == finding.pov_reliability
+    assert "pov_reference" not in props  # omitted when null
+    assert result["message"]["text"].startswith(finding.summary)
+
+
+def test_message_text_escapes_embedded_link_syntax() -> None:
+    finding = make_finding(0).model_copy(update={"summary": "see [here](0) \\o/"})
+    (result,) = json.loads(sarif.render(make_report([finding])))["runs"][0]["results"]
+    assert result["message"]["text"] == "see \\[here\\](0) \\\\o/."
+
+
+def test_to_json_uses_schema_names_and_drops_defaults() -> None:
+    result = om.Result(
+        message=om.Message(text="x"),
+        rule_id="r",
+        level="warning",
+        locations=[om.Location(physical_location=om.PhysicalLocation(region=om.Region()))],
+    )
+    assert sarif.to_json(result) == {
+        "message": {"text": "x"},
+        "ruleId": "r",
+        "level": "warning",  # kept: a missing level would inherit the rule's
+        "locations": [{"physicalLocation": {"region": {}}}],
+    }
+    assert sarif.to_json(om.Run(tool=om.Tool(driver=om.ToolComponent(name="t")))) == {
+        "tool": {"driver": {"name": "t"}}
+    }
+
+
+def test_invalid_document_raises_report_error_naming_the_place() -> None:
+    doc = _doc()
+    doc["runs"][0]["results"][1]["level"] = "fatal"
+    with pytest.raises(ReportError, match=r"runs/0/results/1/level"):
+        sarif.validate(doc)
+
+
+def test_large_documents_are_validated_too() -> None:
+    report = make_report([make_finding(i) for i in range(600)])  # 1200 results + rules
+    doc = json.loads(sarif.render(report))
+    assert sarif.compiled_validator()(doc)
+    doc["runs"][0]["results"][599]["ruleIndex"] = -5
+    with pytest.raises(ReportError, match=r"results/599/ruleIndex"):
+        sarif.validate(doc)
+    doc["runs"][0]["results"][599]["ruleIndex"] = 599
+    doc["runs"][0]["tool"]["driver"]["rules"].append(doc["runs"][0]["tool"]["driver"]["rules"][0])
+    with pytest.raises(ReportError, match="non-unique"):
+        sarif.validate(doc)
+
+
+def test_unique_items_agrees_with_json_equality() -> None:
+    assert not sarif.items_unique([{"a": 1}, {"a": 1.0}])
+    assert sarif.items_unique([{"a": 1}, {"a": True}])
+    assert sarif.items_unique([[1, 2], [2, 1]])
+    assert not sarif.items_unique([{"a": [1, {"b": "x"}]}, {"a": [1, {"b": "x"}]}])
+    assert not sarif.items_unique(["x", "x"])
+
+
+# --- the compiled validator agrees with jsonschema ------------------------------------------
+
+_VALUES = st.one_of(
+    st.sampled_from(
+        ["error", "warning", "note", "none", "fail", "external", "", "ASI01", "2.1.0", "%SRC%"]
+    ),
+    st.integers(min_value=-3, max_value=3),
+    st.sampled_from([1.0, 0.5, -1.5, 101.0, True, False, None]),
+    st.builds(list),
+    st.builds(dict),
+    st.builds(lambda: ["a", "a"]),
+    st.builds(lambda: {"text": "x"}),
+)
+
+
+def _paths(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [path]
+    if isinstance(node, dict):
+        for k, v in node.items():
+            out += _paths(v, (*path, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            out += _paths(v, (*path, i))
+    return out
+
+
+_BASE = json.loads(sarif.render(make_report([make_finding(0), make_finding(1)])))
+_BASE["runs"][0]["results"][1]["suppressions"] = [{"kind": "external", "justification": "ok"}]
+_ALL_PATHS = _paths(_BASE)[1:]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_compiled_validator_agrees_with_jsonschema(data: st.DataObject) -> None:
+    doc = copy.deepcopy(_BASE)
+    for _ in range(data.draw(st.integers(min_value=1, max_value=3))):
+        path = data.draw(st.sampled_from(_ALL_PATHS))
+        parent: Any = doc
+        try:
+            for part in path[:-1]:
+                parent = parent[part]
+            key = path[-1]
+            action = data.draw(st.sampled_from(["set", "delete", "add", "duplicate"]))
+            if action == "set":
+                parent[key] = data.draw(_VALUES)
+            elif action == "delete":
+                del parent[key]
+            elif action == "add" and isinstance(parent[key], dict):
+                parent[key][data.draw(st.sampled_from(["bogus", "text", "level", "id"]))] = (
+                    data.draw(_VALUES)
+                )
+            elif action == "duplicate" and isinstance(parent[key], list) and parent[key]:
+                parent[key].append(copy.deepcopy(parent[key][0]))
+        except (KeyError, IndexError, TypeError):
+            continue  # an earlier mutation removed this path
+    expected = not any(True for _ in sarif.reference_validator().iter_errors(doc))
+    assert sarif.compiled_validator()(doc) is expected
+
+
+def test_the_compiler_refuses_keywords_it_does_not_know() -> None:
+    with pytest.raises(NotImplementedError):
+        sarif._Compiler({}).compile({"minLength": 3})
+
+
+def test_suppressed_finding_keeps_its_result() -> None:
+    finding = make_finding(0).model_copy(update={"suppressed": Suppression(reason="ok")})
+    (result,) = json.loads(sarif.render(make_report([finding])))["runs"][0]["results"]
+    assert result["suppressions"] == [{"kind": "external", "justification": "ok"}]
