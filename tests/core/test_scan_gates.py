@@ -64,3 +64,25 @@ def test_bad_baseline_fails_before_scanning(
     assert _scan("demo", "--baseline", "b.json") == 2
     assert not (in_tmp / ".probegate").exists()
     assert "b.json" in capsys.readouterr().err
+
+
+def test_suppressed_findings_still_appear_in_every_format(in_tmp: Path) -> None:
+    assert _scan("demo") == 0
+    report = load_json(in_tmp / "probegate-out" / "scan.json")
+    target = next(f for f in report["findings"] if f["severity"] == "high")
+    (in_tmp / ".probegate-suppressions.yml").write_text(
+        f'suppressions:\n  - fp: "{target["fp"]}"\n    reason: "accepted downstream"\n', "utf-8"
+    )
+    assert _scan("demo", "--output", "json,sarif,junit,md,html") == 0
+    out = in_tmp / "probegate-out"
+    scan = load_json(out / "scan.json")
+    marked = [f for f in scan["findings"] if f["fp"] == target["fp"]]
+    assert marked and marked[0]["suppressed"]["reason"] == "accepted downstream"
+    sarif = load_json(out / "scan.sarif")
+    results = sarif["runs"][0]["results"]
+    suppressed = [r for r in results if r.get("suppressions")]
+    assert len(results) == len(scan["findings"]) and len(suppressed) == 1
+    assert suppressed[0]["ruleId"] == target["probe_id"]
+    for name in ("junit.xml", "summary.md", "report.html"):
+        assert target["probe_id"] in (out / name).read_text(encoding="utf-8"), name
+    assert "accepted downstream" in (out / "summary.md").read_text(encoding="utf-8")
