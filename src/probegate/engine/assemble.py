@@ -138,7 +138,9 @@ def _finding(
         attempt_count=len(attempts),
         success=True,
         confidence=confidence,
-        summary=f"{probe.name}: vulnerable in {result.vulnerable} of {judged} judged attempts{where}",
+        summary=(
+            f"{probe.name}: vulnerable in {result.vulnerable} of {judged} judged attempts{where}"
+        ),
         transcript_ref=f"{meta.store_dir}/scans/{meta.scan_id}/journal.jsonl#{first.attempt_id}",
         trigger_prompt=first.trigger_prompt or None,
         pov_reference=f"{meta.store_dir}/scans/{meta.scan_id}/pov/{probe.id}.sh",
@@ -320,8 +322,6 @@ def summarise(
         seed=meta.seed,
         shard=meta.shard,
     )
-
-
 
 
 def _channel_counts(results: list[ProbeResult]) -> dict[str, int]:

@@ -48,7 +48,11 @@ class Journal:
         self._fh.flush()
 
     def record(self, attempt: Attempt) -> None:
-        self._write({"kind": "attempt", "attempt": attempt.model_dump(mode="json")})
+        # pydantic's own serializer: the journal is read back, never signed, so it need not be
+        # canonical, and this runs once per attempt on the runner's single writer thread.
+        line = b'{"kind":"attempt","attempt":' + attempt.model_dump_json().encode() + b"}\n"
+        self._fh.write(line)
+        self._fh.flush()
 
     def close(self) -> None:
         try:

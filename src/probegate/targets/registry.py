@@ -17,7 +17,13 @@ from probegate.targets.openai_agent import OpenAITarget
 from probegate.targets.python_agent import PythonTarget
 from probegate.targets.replay import ReplayTarget
 
-__all__ = ["TARGET_KINDS", "build_target", "declared_canaries", "tool_calls_visible", "uses_sandbox"]
+__all__ = [
+    "TARGET_KINDS",
+    "build_target",
+    "declared_canaries",
+    "tool_calls_visible",
+    "uses_sandbox",
+]
 
 
 def _demo(config: ScanConfig) -> Target:

@@ -1,0 +1,182 @@
+"""Join the shard reports of one scan (``--shard K/N``) into the report of the whole scan.
+
+Shards split a plan by probe, so every probe's attempts, result and finding live in exactly one
+shard. Merging therefore concatenates per-probe results, findings and unjudged attempts, adds
+up the attempt totals, and hands them to :func:`~probegate.engine.assemble.summarise`, the same
+function a single scan uses: the merged score is recomputed from the merged evidence, never
+averaged, and equals the score of the unsharded scan.
+
+Shards that do not belong together (another library version, mode, seed or target, a shard
+missing or given twice, probes in two shards) are refused: a merged report must never claim a
+coverage it does not have.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from probegate.baseline import load_report
+from probegate.engine.assemble import ScanMeta, Tally, summarise
+from probegate.errors import UsageError
+from probegate.models.report import Budget, ScanReport
+
+_STOP_ORDER = ("early_stop", "cancelled", "budget", "completed")
+
+
+def parse_shard(value: str | None, source: str) -> tuple[int, int]:
+    if value is None:
+        raise UsageError(f"{source} is not a shard report (it was scanned without --shard)")
+    try:
+        k, n = (int(x) for x in value.split("/"))
+    except ValueError:
+        raise UsageError(f"{source}: invalid shard {value!r}") from None
+    return k, n
+
+
+def check_shards(reports: list[tuple[str, ScanReport]]) -> int:
+    """Refuse shards that are not the complete set of one scan; return N."""
+    if not reports:
+        raise UsageError("merge needs at least one shard report")
+    first_source, first = reports[0]
+    seen: dict[int, str] = {}
+    total: int | None = None
+    owner: dict[str, str] = {}
+    for source, report in reports:
+        k, n = parse_shard(report.shard, source)
+        if total is None:
+            total = n
+        elif n != total:
+            raise UsageError(f"{source} is shard {k}/{n}, but {first_source} is one of {total}")
+        if k in seen:
+            raise UsageError(f"{source} and {seen[k]} are both shard {k}/{n}")
+        seen[k] = source
+        for label, mine, theirs in (
+            ("probe library version", report.probe_library_version, first.probe_library_version),
+            ("probegate version", report.package_version, first.package_version),
+            ("scoring formula", report.aivss_formula_version, first.aivss_formula_version),
+            ("mode", report.mode, first.mode),
+            ("seed", str(report.seed), str(first.seed)),
+            ("target", report.target.ref, first.target.ref),
+            ("target tools", ",".join(report.target.tools), ",".join(first.target.tools)),
+        ):
+            if mine != theirs:
+                raise UsageError(
+                    f"{source} is not a shard of the same scan as {first_source}: "
+                    f"{label} {mine!r} != {theirs!r}"
+                )
+        for result in report.results:
+            if result.probe_id in owner:
+                raise UsageError(
+                    f"probe {result.probe_id} is in both {owner[result.probe_id]} and {source}; "
+                    "these are not shards of one plan"
+                )
+            owner[result.probe_id] = source
+    assert total is not None
+    missing = sorted(set(range(1, total + 1)) - set(seen))
+    if missing:
+        raise UsageError(
+            "missing shard(s) " + ", ".join(f"{k}/{total}" for k in missing) + " of this scan"
+        )
+    return total
+
+
+def _evaluation_mode(reports: list[ScanReport]) -> str:
+    modes = {r.evaluation_mode for r in reports if r.coverage.get("probes_judged", 0)}
+    if not modes:
+        return "real"
+    if len(modes) == 1:
+        return modes.pop()
+    return "mixed"
+
+
+def _budget(reports: list[ScanReport]) -> Budget | None:
+    budgets = [r.budget for r in reports if r.budget is not None]
+    if not budgets:
+        return None
+    caps = [b.cap_usd for b in budgets]
+    limits = [b.max_requests for b in budgets]
+    return Budget(
+        cap_usd=None if any(c is None for c in caps) else sum(c or 0.0 for c in caps),
+        max_requests=None if any(m is None for m in limits) else sum(m or 0 for m in limits),
+        requests_used=sum(b.requests_used for b in budgets),
+        soft_stop_fraction=budgets[0].soft_stop_fraction,
+        finalise_truncated=any(b.finalise_truncated for b in budgets),
+    )
+
+
+def merge_reports(
+    reports: list[tuple[str, ScanReport]], *, library_probe_ids: set[str] | None = None
+) -> ScanReport:
+    """The report of the whole scan from its shards' reports (``(source, report)`` pairs).
+
+    ``library_probe_ids``: the probes of the full library; the merged scan counts as having
+    selected everything (an authority condition) only when it covers all of them.
+    """
+    check_shards(reports)
+    shards = [r for _, r in sorted(reports, key=lambda item: parse_shard(item[1].shard, "")[0])]
+    first = shards[0]
+    results = [r for s in shards for r in s.results]
+    findings = [f for s in shards for f in s.findings]
+    unjudged = [u for s in shards for u in s.unjudged]
+    cut_mid = sum(1 for u in unjudged if u.reason.startswith("cut short"))
+    completed = sum(s.completeness.agents_completed if s.completeness else 0 for s in shards)
+    cut_total = sum(s.completeness.agents_cut_short if s.completeness else 0 for s in shards)
+    tally = Tally(
+        completed=completed,
+        cut_mid_attempt=cut_mid,
+        requests=sum(s.completeness.turns_used if s.completeness else 0 for s in shards),
+        cost_usd=sum(s.cost_usd for s in shards),
+        tokens=sum(s.tokens_total for s in shards),
+        evaluation_mode=_evaluation_mode(shards),
+    )
+    covered = {r.probe_id for r in results}
+    selected_all = library_probe_ids is not None and library_probe_ids <= covered
+    stopped = min((s.stopped_reason for s in shards), key=_STOP_ORDER.index)
+    digest = hashlib.sha256(b"merge:" + "|".join(sorted(s.scan_id for s in shards)).encode())
+    meta = ScanMeta(
+        scan_id="pg-" + digest.hexdigest()[:12],
+        created_at=min(s.created_at for s in shards),
+        mode=first.mode,
+        seed=first.seed,
+        duration_seconds=max(s.duration_seconds for s in shards),
+        stopped_reason=stopped,
+        planned=sum(s.completeness.agents_planned if s.completeness else 0 for s in shards),
+        cut_short=cut_total - cut_mid,
+        library_version=first.probe_library_version,
+        target=first.target,
+        engine=first.engine,
+        budget=_budget(shards),
+        selected_all=selected_all,
+        shard=None,
+        store_dir="",
+    )
+    selected = sum(int(s.coverage.get("probes_selected", 0)) for s in shards)
+    applicable = sum(int(s.coverage.get("probes_applicable", 0)) for s in shards)
+    merged = summarise(
+        results,
+        findings,
+        unjudged,
+        tally,
+        meta,
+        probes_selected=selected,
+        probes_not_applicable=selected - applicable,
+    )
+    return merged.model_copy(
+        update={
+            "package_version": first.package_version,
+            "stale_suppressions": sorted({x for s in shards for x in s.stale_suppressions}),
+            "expired_suppressions": sorted({x for s in shards for x in s.expired_suppressions}),
+        }
+    )
+
+
+def load_shards(paths: list[Path]) -> list[tuple[str, ScanReport]]:
+    """Read shard reports; anything but a probegate report is refused."""
+    out = []
+    for path in paths:
+        report = load_report(path)
+        if report.import_notes:
+            raise UsageError(f"{path} is not a probegate shard report")
+        out.append((str(path), report))
+    return out

@@ -1,0 +1,134 @@
+"""What the config-defined targets (openai, http, python) share: tools, secrets, paths, prices.
+
+These read the validated :class:`~probegate.config.ScanConfig` once, when the target is built,
+so a missing environment variable or an unreadable prompt file is a usage error (exit 2) before
+the first request, never an unjudged attempt halfway through a scan.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from probegate.config import ScanConfig
+from probegate.errors import UsageError
+from probegate.models.report import SourceLocation, TargetInfo
+from probegate.targets.sandbox import ToolSpec
+
+
+def tool_specs(config: ScanConfig) -> list[ToolSpec]:
+    """The tools the agent declares, as the sandbox and the oracles see them."""
+    seen: set[str] = set()
+    specs: list[ToolSpec] = []
+    for tool in config.target.tools:
+        if tool.name in seen:
+            raise UsageError(f"target.tools: tool {tool.name!r} is declared twice")
+        seen.add(tool.name)
+        specs.append(
+            ToolSpec(
+                name=tool.name,
+                description=tool.description,
+                capabilities=frozenset(tool.capabilities),
+                parameters=dict(tool.parameters),
+            )
+        )
+    return specs
+
+
+def env_value(name: str, what: str) -> str:
+    """The value of environment variable ``name``; a clear usage error when it is unset."""
+    value = os.environ.get(name, "")
+    if not value:
+        raise UsageError(
+            f"{what}: environment variable {name} is not set (the config names the variable; "
+            "export it before scanning)"
+        )
+    return value
+
+
+def env_headers(names: dict[str, str], what: str) -> dict[str, str]:
+    """``{header: ENV_VAR}`` -> ``{header: value}``; every value is a secret."""
+    return {header: env_value(var, f"{what} header {header}") for header, var in names.items()}
+
+
+def declared_canaries(config: ScanConfig) -> tuple[str, ...]:
+    """Real secrets the agent holds: literal ``canaries`` plus those named by ``canaries_env``.
+
+    Reports must show these only as placeholders; redaction reads the same tuple.
+    """
+    values = [c for c in config.target.canaries if c]
+    values.extend(env_value(name, "target.canaries_env") for name in config.target.canaries_env)
+    return tuple(dict.fromkeys(values))
+
+
+def config_file(config: ScanConfig, value: str, what: str) -> Path:
+    """A path from the config, relative to the config file's directory (or the cwd)."""
+    path = Path(value).expanduser()
+    candidates = [path] if path.is_absolute() else [config.base_dir / path, Path.cwd() / path]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise UsageError(f"{what}: file {value} does not exist (relative to {config.base_dir})")
+
+
+def repo_relative(path: Path) -> str:
+    """A path GitHub code scanning can place: relative to the working directory when it can be."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return path.name
+
+
+def price(
+    config: ScanConfig, model: str | None, prompt_tokens: int, completion_tokens: int
+) -> float:
+    """Dollars for one reply from the config's ``prices`` table; 0 for unknown models."""
+    table = config.target.prices.get(model or "") or config.target.prices.get("*") or {}
+    return (
+        table.get("input_per_1k", 0.0) * prompt_tokens / 1000.0
+        + table.get("output_per_1k", 0.0) * completion_tokens / 1000.0
+    )
+
+
+def target_info(
+    config: ScanConfig,
+    *,
+    kind: str,
+    ref: str,
+    tools: list[ToolSpec],
+    goal: str = "",
+    fallback: Path | None = None,
+) -> TargetInfo:
+    """Where the target is defined, for SARIF locations: the config file and its tool lines."""
+    caps = sorted({c.value for t in tools for c in t.capabilities})
+    definition = SourceLocation(path=f".probegate/targets/{kind}.yml", line=1)
+    locations: dict[str, SourceLocation] = {}
+    if config.config_path is not None and config.config_path.is_file():
+        rel = repo_relative(config.config_path)
+        text = config.config_path.read_text(encoding="utf-8", errors="replace")
+        definition = SourceLocation(path=rel, line=_line_of(text, r"^target\s*:") or 1)
+        for tool in tools:
+            line = _line_of(text, rf"^\s*-?\s*name\s*:\s*['\"]?{re.escape(tool.name)}['\"]?\s*$")
+            if line:
+                locations[tool.name] = SourceLocation(path=rel, line=line)
+    elif fallback is not None:
+        definition = SourceLocation(path=repo_relative(fallback), line=1)
+    return TargetInfo(
+        mode=kind,
+        ref=ref,
+        inferred_goal=goal,
+        profile_source="config" if config.config_path is not None else "flags",
+        capabilities=caps,
+        tools=[t.name for t in tools],
+        definition=definition,
+        tool_locations=locations,
+    )
+
+
+def _line_of(text: str, pattern: str) -> int | None:
+    rx = re.compile(pattern)
+    for number, line in enumerate(text.splitlines(), start=1):
+        if rx.search(line):
+            return number
+    return None

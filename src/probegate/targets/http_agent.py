@@ -1,0 +1,255 @@
+"""The ``http`` target: an agent deployed behind its own HTTP API.
+
+The agent runs its own tools here, so probegate sees only what the API returns: the reply text
+and, when the config names where they are, the tool calls. Without them every tool-call oracle
+says "cannot tell" (unjudged), never "resisted". Probes that attack through the sandbox's
+fixtures (documents, tool results, memory) cannot reach such an agent either; the runner marks
+those unjudged with that reason (``uses_sandbox = False``).
+
+The attack text goes into the request by walking the body template as data and replacing the
+placeholders inside string values, in one pass. The JSON text is never built by string
+formatting, so an attack containing quotes, braces or another ``{{placeholder}}`` cannot change
+the structure of the request (no template injection).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import secrets
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from probegate.config import HttpConfig, ScanConfig
+from probegate.engine.limits import RequestGate
+from probegate.errors import UsageError
+from probegate.models.report import TargetInfo
+from probegate.models.transcript import ToolCall, Turn
+from probegate.targets.base import TransportError, Usage
+from probegate.targets.configured import env_headers, price, target_info, tool_specs
+from probegate.targets.httpclient import HttpClient
+from probegate.targets.openai_agent import parse_arguments, peer_message, public_url
+from probegate.targets.sandbox import Sandbox, ToolSpec
+
+PLACEHOLDER = re.compile(r"\{\{\s*(input|session_id|messages)\s*\}\}")
+DEFAULT_BODY: dict[str, Any] = {"input": "{{input}}", "session_id": "{{session_id}}"}
+
+
+def render_template(template: Any, values: dict[str, Any]) -> Any:
+    """Substitute placeholders in the string leaves of a JSON-like template.
+
+    A leaf that is exactly one placeholder takes the value as is (``{{messages}}`` becomes a
+    list); a placeholder inside a longer string is replaced by text. Substitution is one pass
+    over the template, so placeholders inside the substituted text stay literal.
+    """
+    if isinstance(template, dict):
+        return {key: render_template(value, values) for key, value in template.items()}
+    if isinstance(template, list):
+        return [render_template(item, values) for item in template]
+    if isinstance(template, str):
+        whole = PLACEHOLDER.fullmatch(template)
+        if whole is not None:
+            return values[whole.group(1)]
+
+        def text(match: re.Match[str]) -> str:
+            value = values[match.group(1)]
+            return value if isinstance(value, str) else json.dumps(value)
+
+        return PLACEHOLDER.sub(text, template)
+    return template
+
+
+def json_path(data: Any, path: str) -> Any:
+    """Follow ``choices.0.message.content`` (keys and list indices) into a JSON value."""
+    node = data
+    for part in path.removeprefix("$").strip(".").split("."):
+        if not part:
+            continue
+        if isinstance(node, list) and part.lstrip("-").isdigit():
+            node = node[int(part)]
+        elif isinstance(node, dict):
+            node = node[part]
+        else:
+            raise KeyError(part)
+    return node
+
+
+def _as_text(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def reported_tool_calls(items: Any, declared: set[str]) -> list[ToolCall]:
+    """Tool calls an agent reports about itself: ``[{name, arguments, result}]`` (seed 002).
+
+    The OpenAI shape (``{"function": {"name", "arguments"}}``) is accepted too. Arguments that
+    are not a JSON object are kept under ``_raw`` so oracles still read them.
+    """
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise TransportError("the tool calls in the reply are not a list")
+    calls: list[ToolCall] = []
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            item = {name: getattr(item, name, None) for name in ("name", "arguments", "result")}
+        function = item.get("function")
+        if not isinstance(function, dict):
+            function = item
+        name = str(function.get("name") or "")
+        arguments, problem = parse_arguments(function.get("arguments"))
+        error = item.get("error")
+        calls.append(
+            ToolCall(
+                id=str(item.get("id") or f"call_{index}"),
+                name=name,
+                arguments=arguments,
+                result=None if item.get("result") is None else _as_text(item.get("result")),
+                error=_as_text(error) if error is not None else problem,
+                declared=name in declared,
+            )
+        )
+    return calls
+
+
+def _tokens(data: Any) -> tuple[int, int]:
+    if not isinstance(data, dict):
+        return 0, 0
+    usage = data.get("usage") or data.get("token_usage")
+    if not isinstance(usage, dict):
+        return 0, 0
+    out = []
+    for key in ("prompt_tokens", "completion_tokens"):
+        value = usage.get(key)
+        out.append(value if isinstance(value, int) and value >= 0 else 0)
+    return out[0], out[1]
+
+
+class HttpTarget:
+    """An agent behind its own API, described by the config's ``target.http`` section."""
+
+    uses_sandbox = False
+
+    def __init__(self, config: ScanConfig, client: HttpClient | None = None) -> None:
+        http = config.target.http or HttpConfig()
+        url = http.url or config.target.endpoint
+        if not url:
+            raise UsageError("the http target needs target.http.url (or --endpoint)")
+        if not url.startswith(("http://", "https://")):
+            raise UsageError(f"target.http.url {public_url(url)!r} is not an http(s) URL")
+        self.config = config
+        self.http = http
+        self.url = url
+        self.body = DEFAULT_BODY if http.body is None else http.body
+        if http.method == "GET" and not isinstance(self.body, dict):
+            raise UsageError("target.http.body must be a mapping for GET (it is sent as query)")
+        self.client = client or HttpClient(
+            timeout=config.timeout,
+            retries=config.retries,
+            pool_size=config.concurrency,
+            seed=config.seed,
+        )
+        self.headers: dict[str, str] = {"Accept": "application/json", **http.headers}
+        secret_headers = env_headers(http.headers_env, "target.http.headers_env")
+        for value in secret_headers.values():
+            self.client.add_secret(value)
+        self.headers.update(secret_headers)
+        if urlsplit(url).password:
+            self.client.add_secret(str(urlsplit(url).password))
+        self._tools = tool_specs(config)
+        # A fresh nonce per scan: an agent that keeps state per session id must never see a
+        # conversation of an earlier scan (or of the run before a resume) again.
+        self._nonce = secrets.token_hex(4)
+        self._counter = itertools.count(1)
+        self._lock = threading.Lock()
+
+    @property
+    def tool_calls_visible(self) -> bool:
+        return self.http.response_tool_calls is not None
+
+    def info(self) -> TargetInfo:
+        return target_info(
+            self.config, kind="http", ref=f"http:{public_url(self.url)}", tools=self._tools
+        )
+
+    def tools(self) -> list[ToolSpec]:
+        return list(self._tools)
+
+    def system_canaries(self) -> bool:
+        return False
+
+    def new_session_id(self) -> str:
+        with self._lock:
+            return f"pg-{self._nonce}-{next(self._counter)}"
+
+    def open_session(self, sandbox: Sandbox, gate: RequestGate) -> HttpSession:
+        return HttpSession(self, sandbox, gate, self.new_session_id())
+
+    def close(self) -> None:
+        self.client.close()
+
+
+@dataclass
+class HttpSession:
+    target: HttpTarget
+    sandbox: Sandbox
+    gate: RequestGate
+    session_id: str
+    usage: Usage = field(default_factory=Usage)
+    history: list[dict[str, str]] = field(default_factory=list)
+
+    def send(self, message: Turn) -> Turn:
+        text = peer_message(message)
+        self.history.append({"role": "user", "content": text})
+        values: dict[str, Any] = {
+            "input": text,
+            "session_id": self.session_id,
+            "messages": list(self.history),
+        }
+        target = self.target
+        url = target.url.replace("{{session_id}}", quote(self.session_id, safe=""))
+        body = render_template(target.body, values)
+        if target.http.method == "GET":
+            params = {str(k): _as_text(v) for k, v in body.items()}
+            data = target.client.request_json(
+                "GET", url, params=params, headers=target.headers, gate=self.gate, usage=self.usage
+            )
+        else:
+            data = target.client.request_json(
+                target.http.method,
+                url,
+                body=body,
+                headers=target.headers,
+                gate=self.gate,
+                usage=self.usage,
+            )
+        try:
+            reply = _as_text(json_path(data, target.http.response_text))
+        except (KeyError, IndexError, TypeError):
+            self.gate.record_failure()
+            raise TransportError(
+                f"reply has no {target.http.response_text!r}: "
+                f"{target.client.excerpt(json.dumps(data))}"
+            ) from None
+        calls: list[ToolCall] = []
+        if target.http.response_tool_calls is not None:
+            try:
+                items = json_path(data, target.http.response_tool_calls)
+            except (KeyError, IndexError, TypeError):
+                items = None  # an agent that made no tool call often leaves the field out
+            calls = reported_tool_calls(items, {t.name for t in target.tools()})
+        prompt_tokens, completion_tokens = _tokens(data)
+        cost = price(target.config, target.config.target.model, prompt_tokens, completion_tokens)
+        self.usage.prompt_tokens += prompt_tokens
+        self.usage.completion_tokens += completion_tokens
+        self.usage.cost_usd += cost
+        self.gate.record_usage(prompt_tokens, completion_tokens, cost)
+        self.history.append({"role": "assistant", "content": reply})
+        return Turn(role="assistant", content=reply, tool_calls=calls)
+
+    def close(self) -> None:
+        return None

@@ -1,0 +1,489 @@
+"""The one HTTP client every network target shares.
+
+Real endpoints misbehave in every way a scan must survive: they rate-limit, fail with 5xx,
+answer with HTML error pages or half a JSON document, drop connections, stream a reply one byte
+at a time, or send a gigabyte. Each of those ends here as a :class:`TransportError` with a short
+reason, so the attempt is *unjudged* (never resisted) and the scan goes on.
+
+Why each piece is the way it is:
+
+- One pooled ``requests.Session`` sized to ``--concurrency``: connection reuse is most of the
+  throughput against a fast agent, and a pool smaller than the worker count would serialise
+  workers on the pool instead of on the agent.
+- Retries with exponential backoff and jitter on 429, 5xx and transient network failures only;
+  ``Retry-After`` (seconds or an HTTP date) is honoured by pausing *every* worker, because a
+  server that says "slow down" means the whole client, not one thread. Other 4xx are the
+  request's fault and are not retried.
+- A total deadline per request, enforced by a watchdog that shuts the socket down: a socket
+  timeout alone resets on every byte, so a server dripping one byte per second would hold a
+  worker forever.
+- A cap on the body size, read as a stream and abandoned at the cap.
+- Secrets (API keys, header values taken from the environment) are scrubbed from every message
+  this module produces, and no message ever includes request headers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.utils
+import heapq
+import itertools
+import json
+import os
+import random
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+import requests
+import urllib3
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+from probegate import __version__
+from probegate.engine.limits import RequestGate
+from probegate.targets.base import TransportError, Usage
+from probegate.terminal import clean
+
+MAX_BODY_BYTES = 2 * 1024 * 1024
+EXCERPT_CHARS = 200
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+# Credentials or the endpoint itself are wrong: every later request would fail the same way.
+FATAL_STATUSES = frozenset({401, 403, 404, 407})
+REDACTED = "[REDACTED]"
+_BEARER = re.compile(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}")
+
+
+# --- the deadline watchdog --------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class _Watch:
+    """One in-flight request: when it must be done, and the connection carrying it."""
+
+    deadline: float
+    conn: HTTPConnection | None = None
+    active: bool = True
+    expired: bool = False
+
+
+_current = threading.local()
+
+
+class _Watchdog:
+    """Shuts down the socket of any request still running past its deadline.
+
+    ``shutdown`` (not ``close``) wakes a thread blocked in ``recv`` on Linux and macOS; the
+    blocked read then fails and the client reports the deadline. Watches are deactivated under
+    the same lock before their connection goes back to the pool, so a later request that reuses
+    the connection can never be shut down by an old deadline.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        self._heap: list[tuple[float, int, _Watch]] = []
+        self._counter = itertools.count()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def watch(self, deadline: float) -> _Watch:
+        item = _Watch(deadline)
+        with self._lock:
+            heapq.heappush(self._heap, (deadline, next(self._counter), item))
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._loop, name="probegate-deadlines", daemon=True
+                )
+                self._thread.start()
+            self._lock.notify()
+        return item
+
+    def release(self, item: _Watch) -> None:
+        with self._lock:
+            item.active = False
+            item.conn = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._lock.notify()
+
+    def _loop(self) -> None:
+        with self._lock:
+            while not self._closed:
+                while self._heap and not self._heap[0][2].active:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._lock.wait()
+                    continue
+                wait = self._heap[0][0] - time.monotonic()
+                if wait > 0:
+                    self._lock.wait(wait)
+                    continue
+                _, _, item = heapq.heappop(self._heap)
+                item.expired = True
+                sock = getattr(item.conn, "sock", None)
+                if sock is not None:
+                    with contextlib.suppress(OSError):  # already closed: nothing to wake
+                        sock.shutdown(socket.SHUT_RDWR)
+
+
+class _WatchedConnection(HTTPConnection):
+    """Tells the current request's watch which connection it travels on."""
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        watch: _Watch | None = getattr(_current, "watch", None)
+        if watch is not None and watch.active:
+            watch.conn = self
+        super().request(*args, **kwargs)
+
+
+class _WatchedHTTPSConnection(HTTPSConnection):
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        watch: _Watch | None = getattr(_current, "watch", None)
+        if watch is not None and watch.active:
+            watch.conn = self
+        super().request(*args, **kwargs)
+
+
+class _Pool(HTTPConnectionPool):
+    ConnectionCls = _WatchedConnection
+
+
+class _HTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPSConnection
+
+
+_POOLS = {"http": _Pool, "https": _HTTPSPool}
+
+
+class _Adapter(HTTPAdapter):
+    """A requests adapter whose connections report to the watchdog."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = _POOLS
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        manager.pool_classes_by_scheme = _POOLS
+        return manager
+
+
+# --- the client -------------------------------------------------------------------------------
+
+
+@dataclass
+class _Failure:
+    """One failed try: why, whether another try may help, and how long the server asked."""
+
+    reason: str
+    retry: bool
+    status: int | None = None
+    retry_after: float | None = None
+    fatal: bool = False
+
+
+@dataclass
+class ClientStats:
+    """Counters for tests and the bench; not part of any report."""
+
+    tries: int = 0
+    retries: int = 0
+    ok: int = 0
+    by_status: dict[int, int] = field(default_factory=dict)
+
+
+def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header: delta-seconds or an HTTP date."""
+    if value is None:
+        return None
+    value = value.strip()
+    if not value:
+        return None
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    current = datetime.now(tz=UTC).timestamp() if now is None else now
+    return max(0.0, when.timestamp() - current)
+
+
+class HttpClient:
+    """JSON over HTTP with retries, deadlines, body caps and secret scrubbing; thread-safe."""
+
+    def __init__(
+        self,
+        *,
+        timeout: float,
+        retries: int,
+        pool_size: int = 8,
+        seed: int = 0,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        backoff_base: float = 0.5,
+        backoff_cap: float = 30.0,
+        max_retry_after: float = 120.0,
+        secrets: Iterable[str] = (),
+    ) -> None:
+        self.timeout = timeout
+        self.retries = retries
+        self.max_body_bytes = max_body_bytes
+        self.backoff_base = backoff_base
+        self.backoff_cap = backoff_cap
+        self.max_retry_after = max_retry_after
+        self.stats = ClientStats()
+        self._secrets: list[str] = []
+        for value in secrets:
+            self.add_secret(value)
+        self._rng = random.Random(seed)  # noqa: S311 -- backoff jitter, not a secret
+        self._lock = threading.Lock()
+        self._paused_until = 0.0
+        self._answered = False
+        self._watchdog = _Watchdog()
+        self._session = requests.Session()
+        adapter = _Adapter(pool_connections=4, pool_maxsize=max(1, pool_size), max_retries=0)
+        self._session.mount("http://", adapter)
+        self._session.mount("https://", adapter)
+        self._session.headers["User-Agent"] = f"probegate/{__version__}"
+        # The environment (proxies, no_proxy, CA bundle) is read once per host instead of on
+        # every request: requests re-reads all of os.environ per call, a third of its CPU time
+        # against a fast agent. Nothing is disabled: proxies and the CA bundle still apply.
+        self._session.trust_env = False
+        self._session.verify = (
+            os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
+        )
+        self._proxies: dict[str, dict[str, str]] = {}
+
+    # -- secrets -------------------------------------------------------------------------
+    def add_secret(self, value: str) -> None:
+        """Never let ``value`` appear in a message; short values would blank innocent text."""
+        if value and len(value) >= 4 and value not in self._secrets:
+            self._secrets.append(value)
+            self._secrets.sort(key=len, reverse=True)
+
+    def scrub(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, REDACTED)
+        return _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
+
+    def excerpt(self, body: bytes | str) -> str:
+        """A bounded, printable, secret-free piece of a body for an error message."""
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+        text = " ".join(clean(self.scrub(text[: EXCERPT_CHARS * 4])).split())
+        return text[:EXCERPT_CHARS] + ("..." if len(text) > EXCERPT_CHARS else "")
+
+    # -- requests ------------------------------------------------------------------------
+    def request_json(
+        self,
+        method: str,
+        url: str,
+        *,
+        body: Any = None,
+        params: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+        gate: RequestGate | None = None,
+        usage: Usage | None = None,
+    ) -> Any:
+        """Send one request (retrying as allowed) and return the decoded JSON reply.
+
+        Every try passes ``gate.acquire()`` first, so retries count against the rate limit and
+        the request budget like any other request; ``BudgetExhausted`` propagates.
+        """
+        failure: _Failure | None = None
+        for attempt in range(self.retries + 1):
+            if attempt:
+                delay = self._delay(attempt, failure)
+                if delay is None:
+                    break
+                time.sleep(delay)
+            self._wait_for_pause()
+            if gate is not None:
+                gate.acquire()
+            if usage is not None:
+                usage.requests += 1
+            with self._lock:
+                self.stats.tries += 1
+                if attempt:
+                    self.stats.retries += 1
+            result = self._try(method, url, body, params, headers)
+            if not isinstance(result, _Failure):
+                return result
+            failure = result
+            if gate is not None:
+                gate.record_failure()
+            if failure.retry_after is not None:
+                self._pause(failure.retry_after)
+            if not failure.retry:
+                break
+        assert failure is not None
+        tries = self._tries_note(failure)
+        with self._lock:
+            fatal = failure.fatal or (failure.status in FATAL_STATUSES and not self._answered)
+            if failure.status in (401, 403, 407):
+                fatal = True
+        raise TransportError(self.scrub(failure.reason + tries), fatal=fatal)
+
+    def _tries_note(self, failure: _Failure) -> str:
+        return (
+            f" (gave up after {self.retries + 1} tries)" if failure.retry and self.retries else ""
+        )
+
+    def _delay(self, attempt: int, failure: _Failure | None) -> float | None:
+        """Backoff before try ``attempt``; None when the server asked for too long a wait."""
+        if failure is not None and failure.retry_after is not None:
+            if failure.retry_after > self.max_retry_after:
+                failure.reason += (
+                    f"; the server asked to wait {failure.retry_after:.0f}s, more than the "
+                    f"{self.max_retry_after:.0f}s probegate waits"
+                )
+                failure.retry = False
+                return None
+            return failure.retry_after
+        with self._lock:
+            jitter = 0.5 + self._rng.random() / 2
+        return float(min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1)) * jitter)
+
+    def _pause(self, seconds: float) -> None:
+        if seconds > self.max_retry_after:
+            return
+        with self._lock:
+            self._paused_until = max(self._paused_until, time.monotonic() + seconds)
+
+    def _wait_for_pause(self) -> None:
+        with self._lock:
+            wait = self._paused_until - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+
+    def _try(
+        self,
+        method: str,
+        url: str,
+        body: Any,
+        params: Mapping[str, str] | None,
+        headers: Mapping[str, str] | None,
+    ) -> Any:
+        watch = self._watchdog.watch(time.monotonic() + self.timeout)
+        _current.watch = watch
+        response: requests.Response | None = None
+        try:
+            try:
+                response = self._session.request(
+                    method,
+                    url,
+                    proxies=self._proxies_for(url),
+                    json=body,
+                    params=params,
+                    headers=dict(headers or {}),
+                    timeout=(min(self.timeout, 30.0), self.timeout),
+                    stream=True,
+                    allow_redirects=False,
+                )
+                raw = self._read(response, watch)
+            except requests.RequestException as exc:
+                return self._network_failure(exc, watch)
+            except (OSError, urllib3.exceptions.HTTPError) as exc:
+                return self._network_failure(exc, watch)
+            if isinstance(raw, _Failure):
+                return raw
+            return self._decode(response, raw)
+        finally:
+            self._watchdog.release(watch)
+            _current.watch = None
+            if response is not None:
+                response.close()
+
+    def _proxies_for(self, url: str) -> dict[str, str]:
+        parts = urlsplit(url)
+        key = f"{parts.scheme}://{parts.netloc}"
+        proxies = self._proxies.get(key)
+        if proxies is None:
+            proxies = dict(requests.utils.get_environ_proxies(url))
+            with self._lock:
+                self._proxies[key] = proxies
+        return proxies
+
+    def _read(self, response: requests.Response, watch: _Watch) -> bytes | _Failure:
+        declared = response.headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > self.max_body_bytes:
+            return self._too_large()
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in response.iter_content(chunk_size=65536):
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                return self._too_large()
+            chunks.append(chunk)
+            if watch.expired:
+                return self._slow()
+        if watch.expired:
+            return self._slow()
+        return b"".join(chunks)
+
+    def _too_large(self) -> _Failure:
+        return _Failure(f"response too large (over {self.max_body_bytes // 1024} KiB)", False)
+
+    def _slow(self) -> _Failure:
+        return _Failure(f"no complete reply within {self.timeout:g}s (timeout)", True)
+
+    def _network_failure(self, exc: BaseException, watch: _Watch) -> _Failure:
+        if watch.expired:
+            return self._slow()
+        if isinstance(exc, requests.exceptions.SSLError):
+            return _Failure(f"TLS error: {self.excerpt(str(exc))}", False, fatal=not self._answered)
+        if isinstance(exc, requests.exceptions.ConnectTimeout):
+            return _Failure("connection timed out", True)
+        if isinstance(exc, requests.exceptions.ReadTimeout):
+            return _Failure(f"no reply within {self.timeout:g}s (timeout)", True)
+        if isinstance(exc, requests.exceptions.InvalidURL | requests.exceptions.MissingSchema):
+            return _Failure(f"invalid URL: {self.excerpt(str(exc))}", False, fatal=True)
+        text = str(exc)
+        if "Connection refused" in text or "NewConnectionError" in text:
+            # Nothing listens there: fatal when it never answered, so an unreachable target
+            # stops the scan at once instead of after every attempt's retries.
+            return _Failure("connection refused", True, fatal=not self._answered)
+        if isinstance(exc, requests.exceptions.ChunkedEncodingError) or "IncompleteRead" in text:
+            return _Failure("connection dropped mid-reply (truncated body)", True)
+        if isinstance(exc, requests.exceptions.ContentDecodingError):
+            return _Failure("reply body could not be decoded", False)
+        if isinstance(exc, requests.exceptions.ConnectionError):
+            return _Failure("connection dropped before a reply", True)
+        return _Failure(f"{type(exc).__name__}: {self.excerpt(text)}", True)
+
+    def _decode(self, response: requests.Response, raw: bytes) -> Any:
+        status = response.status_code
+        with self._lock:
+            self.stats.by_status[status] = self.stats.by_status.get(status, 0) + 1
+        if status >= 400 or status < 200 or 300 <= status < 400:
+            retry_after = parse_retry_after(response.headers.get("Retry-After"))
+            retry = status in RETRY_STATUSES
+            return _Failure(
+                f"HTTP {status} from target: {self.excerpt(raw) or '(empty body)'}",
+                retry,
+                status=status,
+                retry_after=retry_after if retry else None,
+            )
+        try:
+            data = json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            kind = "empty" if not raw.strip() else "not JSON"
+            return _Failure(f"reply is {kind}: {self.excerpt(raw)}".rstrip(": "), False)
+        with self._lock:
+            self._answered = True
+            self.stats.ok += 1
+        return data
+
+    def close(self) -> None:
+        self._watchdog.close()
+        self._session.close()

@@ -1,0 +1,271 @@
+"""The ``python`` target: an agent in the user's own code, ``--python MODULE:ATTR``.
+
+``ATTR`` is a function ``f(input, context)`` (or ``f(input)``), or a class with
+``run(input, context)`` that is instantiated with no arguments once per conversation, so an
+agent keeping history on ``self`` never mixes two attempts. The reply is an AgentResult in the
+seed 002 shape (``output``, ``tool_calls[{name, arguments, result}]``, ``token_usage``, ...), as
+an object with those attributes, a dict, or a plain string.
+
+The ``context`` is probegate's sandbox offered to the agent: ``context.tools`` lists the tools
+the config declares, ``context.call_tool(name, args)`` answers a call with the probe's fixture
+(the channel indirect attacks ride on), and every such call is recorded as the agent's action.
+An exception inside the agent makes the attempt unjudged with its type and message; it is the
+agent's failure, not a verdict.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from probegate.config import ScanConfig
+from probegate.engine.limits import RequestGate
+from probegate.errors import UsageError
+from probegate.models.report import TargetInfo
+from probegate.models.transcript import ToolCall, Turn
+from probegate.targets.base import TransportError, Usage
+from probegate.targets.configured import price, target_info, tool_specs
+from probegate.targets.http_agent import reported_tool_calls
+from probegate.targets.openai_agent import peer_message
+from probegate.targets.sandbox import Sandbox, ToolSpec
+
+MAX_ERROR_CHARS = 300
+_IMPORT_LOCK = threading.Lock()
+
+
+def load_object(spec: str, search: list[Path]) -> Any:
+    """Import ``MODULE:ATTR``; every failure is one usage-error line (exit 2)."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise UsageError(f"--python takes MODULE:ATTR (e.g. my_agent:run), got {spec!r}")
+    with _IMPORT_LOCK:
+        added = [str(p) for p in search if str(p) not in sys.path]
+        sys.path[:0] = added
+        try:
+            module = importlib.import_module(module_name)
+        except Exception as exc:  # an import runs arbitrary code: any error is the user's
+            raise UsageError(
+                f"cannot import {module_name!r}: {type(exc).__name__}: {_bounded(str(exc))}"
+            ) from None
+        finally:
+            for path in added:
+                if path in sys.path:
+                    sys.path.remove(path)
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise UsageError(f"module {module_name!r} has no attribute {attr!r}") from None
+    return obj
+
+
+def _bounded(text: str) -> str:
+    text = " ".join(text.split())
+    return text[:MAX_ERROR_CHARS] + ("..." if len(text) > MAX_ERROR_CHARS else "")
+
+
+def _accepts_context(func: Callable[..., Any], *, unbound: bool = False) -> bool:
+    """Whether the agent takes ``(input, context)`` or just ``(input)``.
+
+    ``unbound``: ``func`` is a method read from the class, so its first parameter is ``self``.
+    """
+    try:
+        params = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):
+        return True
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        return True
+    positional = [
+        p
+        for p in params
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
+    return len(positional) >= (3 if unbound else 2)
+
+
+def _field(result: Any, name: str) -> Any:
+    if isinstance(result, dict):
+        return result.get(name)
+    return getattr(result, name, None)
+
+
+@dataclass
+class AgentContext:
+    """What a Python agent may use from probegate: the sandbox tools and the conversation."""
+
+    tools: list[dict[str, Any]]
+    history: list[dict[str, str]]
+    session: int
+    sender: str
+    agent_name: str | None
+    _sandbox: Sandbox
+    calls: list[ToolCall] = field(default_factory=list)
+
+    def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> str:
+        """Run a tool in the sandbox; returns its result, or ``ERROR: ...`` when it failed."""
+        args = dict(arguments or {})
+        call = self._sandbox.call(str(name), args)
+        self.calls.append(call)
+        return (call.result or "") if call.error is None else f"ERROR: {call.error}"
+
+
+class PythonTarget:
+    """An in-process agent; each conversation gets a fresh instance when ATTR is a class."""
+
+    tool_calls_visible = True
+
+    def __init__(self, config: ScanConfig, obj: Any | None = None) -> None:
+        spec = config.target.python
+        if obj is None:
+            if not spec:
+                raise UsageError("the python target needs --python MODULE:ATTR (or target.python)")
+            obj = load_object(spec, [config.base_dir, Path.cwd()])
+        self.config = config
+        self.spec = spec or getattr(obj, "__qualname__", "agent")
+        self._factory: Callable[[], Callable[..., Any]]
+        if inspect.isclass(obj):
+            cls = obj
+            run = getattr(cls, "run", None)
+            if run is None or not callable(run):
+                raise UsageError(f"{self.spec}: class has no run(input, context) method")
+            try:
+                inspect.signature(cls).bind()
+            except TypeError:
+                raise UsageError(
+                    f"{self.spec}: the class must be constructible with no arguments"
+                ) from None
+            self._factory = lambda: getattr(cls(), "run")  # noqa: B009
+            static = isinstance(inspect.getattr_static(cls, "run"), staticmethod)
+            self.with_context = _accepts_context(run, unbound=not static)
+        elif callable(getattr(obj, "run", None)) and not inspect.isfunction(obj):
+            bound = obj.run
+            self._factory = lambda: bound
+            self.with_context = _accepts_context(bound)
+        elif callable(obj):
+            func = obj
+            self._factory = lambda: func
+            self.with_context = _accepts_context(func)
+        else:
+            raise UsageError(f"{self.spec} is neither a function nor a class with run()")
+        # An agent that never receives the context cannot read probegate's fixtures.
+        self.uses_sandbox = self.with_context
+        self._tools = tool_specs(config)
+        self._source = self._source_file(obj)
+
+    @staticmethod
+    def _source_file(obj: Any) -> Path | None:
+        try:
+            source = inspect.getsourcefile(obj)
+        except TypeError:
+            return None
+        return Path(source) if source else None
+
+    def info(self) -> TargetInfo:
+        return target_info(
+            self.config,
+            kind="python",
+            ref=f"python:{self.spec}",
+            tools=self._tools,
+            fallback=self._source,
+        )
+
+    def tools(self) -> list[ToolSpec]:
+        return list(self._tools)
+
+    def system_canaries(self) -> bool:
+        return False
+
+    def open_session(self, sandbox: Sandbox, gate: RequestGate) -> PythonSession:
+        try:
+            run = self._factory()
+        except Exception as exc:
+            raise TransportError(
+                f"agent constructor raised {type(exc).__name__}: {_bounded(str(exc))}"
+            ) from None
+        return PythonSession(self, run, sandbox, gate)
+
+    def close(self) -> None:
+        return None
+
+
+@dataclass
+class PythonSession:
+    target: PythonTarget
+    run: Callable[..., Any]
+    sandbox: Sandbox
+    gate: RequestGate
+    usage: Usage = field(default_factory=Usage)
+    history: list[dict[str, str]] = field(default_factory=list)
+
+    def send(self, message: Turn) -> Turn:
+        self.gate.acquire()
+        self.usage.requests += 1
+        text = peer_message(message)
+        context = AgentContext(
+            tools=[
+                {
+                    "name": spec.name,
+                    "description": self.sandbox.tool_description(spec),
+                    "parameters": spec.parameters,
+                    "capabilities": sorted(c.value for c in spec.capabilities),
+                }
+                for spec in self.target.tools()
+            ],
+            history=list(self.history),
+            session=message.session,
+            sender=message.role,
+            agent_name=message.name,
+            _sandbox=self.sandbox,
+        )
+        try:
+            result = self.run(text, context) if self.target.with_context else self.run(text)
+        except Exception as exc:
+            self.gate.record_failure()
+            raise TransportError(
+                f"agent raised {type(exc).__name__}: {_bounded(str(exc))}"
+            ) from None
+        turn = self._to_turn(result, context)
+        self.history.append({"role": "user", "content": text})
+        self.history.append({"role": "assistant", "content": turn.content})
+        return turn
+
+    def _to_turn(self, result: Any, context: AgentContext) -> Turn:
+        if isinstance(result, str):
+            return Turn(role="assistant", content=result, tool_calls=list(context.calls))
+        if result is None:
+            raise TransportError("agent returned None instead of an AgentResult")
+        output = _field(result, "output")
+        if output is not None and not isinstance(output, str):
+            output = str(output)
+        reported = reported_tool_calls(_field(result, "tool_calls"), set(self.sandbox.tools))
+        # An agent that used the context and also reports its calls reports the same calls:
+        # keep the sandbox's record and add only what it did elsewhere.
+        seen = {(c.name, _key(c.arguments)) for c in context.calls}
+        calls = list(context.calls)
+        calls.extend(c for c in reported if (c.name, _key(c.arguments)) not in seen)
+        usage = _field(result, "token_usage")
+        prompt = _field(usage, "prompt_tokens") if usage is not None else 0
+        completion = _field(usage, "completion_tokens") if usage is not None else 0
+        prompt = prompt if isinstance(prompt, int) and prompt >= 0 else 0
+        completion = completion if isinstance(completion, int) and completion >= 0 else 0
+        cost = price(self.target.config, self.target.config.target.model, prompt, completion)
+        self.usage.prompt_tokens += prompt
+        self.usage.completion_tokens += completion
+        self.usage.cost_usd += cost
+        self.gate.record_usage(prompt, completion, cost)
+        return Turn(role="assistant", content=output or "", tool_calls=calls)
+
+    def close(self) -> None:
+        return None
+
+
+def _key(arguments: dict[str, Any]) -> str:
+    return json.dumps(arguments, sort_keys=True, default=str)

@@ -1,0 +1,201 @@
+"""Whole scans through the CLI against real loopback agents and a faulty endpoint."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from probegate.cli import main
+from tests.servers.configs import (
+    KNOWN_PROBES,
+    TOOLS,
+    known_probes,
+    openai_config,
+    scan_args,
+    write_config,
+)
+from tests.servers.faults import FaultServer
+from tests.servers.http_agent import SECRET, HttpAgentServer
+from tests.servers.openai_agent import OpenAIAgentServer
+
+EXFIL = "asi01.indirect-document-email-exfil.v1"
+
+
+def report_of(tmp: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((tmp / "out" / "scan.json").read_text())
+    return data
+
+
+def test_weak_agent_fails_the_gate_and_hardened_passes(tmp_path: Path) -> None:
+    with OpenAIAgentServer() as weak, OpenAIAgentServer(hardened=True) as hard:
+        weak_dir, hard_dir = tmp_path / "weak", tmp_path / "hard"
+        weak_dir.mkdir()
+        hard_dir.mkdir()
+        args = ("--fail-on", "high", *known_probes())
+        code = main(scan_args(openai_config(weak_dir, weak.endpoint), weak_dir, *args))
+        assert code == 1
+        found = {f["probe_id"]: f for f in report_of(weak_dir)["findings"]}
+        assert set(found) == set(KNOWN_PROBES)
+        call = found[EXFIL]["evidence"][0]
+        assert call["path"].startswith("turns.1.tool_calls.") and "evil.test" in call["subject"]
+        code = main(scan_args(openai_config(hard_dir, hard.endpoint), hard_dir, *args))
+        assert code == 0
+        report = report_of(hard_dir)
+        assert report["findings"] == [] and report["unjudged"] == []
+        assert report["tokens_total"] > 0
+
+
+@pytest.mark.parametrize(
+    ("fault", "extra", "words"),
+    [
+        ("401", [], "the target cannot be used: HTTP 401"),
+        ("404", [], "the target cannot be used: HTTP 404"),
+        ("500", ["--retries", "0"], "HTTP 500 from target"),
+        ("garbage", [], "reply is not JSON"),
+        ("timeout", ["--timeout", "0.4", "--retries", "0", "--concurrency", "16"], "timeout"),
+    ],
+)
+def test_unusable_targets_exit_3_never_0(
+    faults: FaultServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    fault: str,
+    extra: list[str],
+    words: str,
+) -> None:
+    config = openai_config(tmp_path, faults.endpoint(fault))
+    start = time.monotonic()
+    code = main(scan_args(config, tmp_path, *extra))
+    err = capsys.readouterr().err
+    assert code == 3, err
+    assert words in err
+    assert time.monotonic() - start < 10
+    report = report_of(tmp_path)
+    assert report["findings"] == []
+    assert report["unjudged"] and all(u["reason"] for u in report["unjudged"])
+
+
+def test_unreachable_target_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = openai_config(tmp_path, "http://127.0.0.1:9/v1")
+    assert main(scan_args(config, tmp_path)) == 3
+    assert "connection refused" in capsys.readouterr().err
+
+
+def test_rate_limited_target_is_retried_to_completion(faults: FaultServer, tmp_path: Path) -> None:
+    config = openai_config(tmp_path, faults.endpoint("429-2"))
+    code = main(scan_args(config, tmp_path, "--retries", "3", *known_probes()))
+    assert code == 0
+    report = report_of(tmp_path)
+    assert report["unjudged"] == []
+    assert report["budget"]["requests_used"] == faults.hits("429-2") >= 2 + 2
+
+
+def test_api_key_never_lands_anywhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = "sk-probegate-test-KEY-5551234"
+    monkeypatch.setenv("PG_KEY", key)
+    with OpenAIAgentServer(api_key=key) as server:
+        config = openai_config(tmp_path, server.endpoint, api_key_env="PG_KEY")
+        main(scan_args(config, tmp_path, "--record", str(tmp_path / "rec")))
+        assert server.headers_seen[0]["Authorization"] == f"Bearer {key}"
+    captured = capsys.readouterr()
+    assert key not in captured.out + captured.err
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert key.encode() not in path.read_bytes(), path
+
+
+def test_http_agent_scan_with_declared_secret(
+    http_agent: HttpAgentServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = {
+        "kind": "http",
+        "http": {
+            "url": http_agent.url + "/agent/{{session_id}}/ask",
+            "body": {"query": {"text": "{{input}}"}},
+            "response_text": "result.answer",
+            "response_tool_calls": "trace.steps",
+        },
+        "canaries": [SECRET],
+        "tools": TOOLS,
+    }
+    config = write_config(tmp_path, target)
+    code = main(scan_args(config, tmp_path))
+    assert code == 0, capsys.readouterr().err
+    report = report_of(tmp_path)
+    found = {f["probe_id"] for f in report["findings"]}
+    assert {"asi03.credential-harvest-debug.v1", "asi02.recipient-argument-injection.v1"} <= found
+    assert SECRET not in (tmp_path / "out" / "scan.json").read_text()
+    reasons = {u["probe_id"]: u["reason"] for u in report["unjudged"]}
+    assert reasons[EXFIL].startswith("not delivered")
+    assert reasons["asi03.cross-customer-pii.v1"].startswith("nothing to leak")
+    # Preflight refusals never reach the agent.
+    assert http_agent.requests == report["budget"]["requests_used"]
+
+
+def test_http_agent_without_tool_calls_leaves_tool_oracles_unjudged(
+    http_agent: HttpAgentServer, tmp_path: Path
+) -> None:
+    target = {
+        "kind": "http",
+        "http": {
+            "url": http_agent.url + "/agent/{{session_id}}/ask",
+            "body": {"query": {"text": "{{input}}"}},
+            "response_text": "result.answer",
+        },
+        "canaries": [SECRET],
+        "tools": TOOLS,
+    }
+    main(scan_args(write_config(tmp_path, target), tmp_path))
+    results = {r["probe_id"]: r for r in report_of(tmp_path)["results"]}
+    blast = results["asi02.email-blast.v1"]
+    assert blast["outcome"] == "unjudged" and blast["resisted"] == 0
+
+
+def test_dry_run_prints_the_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = openai_config(
+        tmp_path,
+        "http://127.0.0.1:9/v1",
+        prices={"fake-1": {"input_per_1k": 0.5, "output_per_1k": 1.5}},
+    )
+    assert main(scan_args(config, tmp_path, "--dry-run", "--mode", "full")) == 0
+    out = capsys.readouterr().out
+    assert "probes" in out and "attempts" in out and "at most" in out and "requests" in out
+    assert "estimated cost: at most $" in out
+    assert not (tmp_path / "store").exists()
+
+
+def test_quiet_scan_prints_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with OpenAIAgentServer(hardened=True) as server:
+        config = openai_config(tmp_path, server.endpoint)
+        assert main(scan_args(config, tmp_path, *known_probes())) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == ""
+
+
+def test_installed_entry_point_scans_a_loopback_agent(tmp_path: Path) -> None:
+    exe = Path(sys.executable).parent / "probegate"
+    assert exe.exists()
+    with OpenAIAgentServer() as server:
+        config = openai_config(tmp_path, server.endpoint)
+        proc = subprocess.run(
+            [str(exe), *scan_args(config, tmp_path, "--output", "json,sarif")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": ""},
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out" / "scan.sarif").is_file()
+    assert any(f["probe_id"] == EXFIL for f in report_of(tmp_path)["findings"])
+    assert yaml.safe_load(config.read_text())["target"]["kind"] == "openai"

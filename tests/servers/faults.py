@@ -1,0 +1,158 @@
+"""A fault-injecting OpenAI-compatible server: every way an endpoint misbehaves.
+
+The first path segment picks the fault, so one server serves every case:
+``{url}/{fault}/v1/chat/completions``. A fault followed by ``-N`` (``429-2``) misbehaves on the
+first N requests to that path and then answers normally, which is how retries are tested.
+
+Faults: ``ok``, ``timeout`` (never answers), ``429`` (Retry-After: 1), ``429date`` (Retry-After
+as an HTTP date), ``429long`` (Retry-After: 3600), ``500``, ``503``, ``400``, ``401``, ``404``,
+``garbage`` (HTML), ``empty``, ``truncated`` (Content-Length larger than the body, then close),
+``huge`` (3 MiB), ``hugechunked`` (3 MiB without Content-Length), ``drop`` (close without a
+reply), ``drip`` (body one byte at a time), ``headerdrip`` (headers one byte at a time),
+``nochoices`` (valid JSON, wrong shape), ``secret`` (a 400 whose body echoes the API key and
+contains terminal escapes).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import time
+from collections import Counter
+from typing import Any
+
+from tests.servers.base import Handler, LoopbackServer
+
+OK_REPLY = {
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "All good."}}],
+    "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+}
+
+
+class FaultHandler(Handler):
+    def do_POST(self) -> None:
+        server: FaultServer = self.owner
+        server.count()
+        self.read_json()
+        first = self.path.strip("/").split("/")[0]
+        fault, _, limit = first.partition("-")
+        with server.lock:
+            server.by_path[first] += 1
+            seen = server.by_path[first]
+        if limit.isdigit() and seen > int(limit):
+            fault = "ok"
+        getattr(self, f"fault_{fault}", self.fault_ok)()
+
+    def _sleep(self, seconds: float) -> None:
+        self.owner.stopping.wait(seconds)
+
+    def fault_ok(self) -> None:
+        self.send_json(200, OK_REPLY)
+
+    def fault_timeout(self) -> None:
+        self._sleep(30)
+        self.close_connection = True
+
+    def fault_429(self) -> None:
+        self.send_json(429, {"error": "slow down"}, {"Retry-After": "1"})
+
+    def fault_429date(self) -> None:
+        when = email.utils.formatdate(time.time() + 2, usegmt=True)
+        self.send_json(429, {"error": "slow down"}, {"Retry-After": when})
+
+    def fault_429long(self) -> None:
+        self.send_json(429, {"error": "slow down"}, {"Retry-After": "3600"})
+
+    def fault_500(self) -> None:
+        self.send_json(500, {"error": "internal"})
+
+    def fault_503(self) -> None:
+        self.send_json(503, {"error": "unavailable"})
+
+    def fault_400(self) -> None:
+        self.send_json(400, {"error": {"message": "content_policy_violation: refused"}})
+
+    def fault_401(self) -> None:
+        self.send_json(401, {"error": {"message": "bad key"}})
+
+    def fault_404(self) -> None:
+        self.send_json(404, {"error": {"message": "not found"}})
+
+    def fault_secret(self) -> None:
+        echoed = self.headers.get("Authorization", "")
+        body = f"bad request from {echoed} \x1b[31mred\x1b[0m \x07 " + "x" * 1000
+        self.send_raw(400, body.encode(), content_type="text/plain")
+
+    def fault_garbage(self) -> None:
+        self.send_raw(200, b"<html><body>Gateway says hi</body></html>", content_type="text/html")
+
+    def fault_empty(self) -> None:
+        self.send_raw(200, b"")
+
+    def fault_nochoices(self) -> None:
+        self.send_json(200, {"object": "list", "data": []})
+
+    def fault_truncated(self) -> None:
+        body = json.dumps(OK_REPLY).encode()
+        self.send_raw(200, body[:20], length=len(body))
+        self.close_connection = True
+
+    def fault_huge(self) -> None:
+        filler = b" " * (3 * 1024 * 1024)
+        self.send_raw(200, b'{"choices": []' + filler + b"}")
+
+    def fault_hugechunked(self) -> None:
+        self.wfile.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n"
+        )
+        chunk = b" " * 65536
+        try:
+            for _ in range(64):
+                self.wfile.write(chunk)
+        except OSError:
+            pass
+        self.close_connection = True
+
+    def fault_drop(self) -> None:
+        self.close_connection = True
+
+    def fault_drip(self) -> None:
+        body = json.dumps(OK_REPLY).encode()
+        self.wfile.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        )
+        self._drip(body)
+
+    def fault_headerdrip(self) -> None:
+        self._drip(b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 200 + b"\r\n\r\n")
+
+    def _drip(self, data: bytes) -> None:
+        try:
+            for byte in data:
+                if self.owner.stopping.is_set():
+                    break
+                self.wfile.write(bytes([byte]))
+                self._sleep(0.1)
+        except OSError:
+            pass
+        self.close_connection = True
+
+
+class FaultServer(LoopbackServer):
+    handler = FaultHandler
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by_path: Counter[str] = Counter()
+
+    def endpoint(self, fault: str) -> str:
+        return f"{self.url}/{fault}/v1"
+
+    def hits(self, fault: str) -> int:
+        with self.lock:
+            return self.by_path[fault]
+
+    def snapshot(self) -> dict[str, Any]:
+        with self.lock:
+            return dict(self.by_path)

@@ -1,0 +1,81 @@
+"""Python agents for the ``python`` target tests (imported as ``tests.targets.sample_agents``)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+URL = re.compile(r"https?://\S+")
+EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+
+
+def weak_agent(input: str, context: Any) -> dict[str, Any]:
+    """Fetches what it is pointed at and obeys any 'email ... to X' it reads there."""
+    url = URL.search(input)
+    if url:
+        text = context.call_tool("fetch_document", {"url": url.group(0)})
+        target = EMAIL.search(text)
+        if target:
+            record = context.call_tool("lookup_customer", {"customer_id": "1001"})
+            context.call_tool("send_email", {"to": target.group(0), "body": record})
+        return {"output": f"Summary: {text[:80]}", "token_usage": {"prompt_tokens": 5}}
+    if "key" in input.lower():
+        return {"output": "My key is sk-py-REAL-SECRET-777", "tool_calls": []}
+    return {"output": "Hello!"}
+
+
+def reporting_agent(input: str, context: Any) -> Any:
+    """Uses its own tools and reports them as seed-002 tool calls, as an object."""
+
+    @dataclass
+    class Call:
+        name: str
+        arguments: dict[str, Any]
+        result: Any
+
+    @dataclass
+    class Result:
+        output: str
+        tool_calls: list[Call] = field(default_factory=list)
+        token_usage: dict[str, int] | None = None
+
+    context.call_tool("lookup_customer", {"customer_id": "1001"})
+    return Result(
+        output="done",
+        tool_calls=[
+            Call("lookup_customer", {"customer_id": "1001"}, "dup"),
+            Call("send_email", {"to": "x@evil.test"}, {"status": "sent"}),
+        ],
+        token_usage={"prompt_tokens": 10, "completion_tokens": 4},
+    )
+
+
+def input_only(input: str) -> str:
+    return f"echo: {input}"
+
+
+def broken(input: str, context: Any) -> Any:
+    raise RuntimeError("model backend exploded " + "x" * 2000)
+
+
+class StatefulAgent:
+    """A class agent: one instance per conversation, so history never leaks across attempts."""
+
+    instances = 0
+
+    def __init__(self) -> None:
+        type(self).instances += 1
+        self.seen: list[str] = []
+
+    def run(self, input: str, context: Any) -> dict[str, Any]:
+        self.seen.append(input)
+        return {"output": f"turn {len(self.seen)} of session {context.session}"}
+
+
+class NeedsArgs:
+    def __init__(self, x: int) -> None:
+        self.x = x
+
+    def run(self, input: str) -> str:
+        return input

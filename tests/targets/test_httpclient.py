@@ -1,0 +1,177 @@
+"""The shared HTTP client against a real fault-injecting loopback server.
+
+Every fault must end as a TransportError with a reason (never a crash, never a reply), be
+retried only when retrying can help, and leave no secret in the message.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import socket
+import time
+
+import pytest
+
+from probegate.engine.limits import BudgetExhausted, RequestGate
+from probegate.targets.base import TransportError, Usage
+from probegate.targets.httpclient import HttpClient, parse_retry_after
+from tests.servers.faults import FaultServer
+
+KEY = "sk-test-SUPERSECRET-0123456789"
+
+
+def client(**kw: object) -> HttpClient:
+    options: dict[str, object] = {"timeout": 1.0, "retries": 0, "backoff_base": 0.01}
+    options.update(kw)
+    return HttpClient(**options)  # type: ignore[arg-type]
+
+
+def post(c: HttpClient, url: str, gate: RequestGate | None = None, usage: Usage | None = None):
+    return c.request_json(
+        "POST", url + "/chat/completions", body={"x": 1}, gate=gate or RequestGate(), usage=usage
+    )
+
+
+def fail(c: HttpClient, url: str) -> TransportError:
+    with pytest.raises(TransportError) as info:
+        post(c, url)
+    return info.value
+
+
+def test_retry_after_forms() -> None:
+    assert parse_retry_after("7") == 7.0
+    date = email.utils.formatdate(1_000_030, usegmt=True)
+    assert parse_retry_after(date, now=1_000_000) == pytest.approx(30.0)
+    assert parse_retry_after(email.utils.formatdate(5, usegmt=True), now=100) == 0.0
+    assert parse_retry_after("soon") is None
+    assert parse_retry_after(None) is None
+
+
+def test_ok_reply_is_decoded_and_each_try_passes_the_gate(faults: FaultServer) -> None:
+    gate, usage = RequestGate(), Usage()
+    data = post(client(), faults.endpoint("ok"), gate, usage)
+    assert data["choices"][0]["message"]["content"] == "All good."
+    assert gate.state.requests == 1 and usage.requests == 1
+
+
+def test_429_waits_for_retry_after_seconds_then_succeeds(faults: FaultServer) -> None:
+    c, gate = client(retries=2), RequestGate()
+    start = time.monotonic()
+    post(c, faults.endpoint("429-1"), gate)
+    assert time.monotonic() - start >= 0.95
+    assert faults.hits("429-1") == 2 and gate.state.requests == 2
+
+
+def test_429_with_http_date_is_honoured(faults: FaultServer) -> None:
+    start = time.monotonic()
+    post(client(retries=1), faults.endpoint("429date-1"))
+    assert time.monotonic() - start >= 0.9  # the date is 2 s ahead, at 1 s resolution
+
+
+def test_retry_after_beyond_the_limit_gives_up_at_once(faults: FaultServer) -> None:
+    start = time.monotonic()
+    err = fail(client(retries=3), faults.endpoint("429long"))
+    assert "3600s" in err.reason and not err.fatal
+    assert faults.hits("429long") == 1 and time.monotonic() - start < 1
+
+
+def test_5xx_is_retried_with_backoff_then_reported(faults: FaultServer) -> None:
+    err = fail(client(retries=2), faults.endpoint("500"))
+    assert faults.hits("500") == 3
+    assert "HTTP 500" in err.reason and "gave up after 3 tries" in err.reason
+    assert not err.fatal
+    post(client(retries=1), faults.endpoint("503-1"))
+    assert faults.hits("503-1") == 2
+
+
+def test_other_4xx_is_not_retried(faults: FaultServer) -> None:
+    err = fail(client(retries=3), faults.endpoint("400"))
+    assert faults.hits("400") == 1
+    assert "HTTP 400" in err.reason and "content_policy_violation" in err.reason
+    assert not err.fatal
+
+
+def test_auth_failures_are_fatal_and_404_only_before_any_answer(faults: FaultServer) -> None:
+    assert fail(client(), faults.endpoint("401")).fatal
+    assert fail(client(), faults.endpoint("404")).fatal
+    warm = client()
+    post(warm, faults.endpoint("ok"))
+    assert not fail(warm, faults.endpoint("404")).fatal
+
+
+@pytest.mark.parametrize(
+    ("fault", "words"),
+    [
+        ("garbage", "not JSON"),
+        ("empty", "empty"),
+        ("nochoices", None),
+        ("truncated", "truncated"),
+        ("huge", "too large"),
+        ("hugechunked", "too large"),
+        ("drop", "dropped"),
+    ],
+)
+def test_broken_bodies_are_transport_errors(faults: FaultServer, fault: str, words: str) -> None:
+    c = client(retries=1)
+    if words is None:  # valid JSON of the wrong shape is the target's problem, not the client's
+        assert post(c, faults.endpoint(fault)) == {"object": "list", "data": []}
+        return
+    err = fail(c, faults.endpoint(fault))
+    assert words in err.reason
+    retried = fault in ("truncated", "drop")
+    assert faults.hits(fault) == (2 if retried else 1)
+
+
+@pytest.mark.parametrize("fault", ["timeout", "drip", "headerdrip"])
+def test_total_deadline_bounds_slow_servers(faults: FaultServer, fault: str) -> None:
+    c = client(timeout=0.6)
+    start = time.monotonic()
+    err = fail(c, faults.endpoint(fault))
+    elapsed = time.monotonic() - start
+    assert "timeout" in err.reason
+    # A drip resets the socket timeout with every byte; only the total deadline stops it.
+    assert elapsed < 1.6
+
+
+def test_secrets_and_control_characters_never_reach_a_message(faults: FaultServer) -> None:
+    c = client(secrets=[KEY])
+    with pytest.raises(TransportError) as info:
+        c.request_json(
+            "POST",
+            faults.endpoint("secret") + "/chat/completions",
+            body={},
+            headers={"Authorization": f"Bearer {KEY}"},
+        )
+    reason = info.value.reason
+    assert KEY not in reason and "SUPERSECRET" not in reason
+    assert "\x1b" not in reason and "\x07" not in reason
+    assert len(reason) < 300
+
+
+def test_bearer_tokens_are_scrubbed_even_when_not_registered() -> None:
+    c = client()
+    assert "abcdefgh12345678" not in c.scrub("sent Bearer abcdefgh12345678 to x")
+
+
+def test_connection_refused_is_fatal_before_any_answer() -> None:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    err = fail(client(retries=1), f"http://127.0.0.1:{port}/v1")
+    assert "refused" in err.reason and err.fatal
+
+
+def test_budget_stops_retries(faults: FaultServer) -> None:
+    gate = RequestGate(max_requests=2)
+    with pytest.raises(BudgetExhausted):
+        post(client(retries=5), faults.endpoint("500"), gate)
+    assert faults.hits("500") == 2
+
+
+def test_closed_gate_refuses_at_once(faults: FaultServer) -> None:
+    gate = RequestGate()
+    gate.close("scan stopped (early_stop)")
+    with pytest.raises(BudgetExhausted, match="early_stop"):
+        post(client(), faults.endpoint("ok"), gate)
+    assert faults.hits("ok") == 0
