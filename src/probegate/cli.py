@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from probegate import __version__
-from probegate.commands import compare, keys, merge, probes, report, scan, verify
+from probegate.commands import compare, keys, merge, probes, report, run, scan, verify
 from probegate.errors import ProbegateError
 
 COMMANDS: dict[str, ModuleType] = {
@@ -26,6 +26,7 @@ COMMANDS: dict[str, ModuleType] = {
     "merge": merge,
     "probes": probes,
     "keys": keys,
+    "run": run,
 }
 
 
@@ -48,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"probegate {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name, module in COMMANDS.items():
+    for module in COMMANDS.values():
         module.add_parser(sub)
     return parser
 

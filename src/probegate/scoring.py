@@ -173,7 +173,7 @@ def score(results: list[ProbeResult]) -> ScoreCard:
         return ScoreCard(0, "not_evaluated", {}, {}, sorted(undertested), "F", not_applicable)
     raw = 100.0 * product
     cap = SEVERITY_CAP[worst] if worst is not None else 100
-    value = min(int(math.floor(raw + 0.5)), cap)
+    value = min(math.floor(raw + 0.5), cap)
     applicable_count = len([a for a in ASI_IDS if a not in not_applicable and by_asi[a]])
     well_tested = len([a for a in tested if a not in undertested])
     coverage = well_tested / applicable_count if applicable_count else 0.0

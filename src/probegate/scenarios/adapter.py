@@ -1,0 +1,202 @@
+"""The adapter boundary: the user's agent, ``--adapter MODULE:ATTR``, called safely.
+
+``ATTR`` is a function ``f(input, context)``, a class whose instances have
+``run(input, context)`` (instantiated with no arguments for every attempt, so state an agent
+keeps on ``self`` never leaks from one scenario into the next), or an object with such a
+``run``. Whether the adapter *can* be called that way is checked once, before any scenario runs:
+a wrong signature is a usage error (exit 2), not a hundred identical scenario errors.
+
+What happens inside a call is the agent's business and never crashes probegate: an exception
+or a timeout becomes that scenario's ``error`` (one bounded line, no traceback). Calls run in a
+daemon worker thread so a hung agent can be abandoned; Python cannot kill a thread, so an
+abandoned call keeps running in the background until it returns or the process exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from probegate.errors import UsageError
+from probegate.scenarios.models import json_safe
+
+ERROR_MAX = 300
+
+AgentCall = Callable[[str, dict[str, Any]], Any]
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """A loaded adapter: ``new_agent()`` gives the callable for one attempt."""
+
+    spec: str
+    new_agent: Callable[[], AgentCall]
+    model_info: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one call returned, or the bounded error that stopped it."""
+
+    value: Any = None
+    error: str | None = None
+    timed_out: bool = False
+
+
+def bounded(text: str, limit: int = ERROR_MAX) -> str:
+    """One line of at most ``limit`` characters: error text goes into a report, not a log."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def describe_exception(exc: BaseException) -> str:
+    message = str(exc) if _printable(exc) else ""
+    return bounded(f"{type(exc).__name__}: {message}" if message else type(exc).__name__)
+
+
+def _printable(exc: BaseException) -> bool:
+    try:
+        str(exc)
+    except Exception:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def importable_from(directory: Path) -> Iterator[None]:
+    """Let ``directory`` (the current one) provide modules for the duration of a run.
+
+    Kept for the whole run, not just the import, because agents often import their own helper
+    modules lazily, inside ``run``.
+    """
+    entry = str(directory)
+    added = entry not in sys.path
+    if added:
+        sys.path.insert(0, entry)
+    try:
+        yield
+    finally:
+        if added and entry in sys.path:
+            sys.path.remove(entry)
+
+
+def split_spec(spec: str) -> tuple[str, str]:
+    """``MODULE:ATTR``; the seed's ``module.Attr`` form is read as the last dot."""
+    module, sep, attr = spec.partition(":")
+    if not sep:
+        module, sep, attr = spec.rpartition(".")
+    if not sep or not module or not attr:
+        raise UsageError(f"--adapter takes MODULE:ATTR (e.g. my_agent:MyAgent), got {spec!r}")
+    return module, attr
+
+
+def load_adapter(spec: str) -> Adapter:
+    """Import the adapter and check that it can be called as ``(input, context)``."""
+    module_name, attr = split_spec(spec)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # an import runs arbitrary user code: any failure is theirs
+        raise UsageError(
+            f"--adapter: cannot import {module_name!r}: {describe_exception(exc)}"
+        ) from None
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise UsageError(
+                f"--adapter: module {module_name!r} has no attribute {attr!r}"
+            ) from None
+    return Adapter(spec=spec, new_agent=_factory(spec, obj), model_info=_model_info(spec, obj))
+
+
+def _factory(spec: str, obj: Any) -> Callable[[], AgentCall]:
+    if inspect.isclass(obj):
+        cls: Any = obj
+        run = getattr(cls, "run", None)
+        if not callable(run):
+            raise UsageError(f"--adapter {spec}: the class has no run(input, context) method")
+        try:
+            inspect.signature(cls).bind()
+        except TypeError:
+            raise UsageError(
+                f"--adapter {spec}: the class must be constructible with no arguments"
+            ) from None
+        except ValueError:
+            pass  # no signature to inspect (a builtin); the call itself will tell
+        raw = inspect.getattr_static(cls, "run", None)
+        unbound = not isinstance(raw, staticmethod | classmethod)
+        _check_signature(spec, run, unbound=unbound, what="run()")
+
+        def new_agent() -> AgentCall:
+            agent_run: AgentCall = cls().run
+            return agent_run
+
+        return new_agent
+    if not inspect.isroutine(obj) and callable(getattr(obj, "run", None)):
+        method: AgentCall = obj.run
+        _check_signature(spec, method, unbound=False, what="run()")
+        return lambda: method
+    if callable(obj):
+        func: AgentCall = obj
+        _check_signature(spec, func, unbound=False, what="the function")
+        return lambda: func
+    raise UsageError(
+        f"--adapter {spec}: not a function (input, context) or a class with run(input, context)"
+    )
+
+
+def _check_signature(spec: str, func: Any, *, unbound: bool, what: str) -> None:
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):
+        return  # builtins and C callables: nothing to check before calling
+    args: tuple[Any, ...] = (None, "", {}) if unbound else ("", {})
+    try:
+        signature.bind(*args)
+    except TypeError:
+        raise UsageError(
+            f"--adapter {spec}: {what} must accept two arguments (input, context)"
+        ) from None
+
+
+def _model_info(spec: str, obj: Any) -> dict[str, Any] | None:
+    """An optional ``model_info`` dict on the adapter, recorded in every RunResult."""
+    info = getattr(obj, "model_info", None) if not inspect.ismodule(obj) else None
+    if info is None:
+        return None
+    if not isinstance(info, dict):
+        raise UsageError(f"--adapter {spec}: model_info must be a dict, got {type(info).__name__}")
+    safe: dict[str, Any] = json_safe(info)
+    return safe
+
+
+def call_with_timeout(func: Callable[[], Any], timeout: float | None) -> Outcome:
+    """Run ``func`` in a daemon thread; give up on it after ``timeout`` seconds.
+
+    Everything the agent raises, even ``SystemExit``, is its error, so the worker catches
+    ``BaseException``: nothing it does can end the run.
+    """
+    box: list[Outcome] = []
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            box.append(Outcome(value=func()))
+        except BaseException as exc:  # reported as the scenario's error, never re-raised
+            box.append(Outcome(error=describe_exception(exc)))
+        finally:
+            done.set()
+
+    worker = threading.Thread(target=work, name="probegate-scenario", daemon=True)
+    worker.start()
+    if not done.wait(timeout):
+        return Outcome(error=f"timed out after {timeout:g}s", timed_out=True)
+    return box[0]

@@ -1,0 +1,67 @@
+"""What ``probegate run`` prints: one line per scenario as it finishes, then the totals.
+
+Scenario names come from suite files and explanations may quote the agent, so every piece of
+text is made terminal-safe with :func:`probegate.terminal.clean` (no escape sequences that
+could rewrite the screen or a CI log), folded onto one line and bounded.
+"""
+
+from __future__ import annotations
+
+import re
+
+from probegate.scenarios.compare import Regression
+from probegate.scenarios.loader import Suite
+from probegate.scenarios.models import RunResult, ScenarioRunResult
+from probegate.terminal import clean
+
+DETAIL_MAX = 160
+_BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
+
+
+def safe(text: str, limit: int = DETAIL_MAX) -> str:
+    """Untrusted text as one bounded, inert terminal line."""
+    text = " ".join(_BIDI.sub("", clean(text)).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def suite_header(suite: Suite) -> str:
+    count = len(suite.scenarios)
+    plural = "" if count == 1 else "s"
+    return f"suite {safe(suite.name)} ({safe(str(suite.path))}): {count} scenario{plural}"
+
+
+def scenario_line(result: ScenarioRunResult) -> str:
+    if result.error is not None:
+        status, detail = "ERROR", result.error
+    elif result.passed:
+        status, detail = "PASS", ""
+    else:
+        status = "FAIL"
+        detail = "; ".join(
+            f"{s.scorer_name}: {s.explanation}" for s in result.scores if not s.passed
+        )
+    line = (
+        f"  {status:<5} {safe(result.scenario.name, 80)}  score {result.score:.2f}"
+        f"  {result.duration_ms:.0f} ms"
+    )
+    if result.retry_count:
+        line += f"  retries {result.retry_count}"
+    return f"{line}  {safe(detail)}" if detail else line
+
+
+def suite_totals(run: RunResult) -> str:
+    total = len(run.scenario_results)
+    passed = sum(r.passed for r in run.scenario_results)
+    errors = sum(r.error is not None for r in run.scenario_results)
+    text = (
+        f"{safe(run.suite_name)}: {passed}/{total} passed (pass rate {run.pass_rate:.1%}), "
+        f"aggregate score {run.aggregate_score:.2f}"
+    )
+    return text + (f", {errors} error{'s' if errors != 1 else ''}" if errors else "")
+
+
+def regression_line(regression: Regression) -> str:
+    return (
+        f"REGRESSION: {safe(regression.suite_name)}/{safe(regression.scenario)} "
+        f"was passing, now failing (baseline {safe(str(regression.baseline))})"
+    )

@@ -1,0 +1,205 @@
+"""The seed 002 data shapes: Scenario, AgentResult, ScoreResult, ScenarioRunResult, RunResult.
+
+Field names and meanings are the seed's, so a consumer written against its JSON report (the
+``jq`` and Python snippets there) reads ours unchanged. Two kinds of outside data enter here and
+are validated once: suite files (strict: an unknown key is a typo the user should hear about)
+and whatever the user's adapter returns (lenient: an agent framework's result object carries
+more than we need, and values such as ``raw_response`` may be arbitrary Python objects, which
+are turned into JSON-safe data so the report can always be written).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import to_jsonable_python
+
+NonEmpty = Annotated[str, Field(min_length=1)]
+Unit = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+def json_safe(value: Any) -> Any:
+    """Any Python value as plain JSON data (dicts, lists, str, finite numbers, bools, None).
+
+    Adapters return SDK objects, dataclasses, datetimes, sets, bytes...; ``str()`` is the
+    fallback so that writing the report can never fail on what an agent returned. Non-finite
+    floats become ``None`` because canonical JSON refuses NaN; bytes that are not UTF-8 become
+    base64.
+    """
+    try:
+        return to_jsonable_python(value, fallback=_text, inf_nan_mode="null")
+    except UnicodeDecodeError:
+        return to_jsonable_python(value, fallback=_text, inf_nan_mode="null", bytes_mode="base64")
+
+
+def _text(obj: Any) -> str:
+    try:
+        return str(obj)
+    except Exception:  # a broken __str__ in the agent's object must not break the report
+        return f"<unprintable {type(obj).__name__}>"
+
+
+class Scenario(BaseModel):
+    """One test case as written in the suite file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: NonEmpty
+    input: str
+    expected_output: str | None = None
+    expected_tools: list[NonEmpty] | None = None
+    expected_tool_args: dict[str, dict[str, Any]] | None = None
+    scorers: list[NonEmpty] = Field(default_factory=lambda: ["passfail"], min_length=1)
+    tags: list[str] = Field(default_factory=list)
+    context: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+
+    @field_validator("expected_tool_args", "context", "metadata", mode="after")
+    @classmethod
+    def _plain(cls, value: Any) -> Any:
+        # YAML turns `2026-01-01` into a date; keep the model JSON-serialisable.
+        return None if value is None else json_safe(value)
+
+
+class SuiteFile(BaseModel):
+    """The top level of a suite file: ``suite`` (or ``name``) and ``scenarios``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    suite: NonEmpty | None = None
+    name: NonEmpty | None = None
+    description: str | None = None
+    scenarios: list[Scenario] = Field(min_length=1)
+
+
+class ToolCall(BaseModel):
+    """One tool call the agent reports: name, arguments, and what the tool returned."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    result: Any = None
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _arguments(cls, value: Any) -> Any:
+        # OpenAI-style SDKs hand arguments over as a JSON string; accept it as the object it is.
+        if value is None:
+            return {}
+        if isinstance(value, str | bytes):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                return value  # fails validation below with a clear message
+        return json_safe(value)
+
+    @field_validator("result", mode="before")
+    @classmethod
+    def _result(cls, value: Any) -> Any:
+        return json_safe(value)
+
+
+class TokenUsage(BaseModel):
+    """Token counts the agent reports; absent counts are zero."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    prompt_tokens: Annotated[int, Field(ge=0)] = 0
+    completion_tokens: Annotated[int, Field(ge=0)] = 0
+
+    @field_validator("prompt_tokens", "completion_tokens", mode="before")
+    @classmethod
+    def _none_is_zero(cls, value: Any) -> Any:
+        return 0 if value is None else value
+
+
+class AgentResult(BaseModel):
+    """What the adapter returned for one scenario, validated."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    output: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    reasoning_trace: list[Any] | None = None
+    latency_ms: Annotated[float, Field(ge=0.0)] = 0.0
+    token_usage: TokenUsage | None = None
+    raw_response: Any = None
+
+    @field_validator("output", mode="before")
+    @classmethod
+    def _output(cls, value: Any) -> Any:
+        return "" if value is None else value
+
+    @field_validator("tool_calls", mode="before")
+    @classmethod
+    def _tool_calls(cls, value: Any) -> Any:
+        return [] if value is None else value
+
+    @field_validator("latency_ms", mode="before")
+    @classmethod
+    def _latency(cls, value: Any) -> Any:
+        return 0.0 if value is None else value
+
+    @field_validator("reasoning_trace", "raw_response", mode="before")
+    @classmethod
+    def _plain(cls, value: Any) -> Any:
+        return json_safe(value)
+
+
+class ScoreResult(BaseModel):
+    """One scorer's judgement of one scenario."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scenario_id: str
+    scorer_name: str
+    score: Unit
+    passed: bool
+    explanation: str
+    details: dict[str, Any] | None = None
+
+
+class ScenarioRunResult(BaseModel):
+    """One scenario's run: the agent's result, the scores, and the verdict.
+
+    ``agent_result`` is an empty AgentResult (never null) when the adapter failed, so the seed's
+    consumers (``.agent_result.tool_calls[]``) keep working; ``error`` says what went wrong.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    scenario: Scenario
+    agent_result: AgentResult
+    scores: list[ScoreResult]
+    passed: bool
+    duration_ms: Annotated[float, Field(ge=0.0)]
+    error: str | None = None
+    retry_count: Annotated[int, Field(ge=0)] = 0
+
+    @property
+    def score(self) -> float:
+        """The scenario's score: the mean of its scorers' scores, 0 when it errored."""
+        if self.error is not None or not self.scores:
+            return 0.0
+        return round(sum(s.score for s in self.scores) / len(self.scores), 4)
+
+
+class RunResult(BaseModel):
+    """One suite's run: the JSON report, ``results_{run_id}.json``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    timestamp: str
+    suite_name: str
+    scenario_results: list[ScenarioRunResult]
+    aggregate_score: Unit
+    pass_rate: Unit
+    total_duration_ms: Annotated[float, Field(ge=0.0)]
+    model_info: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
