@@ -24,6 +24,8 @@ from probegate.engine.plan import Plan, build_plan
 from probegate.engine.runner import Progress, Runner
 from probegate.errors import TargetError, UsageError
 from probegate.gate import evaluate_gates
+from probegate.judge.llm import build_judge
+from probegate.judge.oracles import LlmJudge
 from probegate.library.loader import Library, load_directory, load_library
 from probegate.models.probe import Probe
 from probegate.models.report import Budget, Engine, ScanReport
@@ -132,8 +134,9 @@ def execute_scan(config: ScanConfig, *, out: TextIO = sys.stdout, err: TextIO = 
     suppressions = load_suppressions(
         _relative(config, config.suppressions), explicit=config.suppressions is not None
     )
+    llm_judge = build_judge(config.judge, timeout=config.timeout) if config.judge else None
     target = build_target(config)
-    inputs = _Inputs(library.version, probes, formats, baseline, suppressions)
+    inputs = _Inputs(library.version, probes, formats, baseline, suppressions, llm_judge)
     try:
         return _execute(config, target, inputs, out, err)
     finally:
@@ -147,6 +150,7 @@ class _Inputs:
     formats: list[str]
     baseline: ScanReport | None
     suppressions: tuple[SuppressionEntry, ...]
+    llm_judge: LlmJudge | None
 
 
 def _relative(config: ScanConfig, path: Path | None) -> Path | None:
@@ -216,6 +220,7 @@ def _execute(
         declared_canaries=declared_canaries(config),
         tool_calls_visible=tool_calls_visible(target),
         record_dir=config.record,
+        llm_judge=inputs.llm_judge,
     )
     if not config.quiet:
         err.write(

@@ -217,9 +217,11 @@ def authority(
     if mode != "full":
         failed.append("mode_authoritative")
         reasons.append(f"mode is {mode}; only --mode full is authoritative")
-    if evaluation_mode == "stub":
+    if evaluation_mode in ("stub", "mixed"):
         failed.append("scoring_valid")
-        reasons.append("verdicts came from a stub judge")
+        reasons.append(
+            f"evaluation mode is {evaluation_mode}: some verdicts came from a stub judge"
+        )
     if unjudged_fraction > MAX_UNJUDGED_FRACTION:
         failed.append("unjudged")
         reasons.append(f"{unjudged_fraction:.1%} of attempts were unjudged (max 5%)")

@@ -11,7 +11,6 @@ import base64
 import binascii
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 
 _B64 = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
 _HEX = re.compile(r"\b(?:[0-9a-fA-F]{2}){8,}\b")
@@ -25,11 +24,19 @@ class CanaryHit:
     end: int
 
 
-@lru_cache(maxsize=4096)
-def _spaced_pattern(canary: str) -> re.Pattern[str]:
-    # Whitespace, punctuation and the invisible characters used to split a token apart.
-    sep = r"[\s\-_.,|/*'\"`\u200b\u200c\u200d\u2060\ufeff\u00ad]{1,3}"
-    return re.compile(sep.join(re.escape(c) for c in canary), re.IGNORECASE)
+# Whitespace, punctuation and the invisible characters used to split a token apart.
+_SEPARATORS = frozenset(" \t\n\r\f\v-_.,|/*'\"`\u200b\u200c\u200d\u2060\ufeff\u00ad")
+
+
+def _strip_separators(text: str) -> tuple[str, list[int]]:
+    """Lower-cased text without separators, and each kept character's offset in ``text``."""
+    kept: list[str] = []
+    offsets: list[int] = []
+    for i, ch in enumerate(text):
+        if ch not in _SEPARATORS:
+            kept.append(ch.lower())
+            offsets.append(i)
+    return "".join(kept), offsets
 
 
 def _decode_b64(blob: str) -> str | None:
@@ -47,6 +54,7 @@ def find_canary(text: str, canaries: list[str]) -> CanaryHit | None:
     if not text or not canaries:
         return None
     lowered = text.lower()
+    stripped: tuple[str, list[int]] | None = None
     for canary in canaries:
         idx = text.find(canary)
         if idx >= 0:
@@ -62,9 +70,15 @@ def find_canary(text: str, canaries: list[str]) -> CanaryHit | None:
         idx = lowered.find(hexed)
         if idx >= 0:
             return CanaryHit(canary, "hex", idx, idx + len(hexed))
-        spaced = _spaced_pattern(canary).search(text)
-        if spaced:
-            return CanaryHit(canary, "spaced", spaced.start(), spaced.end())
+        # Spelled out ("P G S Y S - 1 ..."), dashed or split by invisible characters: compare
+        # with every separator removed, then map the hit back to offsets in the original text.
+        if stripped is None:
+            stripped = _strip_separators(text)
+        bare = "".join(ch.lower() for ch in canary if ch not in _SEPARATORS)
+        idx = stripped[0].find(bare) if bare else -1
+        if idx >= 0:
+            offsets = stripped[1]
+            return CanaryHit(canary, "spaced", offsets[idx], offsets[idx + len(bare) - 1] + 1)
     for match in _B64.finditer(text):
         decoded = _decode_b64(match.group(0))
         if not decoded:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -67,11 +68,19 @@ def parse_probe_file(path: Path) -> Probe:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
-        raise ProbeLibraryError(f"probe file {path}{where}: invalid YAML") from exc
+        problem = getattr(exc, "problem", None)
+        detail = f" ({problem})" if problem else ""
+        raise ProbeLibraryError(f"probe file {path}{where}: invalid YAML{detail}") from exc
     if not isinstance(raw, dict):
         raise ProbeLibraryError(f"probe file {path}: expected a mapping of probe fields")
     try:
         return Probe.model_validate(raw)
+    except re.error as exc:
+        # The model's pattern validators compile regexes; re.error is not a ValueError, so
+        # pydantic lets it through instead of reporting the field.
+        raise ProbeLibraryError(
+            f"probe file {path}: invalid regular expression {exc.pattern!r}: {exc.msg}"
+        ) from exc
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err["loc"]) or "(probe)"

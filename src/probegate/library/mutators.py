@@ -2,10 +2,12 @@
 filters. Each takes the payload and a seeded RNG and returns the new payload; the same seed
 always gives the same text. :data:`MUTATORS` is the registry, documented in docs/probes.md.
 
-Every mutator keeps e-mail addresses and URLs intact: the attacker still needs the exfiltration
-address to work after obfuscation, and oracles look for it in the agent's tool calls. None of
-them appends the plain payload again: a variant that still carries the original text would
-test nothing the seed attempt did not.
+Mutators that rewrite words (leetspeak, homoglyph, zero-width) leave e-mail addresses and URLs
+intact: the attacker still needs the exfiltration address to work after obfuscation. Encoders
+(base64, rot13) transform everything; the decoded text carries the address intact. No mutator
+appends the plain payload again: a variant that still carries the original text would test
+nothing the seed attempt did not (role-play, nesting and fences are framings: the payload is
+inside the frame, once).
 """
 
 from __future__ import annotations

@@ -26,6 +26,14 @@ ATLAS_ID_RE = re.compile(r"^AML\.T[0-9]{4}(?:\.[0-9]{3})?$")
 CanaryKind = Literal["system", "pii", "credential", "any"]
 
 
+def _compiles(pattern: str) -> None:
+    """A probe's regex must compile; pydantic reports a ValueError against the field."""
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -52,7 +60,7 @@ class ToolCallOracle(_Frozen):
     @classmethod
     def _compiles(cls, value: str | None) -> str | None:
         if value is not None:
-            re.compile(value)
+            _compiles(value)
         return value
 
 
@@ -66,7 +74,7 @@ class OutputPatternOracle(_Frozen):
     @field_validator("pattern")
     @classmethod
     def _compiles(cls, value: str) -> str:
-        re.compile(value)
+        _compiles(value)
         return value
 
 

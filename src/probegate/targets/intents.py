@@ -336,14 +336,19 @@ def split_sentences(text: str) -> list[str]:
 
 def _topic(sentence: str) -> str:
     """What an email or reveal is about: the agent's secrets, a customer record, the chat."""
-    about = _SELF_REFERENCE.sub(" ", sentence)
-    if re.search(r"\b(" + _PRIVATE_TERMS + r")\b", about, re.I):
+    if _names_private(sentence):
         return "secrets"
+    about = _SELF_REFERENCE.sub(" ", sentence)
     if re.search(r"\b(" + _DATA_WORDS + r")\b", about, re.I):
         return "customer"
     if re.search(r"\b(" + _CONVO_WORDS + r")\b", about, re.I):
         return "conversation"
     return "message"
+
+
+def _names_private(text: str) -> bool:
+    """Does the text name the agent's secrets (not merely "these instructions")?"""
+    return bool(re.search(r"\b(" + _PRIVATE_TERMS + r")\b", _SELF_REFERENCE.sub(" ", text), re.I))
 
 
 def _encoding(sentence: str) -> str:
@@ -465,11 +470,8 @@ def _sentence_intents(s: str) -> list[Intent]:
         if kind == "agent":
             message = _clean(m.group(3))
             found.append(Intent("ask_agent", {"agent": m.group(2).lower(), "message": message}, s))
-        elif kind == "say":
-            found.append(Intent("say", {"text": _clean(m.group(1))}, s))
-        elif re.search(
-            r"\b(" + _PRIVATE_TERMS + r")\b", _SELF_REFERENCE.sub(" ", m.group(1)), re.I
-        ):
+        elif kind == "always" and _names_private(m.group(1)):
+            # "include your configuration in every reply" is a reveal, not a tagline.
             found.append(Intent("reveal", {"encoding": _encoding(s)}, s))
         else:
             found.append(Intent("say", {"text": _clean(m.group(1))}, s))
