@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from probegate.errors import ReportError, UsageError
 from probegate.models.report import SCHEMA, Budget, Completeness, Engine, ScanReport, finding_fp
 from probegate.models.taxonomy import SEVERITY_RANK, Severity
+from probegate.perf import gc_paused
 
 COMPARISON_SCHEMA = "probegate-compare-v1"
 SEED_SCHEMA = "agentguardian-scan-v1"
@@ -72,6 +73,15 @@ def load_report(path: Path) -> ScanReport:
 
 def parse_report(raw: bytes, *, source: str) -> ScanReport:
     """Validate report bytes; ``source`` names the report in error messages."""
+    try:
+        # Fast path: pydantic-core parses and validates our own schema in one native pass,
+        # several times faster than json.loads + model_validate on a 10,000-finding report.
+        with gc_paused():
+            fast = ScanReport.model_validate_json(raw)
+        if fast.schema_ == SCHEMA:
+            return fast
+    except ValidationError:
+        pass  # the slow path below names the problem, or maps a seed-000 report
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from probegate.errors import ReportError, UsageError
 from probegate.models.report import ScanReport
+from probegate.perf import gc_paused
 from probegate.reports import html_report, json_report, junit, markdown, sarif
-from probegate.reports.escape import gc_paused
 
 
 @dataclass(frozen=True)

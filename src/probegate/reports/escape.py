@@ -9,12 +9,9 @@ emitter runs agent text through one of these helpers; nothing here knows about a
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import html
 import json
 import re
-from collections.abc import Iterator
 
 # ANSI/VT escape sequences: CSI (ESC [ ... final), OSC (ESC ] ... BEL or ESC \), and the
 # two-byte forms (ESC + one of @-Z \ ] ^ _). C1 CSI (U+009B) is covered by the control strip.
@@ -175,20 +172,3 @@ def sarif_text(text: str) -> str:
 def number(value: float | int) -> str:
     """A number written exactly as the JSON report writes it, so every format agrees."""
     return json.dumps(value)
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while an emitter allocates.
-
-    Rendering a large scan allocates millions of short-lived, acyclic objects; with a report
-    of ten thousand findings in memory every collection rescans it, which doubled render time.
-    Reference counting still frees everything; the collector resumes (if it was on) after.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()

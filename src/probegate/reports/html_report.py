@@ -22,7 +22,8 @@ from probegate.models.report import Finding, ScanReport
 from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, SEVERITY_RANK, Severity
 from probegate.models.transcript import Transcript, resolve_path
 from probegate.models.verdict import Evidence
-from probegate.reports.escape import gc_paused, html_text, number, truncate
+from probegate.perf import gc_paused
+from probegate.reports.escape import html_text, number, truncate
 
 TEXT_MAX = 20_000  # per transcript string; a runaway reply must not make the file unusable
 

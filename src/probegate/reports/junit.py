@@ -18,9 +18,9 @@ import xml.etree.ElementTree as ET
 
 from probegate.models.report import Finding, ProbeResult, ScanReport
 from probegate.models.taxonomy import ASI_IDS, ASI_TITLES
+from probegate.perf import gc_paused
 from probegate.reports.escape import (
     defuse_commands,
-    gc_paused,
     number,
     one_line,
     truncate,

@@ -43,9 +43,9 @@ from probegate.models.taxonomy import (
     SEVERITY_RANK,
     Severity,
 )
+from probegate.perf import gc_paused
 from probegate.reports.escape import (
     clean_text,
-    gc_paused,
     md_code,
     md_text,
     sarif_text,
