@@ -8,6 +8,7 @@ every report file is written, so a failing build still leaves its evidence behin
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import time
 from dataclasses import dataclass
@@ -38,13 +39,6 @@ from probegate.suppressions import SuppressionEntry, apply_suppressions, load_su
 from probegate.targets.base import Target, capabilities_of
 from probegate.targets.registry import build_target, declared_canaries, tool_calls_visible
 from probegate.terminal import clean
-
-
-@dataclass
-class ScanResult:
-    report: ScanReport
-    exit_code: int
-    written: dict[str, Path]
 
 
 class ProgressPrinter:
@@ -263,17 +257,6 @@ def _execute(
         store_dir=store.as_posix(),
     )
     report = assemble(list(plan.probes), outcome.attempts, plan.not_applicable, meta)
-    comparison = None
-    if inputs.baseline is not None:
-        # Suppressions first: an accepted finding is not a new regression.
-        report = apply_suppressions(report, inputs.suppressions, now().date())
-        comparison = compare(
-            inputs.baseline,
-            report,
-            tolerance=config.tolerance,
-            allow_mismatch=config.allow_mismatch,
-        )
-        report = report.model_copy(update={"comparison": comparison.to_dict()})
     report = _finalise(report, config, inputs)
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "scan.json").write_bytes(FORMATS["json"].render(report))
@@ -302,9 +285,21 @@ def _execute(
 
 
 def _finalise(report: ScanReport, config: ScanConfig, inputs: _Inputs) -> ScanReport:
-    """Redaction, suppressions and signatures: everything that happens before bytes exist."""
+    """Redact, suppress, compare, sign: everything that happens before any bytes exist.
+
+    The order matters: nothing secret may reach the comparison or the signed bytes, and an
+    accepted (suppressed) finding is not a new regression.
+    """
     report = redact_report(report, real_secrets(config))
     report = apply_suppressions(report, inputs.suppressions, now().date())
+    if inputs.baseline is not None:
+        comparison = compare(
+            inputs.baseline,
+            report,
+            tolerance=config.tolerance,
+            allow_mismatch=config.allow_mismatch,
+        )
+        report = report.model_copy(update={"comparison": comparison.to_dict()})
     if config.sign is False:
         return report
     secret, key_pem = signing_material_from_env(
@@ -334,27 +329,58 @@ def real_secrets(config: ScanConfig) -> dict[str, str]:
     return secrets
 
 
+def _target_args(config: ScanConfig) -> list[str]:
+    """The scan arguments that name this target again, for a reproducer."""
+    t = config.target
+    if config.target_ref in ("demo", "demo-hardened"):
+        return [config.target_ref]
+    if config.config_path is not None:
+        return [str(config.config_path.resolve())]
+    args: list[str] = []
+    if t.kind in ("openai", "http") and t.endpoint:
+        args += ["--endpoint", t.endpoint, "--protocol", t.kind]
+    if t.model:
+        args += ["--model", t.model]
+    if t.system_prompt:
+        args += ["--system-prompt", str(Path(t.system_prompt).resolve())]
+    for flag, value in (("--python", t.python), ("--replay", t.replay), ("--guard", t.guard)):
+        if value:
+            args += [flag, value]
+    return args
+
+
 def _write_povs(report: ScanReport, directory: Path, config: ScanConfig) -> None:
-    """A reproducer per finding: the exact command that replays that one probe."""
+    """A reproducer per finding: the command that replays that one probe, same seed."""
     pov_dir = directory / "pov"
-    target = config.target_ref
+    common = _target_args(config)
+    for extra in config.probe_dirs:
+        common += ["--probe-dir", str((config.base_dir / extra).resolve())]
     for finding in report.findings:
         pov_dir.mkdir(parents=True, exist_ok=True)
+        argv = [
+            "probegate",
+            "scan",
+            *common,
+            "--probes",
+            finding.probe_id,
+            "--mode",
+            "fast",
+            "--seed",
+            str(report.seed),
+            "--no-sign",
+            "--output",
+            "json,html",
+            "--output-dir",
+            "probegate-pov",
+        ]
         script = (
             "#!/bin/sh\n# Reproduce finding "
             f"{finding.id} ({finding.probe_id}) with the same seed and planted canaries.\n"
-            f"exec probegate scan {_sh(target)} --probes {_sh(finding.probe_id)} --mode fast "
-            f"--seed {report.seed} --no-sign --output json --output-dir probegate-pov\n"
+            f"exec {shlex.join(argv)}\n"
         )
         path = pov_dir / f"{finding.probe_id}.sh"
         path.write_text(script, encoding="utf-8")
         path.chmod(0o755)
-
-
-def _sh(value: str) -> str:
-    import shlex
-
-    return shlex.quote(value)
 
 
 def _print_summary(
