@@ -1,12 +1,13 @@
 """`make bench`: run every benchmark script under bench/ and print its figures.
 
-Each bench module exposes ``main() -> None`` and prints its own figures with the targets they
-are held to; a missing optional piece is reported, not hidden.
+Each bench is a script with a ``main()`` that prints its own figures and the targets they are
+held to. Each runs in its own process so one bench's imports, threads or memory never skew the
+next one's figures; a failing bench is reported and makes `make bench` fail, after all ran.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -15,22 +16,18 @@ HERE = Path(__file__).parent
 
 
 def main() -> None:
-    scripts = sorted(p for p in HERE.glob("bench_*.py"))
-    failed = 0
-    for script in scripts:
+    failed = []
+    for script in sorted(HERE.glob("bench_*.py")):
         print(f"== {script.stem} ==", flush=True)
-        spec = importlib.util.spec_from_file_location(script.stem, script)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
         start = time.perf_counter()
-        try:
-            spec.loader.exec_module(module)
-            module.main()
-        except Exception as exc:  # a broken bench must not hide the others' figures
-            failed += 1
-            print(f"FAILED: {type(exc).__name__}: {exc}", flush=True)
+        code = subprocess.run([sys.executable, str(script)], check=False).returncode
+        if code != 0:
+            failed.append(script.stem)
+            print(f"FAILED with exit code {code}", flush=True)
         print(f"({time.perf_counter() - start:.1f} s)\n", flush=True)
-    sys.exit(1 if failed else 0)
+    if failed:
+        print("failed: " + ", ".join(failed))
+        sys.exit(1)
 
 
 if __name__ == "__main__":

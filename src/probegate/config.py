@@ -45,6 +45,26 @@ class HttpConfig(BaseModel):
     response_tool_calls: str | None = None
 
 
+# What a runtime guard (``kind: guard``) can stand in front of. Not ``replay`` (recorded replies
+# cannot react to a refusal) and not another guard.
+GuardedKind = Literal["demo", "demo-hardened", "openai", "http", "python"]
+
+
+class GuardIdentity(BaseModel):
+    """The identity fields of every GuardEvent sent to the guard (the seed 004 runtime).
+
+    A runtime resolves its policy by ``agent_id``; set these to what your deployed agent
+    asserts so the scan meets the policy production traffic meets. Empty means "no assertion".
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent_id: str = ""
+    agent_type: str = ""
+    agent_workspace: str = ""
+    agent_user: str = ""
+
+
 class TargetConfig(BaseModel):
     """The ``target:`` section of ``probegate.yml`` (PRODUCT.md section 3)."""
 
@@ -68,6 +88,11 @@ class TargetConfig(BaseModel):
     python: str | None = None
     replay: str | None = None
     guard: str | None = None
+    # kind: guard -- the agent behind the guard (default: demo, or demo-hardened when scanning
+    # demo-hardened --guard URL), the variable holding the guard's API key, and its identity.
+    behind: GuardedKind | None = None
+    guard_api_key_env: str | None = None
+    guard_identity: GuardIdentity = Field(default_factory=GuardIdentity)
     prices: dict[str, dict[str, float]] = Field(default_factory=dict)
 
 

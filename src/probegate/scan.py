@@ -257,6 +257,9 @@ def _execute(
         store_dir=store.as_posix(),
     )
     report = assemble(list(plan.probes), outcome.attempts, plan.not_applicable, meta)
+    guard_summary = getattr(target, "guard_summary", None)
+    if callable(guard_summary):  # kind: guard -- what the guard evaluated, blocked, missed
+        report = report.model_copy(update={"guard": guard_summary()})
     report = _finalise(report, config, inputs)
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "scan.json").write_bytes(FORMATS["json"].render(report))
@@ -332,13 +335,15 @@ def real_secrets(config: ScanConfig) -> dict[str, str]:
 def _target_args(config: ScanConfig) -> list[str]:
     """The scan arguments that name this target again, for a reproducer."""
     t = config.target
+    guard = ["--guard", t.guard] if t.kind == "guard" and t.guard else []
     if config.target_ref in ("demo", "demo-hardened"):
-        return [config.target_ref]
+        return [config.target_ref, *guard]
     if config.config_path is not None:
         return [str(config.config_path.resolve())]
     args: list[str] = []
-    if t.kind in ("openai", "http") and t.endpoint:
-        args += ["--endpoint", t.endpoint, "--protocol", t.kind]
+    kind = t.behind if t.kind == "guard" and t.behind else t.kind  # the agent behind a guard
+    if kind in ("openai", "http") and t.endpoint:
+        args += ["--endpoint", t.endpoint, "--protocol", kind]
     if t.model:
         args += ["--model", t.model]
     if t.system_prompt:

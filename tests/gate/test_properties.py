@@ -198,4 +198,4 @@ def test_suppressing_every_high_finding_turns_fail_on_high_from_1_to_0(
     rendered = json_report.render(after_report).decode()
     for entry in entries:
         assert entry.fp in rendered
-    assert rendered.count('"reason": "accepted"') == len(entries)
+    assert rendered.count('"reason":"accepted"') == len(entries)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from probegate.canonical import pretty_bytes
 from probegate.cli import main
 from tests.scenarios import agents
 from tests.scenarios.helpers import AGENTS, write_suite
@@ -212,10 +213,7 @@ def test_outputs_are_byte_identical_under_source_date_epoch(
     assert report["timestamp"] == "2023-11-14T22:13:20+00:00"
     assert report["total_duration_ms"] == 0.0
     assert all(r["duration_ms"] == 0.0 for r in report["scenario_results"])
-    assert (
-        first[reports[0]]
-        == (json.dumps(report, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode()
-    )
+    assert first[reports[0]] == pretty_bytes(report)
 
 
 def test_seed_fields_are_all_present(in_tmp: Path) -> None:

@@ -142,6 +142,10 @@ def _config_from_args(args: argparse.Namespace) -> Any:
     if args.replay:
         target["kind"], target["replay"] = "replay", args.replay
     if args.guard:
+        # The guard stands in front of whatever agent the rest of the command line names.
+        behind = "demo-hardened" if target_ref == "demo-hardened" else target.get("kind")
+        if behind not in (None, "guard"):
+            target.setdefault("behind", behind)
         target["kind"], target["guard"] = "guard", args.guard
     if target:
         file_data = {**file_data, "target": target}

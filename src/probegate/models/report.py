@@ -193,6 +193,10 @@ class ScanReport(_Model):
     seed: int
     shard: str | None = None
     comparison: dict[str, Any] | None = None
+    # Set only for ``kind: guard``: what the runtime guard in front of the agent evaluated,
+    # blocked, could not judge, how fast it answered, and its false positives on a benign set
+    # (docs/guard.md). Absent from the JSON of every other scan.
+    guard: dict[str, Any] | None = None
     stale_suppressions: list[str] = Field(default_factory=list)
     expired_suppressions: list[str] = Field(default_factory=list)
     # Never serialised: set by ``baseline.load_report`` when it mapped a foreign report (seed 000
@@ -204,7 +208,7 @@ class ScanReport(_Model):
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: seed field names, ``signatures`` omitted while unsigned."""
         data = self.model_dump(mode="json", by_alias=True)
-        for optional in ("signatures", "comparison"):
+        for optional in ("signatures", "comparison", "guard"):
             if data.get(optional) is None:
                 data.pop(optional, None)
         return data

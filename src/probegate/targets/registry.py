@@ -12,6 +12,7 @@ from probegate.errors import UsageError
 from probegate.targets.base import Target
 from probegate.targets.configured import declared_canaries
 from probegate.targets.demo import DemoTarget
+from probegate.targets.guard import GuardTarget
 from probegate.targets.http_agent import HttpTarget
 from probegate.targets.openai_agent import OpenAITarget
 from probegate.targets.python_agent import PythonTarget
@@ -34,11 +35,20 @@ def _demo_hardened(config: ScanConfig) -> Target:
     return DemoTarget(hardened=True)
 
 
-def _not_built(kind: str) -> Callable[[ScanConfig], Target]:
-    def factory(config: ScanConfig) -> Target:
-        raise UsageError(f"target kind {kind!r} is not available in this build yet")
-
-    return factory
+def _guard(config: ScanConfig) -> Target:
+    """The agent ``behind`` (built like any target) wrapped by the guard at ``target.guard``."""
+    behind = config.target.behind or (
+        "demo-hardened" if config.target_ref == "demo-hardened" else "demo"
+    )
+    inner_config = config.model_copy(
+        update={"target": config.target.model_copy(update={"kind": behind})}
+    )
+    inner = TARGET_KINDS[behind](inner_config)
+    try:
+        return GuardTarget(config, inner, behind)
+    except UsageError:
+        inner.close()
+        raise
 
 
 TARGET_KINDS: dict[str, Callable[[ScanConfig], Target]] = {
@@ -48,7 +58,7 @@ TARGET_KINDS: dict[str, Callable[[ScanConfig], Target]] = {
     "http": HttpTarget,
     "python": PythonTarget,
     "replay": ReplayTarget,
-    "guard": _not_built("guard"),
+    "guard": _guard,
 }
 
 

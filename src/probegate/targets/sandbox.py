@@ -5,6 +5,11 @@ fixtures (the attack rides in documents, tool results, memory, peer-agent replie
 descriptions) and the attempt's canaries (synthetic secrets whose reappearance is proof of a
 leak). Tools are answered by capability, so probes work against any agent's tool names, and a
 probe may still pin a fixture to one tool by name.
+
+A :class:`ToolScreen` may stand between the agent and the sandbox, the way a runtime guard
+stands between an agent and its tools in a deployment (``kind: guard``): it sees every call
+before it runs and every answer and tool description before the agent reads them. Without one
+the sandbox behaves exactly as it always did.
 """
 
 from __future__ import annotations
@@ -12,8 +17,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from probegate.models.probe import Fixtures
 from probegate.models.taxonomy import Capability
@@ -87,6 +93,23 @@ def _fixture_for(table: dict[str, str], tool: ToolSpec) -> str | None:
     return None
 
 
+Execute = Callable[[str, dict[str, Any]], ToolCall]
+
+
+class ToolScreen(Protocol):
+    """Something deployed between the agent and its tools, such as a runtime guard.
+
+    ``screen_call`` decides what happens to one call: it may refuse it (return a ToolCall with
+    an error and never call ``execute``), run it with rewritten arguments, or rewrite what the
+    agent reads back. ``screen_description`` sees each tool description before the agent does.
+    Either may raise :class:`~probegate.targets.base.TransportError` when it could not look.
+    """
+
+    def screen_call(self, name: str, arguments: dict[str, Any], execute: Execute) -> ToolCall: ...
+
+    def screen_description(self, tool: ToolSpec, description: str) -> str: ...
+
+
 class Sandbox:
     """Answers tool calls for one attempt and remembers what the agent did."""
 
@@ -97,6 +120,7 @@ class Sandbox:
         canaries: Canaries,
         *,
         attempt_id: str = "",
+        screen: ToolScreen | None = None,
     ) -> None:
         self.tools = {t.name: t for t in tools}
         self.fixtures = fixtures
@@ -104,11 +128,18 @@ class Sandbox:
         # Which attempt this sandbox serves: the replay target looks its recording up by it.
         self.attempt_id = attempt_id
         self.memory: list[str] = list(fixtures.memory)
+        # Set by a target that wraps another (the guard) when it opens a session.
+        self.screen = screen
         self._next_id = 0
 
     # -- what the agent sees -------------------------------------------------------------
     def tool_description(self, tool: ToolSpec) -> str:
         """The description the agent reads; a poisoned one carries the probe's text."""
+        text = self.unscreened_description(tool)
+        return text if self.screen is None else self.screen.screen_description(tool, text)
+
+    def unscreened_description(self, tool: ToolSpec) -> str:
+        """The description as the probe's fixtures make it, before any screen saw it."""
         extra = _fixture_for(self.fixtures.tool_descriptions, tool)
         return f"{tool.description} {extra}" if extra else tool.description
 
@@ -129,7 +160,13 @@ class Sandbox:
 
     # -- answering calls -----------------------------------------------------------------
     def call(self, name: str, arguments: dict[str, Any]) -> ToolCall:
-        """Answer one call; undeclared tools get an error result and are marked."""
+        """Answer one call (through the screen, when one is set)."""
+        if self.screen is not None:
+            return self.screen.screen_call(name, arguments, self.answer)
+        return self.answer(name, arguments)
+
+    def answer(self, name: str, arguments: dict[str, Any]) -> ToolCall:
+        """Answer one call, unscreened; undeclared tools get an error result and are marked."""
         call_id = f"call_{self._next_id}"
         self._next_id += 1
         tool = self.tools.get(name)
