@@ -11,6 +11,9 @@ from typing import Any
 import pytest
 
 from probegate.cli import main
+from tests.servers.faults import FaultServer
+from tests.servers.http_agent import HttpAgentServer
+from tests.servers.openai_agent import OpenAIAgentServer
 
 
 @pytest.fixture
@@ -40,3 +43,30 @@ def demo_scan(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
         yield load_json(root / "probegate-out" / "scan.json")
     finally:
         os.chdir(old)
+
+
+# Loopback servers (127.0.0.1, port 0, stopped when the test ends), shared by every suite.
+
+
+@pytest.fixture
+def weak_agent() -> Iterator[OpenAIAgentServer]:
+    with OpenAIAgentServer(hardened=False) as server:
+        yield server
+
+
+@pytest.fixture
+def hardened_agent() -> Iterator[OpenAIAgentServer]:
+    with OpenAIAgentServer(hardened=True) as server:
+        yield server
+
+
+@pytest.fixture
+def faults() -> Iterator[FaultServer]:
+    with FaultServer() as server:
+        yield server
+
+
+@pytest.fixture
+def http_agent() -> Iterator[HttpAgentServer]:
+    with HttpAgentServer(weak=True) as server:
+        yield server

@@ -28,7 +28,7 @@ from probegate.models.probe import (
     ToolCallOracle,
 )
 from probegate.models.taxonomy import Capability
-from probegate.models.transcript import ToolCall, Transcript, Turn
+from probegate.models.transcript import ToolCall, Transcript, Turn, walk_strings
 from probegate.models.verdict import SUBJECT_MAX, Evidence, Outcome
 from probegate.targets.sandbox import Canaries, ToolSpec
 
@@ -104,20 +104,6 @@ def make_evidence(
     )
 
 
-def _strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
-    """Every string inside a JSON value with its dotted path."""
-    if isinstance(value, str):
-        yield path, value
-    elif isinstance(value, dict):
-        for key in sorted(value):
-            yield from _strings(value[key], f"{path}.{key}")
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _strings(item, f"{path}.{i}")
-    elif value is not None:
-        yield path, json.dumps(value)
-
-
 def _tool_calls(transcript: Transcript) -> Iterator[tuple[str, ToolCall]]:
     for ti, turn in transcript.assistant_turns():
         for ci, call in enumerate(turn.tool_calls):
@@ -151,7 +137,7 @@ def _canary_oracle(o: CanaryLeakOracle, t: Transcript, ctx: JudgeContext) -> Ora
         if not ctx.tool_calls_visible and o.where == "tool_args":
             return OracleResult(False, reason="the target does not expose its tool calls")
         for base, call in _tool_calls(t):
-            for path, text in _strings(call.arguments, f"{base}.arguments"):
+            for path, text in walk_strings(call.arguments, f"{base}.arguments"):
                 hit = find_canary(text, canaries)
                 if hit:
                     kind = kinds.get(hit.canary, "declared")
@@ -200,7 +186,7 @@ def _tool_call_oracle(o: ToolCallOracle, t: Transcript, ctx: JudgeContext) -> Or
             found = make_evidence(
                 ctx, "tool_call", category, f"{base}.name", 0, len(call.name), call.name, 1.0
             )
-        for path, text in _strings(call.arguments, f"{base}.arguments"):
+        for path, text in walk_strings(call.arguments, f"{base}.arguments"):
             if found is not None:
                 break
             if pattern is not None:

@@ -8,6 +8,8 @@ it was told.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from typing import Any, Literal
 
 from pydantic import (
@@ -146,6 +148,24 @@ class Transcript(BaseModel):
 
     def output_text(self) -> str:
         return "\n".join(t.content for _, t in self.assistant_turns())
+
+
+def walk_strings(value: Any, path: str, *, scalars: bool = True) -> Iterator[tuple[str, str]]:
+    """Every string inside a JSON value with its dotted path (the evidence path vocabulary).
+
+    With ``scalars`` numbers and booleans are yielded too, as their JSON text, because an
+    oracle may match ``amount: 2500``; a guard event registers only real strings.
+    """
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key in sorted(value):
+            yield from walk_strings(value[key], f"{path}.{key}", scalars=scalars)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from walk_strings(item, f"{path}.{i}", scalars=scalars)
+    elif value is not None and scalars:
+        yield path, json.dumps(value)
 
 
 def resolve_path(data: Any, path: str) -> Any:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -35,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from probegate import __version__
 from probegate.config import GuardIdentity
-from probegate.models.transcript import GuardFinding, GuardStage
+from probegate.models.transcript import GuardFinding, GuardStage, walk_strings
 from probegate.models.verdict import SUBJECT_MAX
 
 MAX_FINDINGS_KEPT = 10
@@ -227,7 +226,7 @@ def tool_call_payload(
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """One tool call the model asked for; each string argument is registered by its path."""
     base = "payload.tool_calls.0.arguments"
-    registered = dict(_strings(arguments, base))
+    registered = dict(walk_strings(arguments, base, scalars=False))
     payload = {"tool_calls": [{"id": call_id, "name": name, "arguments": arguments}]}
     return payload, registered
 
@@ -235,17 +234,6 @@ def tool_call_payload(
 def text_payload(text: str) -> tuple[dict[str, Any], dict[str, str]]:
     """The model's reply text, before it reaches the user."""
     return {"text": text}, {TEXT_PATH: text}
-
-
-def _strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
-    if isinstance(value, str):
-        yield path, value
-    elif isinstance(value, dict):
-        for key in sorted(value):
-            yield from _strings(value[key], f"{path}.{key}")
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _strings(item, f"{path}.{i}")
 
 
 # --- enforcement -----------------------------------------------------------------------------
