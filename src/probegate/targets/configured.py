@@ -9,12 +9,46 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from probegate.config import ScanConfig
 from probegate.errors import UsageError
 from probegate.models.report import SourceLocation, TargetInfo
+from probegate.targets.httpclient import HttpClient
 from probegate.targets.sandbox import ToolSpec
+
+
+def http_client(
+    config: ScanConfig,
+    url: str,
+    *,
+    headers: Mapping[str, str],
+    headers_env: Mapping[str, str],
+    what: str,
+    client: HttpClient | None = None,
+) -> tuple[HttpClient, dict[str, str]]:
+    """A target's client (sized to --concurrency) and headers; it learns every secret to scrub.
+
+    Secret header values come from the environment (``headers_env``) and a password in the URL
+    is a secret too: all of them are registered so no error message or log line repeats them.
+    """
+    http = client or HttpClient(
+        timeout=config.timeout,
+        retries=config.retries,
+        pool_size=config.concurrency,
+        seed=config.seed,
+    )
+    out = {"Accept": "application/json", **headers}
+    secret_headers = env_headers(dict(headers_env), what)
+    for value in secret_headers.values():
+        http.add_secret(value)
+    out.update(secret_headers)
+    password = urlsplit(url).password
+    if password:
+        http.add_secret(password)
+    return http, out
 
 
 def tool_specs(config: ScanConfig) -> list[ToolSpec]:

@@ -46,7 +46,6 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from probegate.clock import source_date_epoch
 from probegate.config import ScanConfig
@@ -62,7 +61,7 @@ from probegate.models.transcript import (
     TurnGuard,
 )
 from probegate.targets.base import Session, Target, TransportError, Usage
-from probegate.targets.configured import env_value
+from probegate.targets.configured import env_value, http_client
 from probegate.targets.guard_events import (
     MESSAGE_PATH,
     STEP_REQUEST_STAGES,
@@ -380,14 +379,10 @@ class GuardTarget:
         self.inner = inner
         self.behind = behind
         self.url = evaluate_url(raw)
-        http = client or HttpClient(
-            timeout=config.timeout,
-            retries=config.retries,
-            pool_size=config.concurrency,
-            seed=config.seed,
+        http, headers = http_client(
+            config, raw, headers={}, headers_env={}, what="the guard's headers", client=client
         )
         self.http = http
-        headers = {"Accept": "application/json"}
         key_env = config.target.guard_api_key_env
         if key_env is None and behind != "openai":
             # Nothing behind the guard uses api_key_env then, so it can only mean the guard's.
@@ -396,9 +391,6 @@ class GuardTarget:
             key = env_value(key_env, "the guard's API key (target.guard_api_key_env)")
             http.add_secret(key)
             headers["Authorization"] = f"Bearer {key}"
-        password = urlsplit(raw).password
-        if password:
-            http.add_secret(password)
         self.client = GuardClient(self.url, http, headers)
         self.stats = GuardStats()
         self.benign: dict[str, Any] = {"size": len(BENIGN_SET), "run": False}

@@ -21,7 +21,7 @@ import secrets
 import threading
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from probegate.config import HttpConfig, ScanConfig
 from probegate.engine.limits import RequestGate
@@ -29,7 +29,7 @@ from probegate.errors import UsageError
 from probegate.models.report import TargetInfo
 from probegate.models.transcript import ToolCall, Turn
 from probegate.targets.base import TransportError, Usage
-from probegate.targets.configured import env_headers, price, target_info, tool_specs
+from probegate.targets.configured import http_client, price, target_info, tool_specs
 from probegate.targets.httpclient import HttpClient
 from probegate.targets.openai_agent import parse_arguments, peer_message, public_url
 from probegate.targets.sandbox import Sandbox, ToolSpec
@@ -147,19 +147,14 @@ class HttpTarget:
         self.body = DEFAULT_BODY if http.body is None else http.body
         if http.method == "GET" and not isinstance(self.body, dict):
             raise UsageError("target.http.body must be a mapping for GET (it is sent as query)")
-        self.client = client or HttpClient(
-            timeout=config.timeout,
-            retries=config.retries,
-            pool_size=config.concurrency,
-            seed=config.seed,
+        self.client, self.headers = http_client(
+            config,
+            url,
+            headers=http.headers,
+            headers_env=http.headers_env,
+            what="target.http.headers_env",
+            client=client,
         )
-        self.headers: dict[str, str] = {"Accept": "application/json", **http.headers}
-        secret_headers = env_headers(http.headers_env, "target.http.headers_env")
-        for value in secret_headers.values():
-            self.client.add_secret(value)
-        self.headers.update(secret_headers)
-        if urlsplit(url).password:
-            self.client.add_secret(str(urlsplit(url).password))
         self._tools = tool_specs(config)
         # A fresh nonce per scan: an agent that keeps state per session id must never see a
         # conversation of an earlier scan (or of the run before a resume) again.

@@ -28,8 +28,8 @@ from probegate.models.transcript import ToolCall, Turn
 from probegate.targets.base import TransportError, Usage
 from probegate.targets.configured import (
     config_file,
-    env_headers,
     env_value,
+    http_client,
     price,
     target_info,
     tool_specs,
@@ -178,20 +178,14 @@ class OpenAITarget:
         )
         self.max_turns = target.max_turns
         self.params = dict(target.params)
-        self.client = client or HttpClient(
-            timeout=config.timeout,
-            retries=config.retries,
-            pool_size=config.concurrency,
-            seed=config.seed,
+        self.client, self.headers = http_client(
+            config,
+            target.endpoint,
+            headers=target.headers,
+            headers_env=target.headers_env,
+            what="target.headers_env",
+            client=client,
         )
-        self.headers: dict[str, str] = {"Accept": "application/json", **target.headers}
-        secret_headers = env_headers(target.headers_env, "target.headers_env")
-        for value in secret_headers.values():
-            self.client.add_secret(value)
-        self.headers.update(secret_headers)
-        password = urlsplit(target.endpoint).password
-        if password:
-            self.client.add_secret(password)
         if target.api_key_env:
             key = env_value(target.api_key_env, "target.api_key_env")
             self.client.add_secret(key)
