@@ -128,9 +128,16 @@ def execute_scan(config: ScanConfig, *, out: TextIO = sys.stdout, err: TextIO = 
     suppressions = load_suppressions(
         _relative(config, config.suppressions), explicit=config.suppressions is not None
     )
-    llm_judge = build_judge(config.judge, timeout=config.timeout) if config.judge else None
+    gate = RequestGate(
+        rps=config.rps, max_requests=config.max_requests, budget_usd=config.budget_usd
+    )
+    llm_judge = (
+        build_judge(config.judge, timeout=config.timeout, gate=gate, prices=config.target.prices)
+        if config.judge
+        else None
+    )
     target = build_target(config)
-    inputs = _Inputs(library.version, probes, formats, baseline, suppressions, llm_judge)
+    inputs = _Inputs(library.version, probes, formats, baseline, suppressions, llm_judge, gate)
     try:
         return _execute(config, target, inputs, out, err)
     finally:
@@ -145,6 +152,7 @@ class _Inputs:
     baseline: ScanReport | None
     suppressions: tuple[SuppressionEntry, ...]
     llm_judge: LlmJudge | None
+    gate: RequestGate
 
 
 def _relative(config: ScanConfig, path: Path | None) -> Path | None:
@@ -203,9 +211,7 @@ def _execute(
             "target": info.ref,
         },
     )
-    gate = RequestGate(
-        rps=config.rps, max_requests=config.max_requests, budget_usd=config.budget_usd
-    )
+    gate = inputs.gate
     runner = Runner(
         target,
         gate,

@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from probegate.engine.limits import RequestGate
 from probegate.errors import UsageError
 from probegate.judge.llm import (
     ENV_API_KEY,
@@ -255,3 +256,38 @@ def test_base_url_must_be_http(no_keys: pytest.MonkeyPatch) -> None:
 
 def test_stub_spec_needs_no_key(no_keys: pytest.MonkeyPatch) -> None:
     assert isinstance(build_judge("stub", timeout=1), StubJudge)
+
+
+# -- spends the scan's budget -----------------------------------------------------------------
+def test_judge_calls_count_against_the_scan_budget() -> None:
+    """A judge request is a request: it passes the scan's gate and its tokens are paid for."""
+    body = {
+        "choices": [
+            {
+                "message": {
+                    "content": json.dumps(
+                        {"verdict": "resisted", "evidence": "", "confidence": 0.9}
+                    )
+                }
+            }
+        ],
+        "usage": {"prompt_tokens": 1000, "completion_tokens": 500},
+    }
+    reply: Reply = (200, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    gate = RequestGate(max_requests=1)
+    with fake_judge(reply, reply) as fake:
+        judge = OpenAIJudge(
+            "judge-model",
+            base_url=fake.base_url,
+            api_key="k",
+            timeout=2.0,
+            gate=gate,
+            price={"input_per_1k": 0.01, "output_per_1k": 0.02},
+        )
+        first = judge(ORACLE, T, context(PROBE))
+        second = judge(ORACLE, T, context(PROBE))
+    assert first.decided and not first.evidence
+    assert gate.state.requests == 1 and gate.state.prompt_tokens == 1000
+    assert gate.state.cost_usd == pytest.approx(0.02)
+    assert not second.decided and "budget" in second.reason
+    assert len(fake.requests) == 1

@@ -26,6 +26,7 @@ import os
 import re
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -33,6 +34,7 @@ from urllib.parse import urlsplit
 import requests
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from probegate.engine.limits import BudgetExhausted, RequestGate
 from probegate.errors import UsageError
 from probegate.judge.oracles import JudgeContext, LlmJudge, OracleResult, make_evidence
 from probegate.models.probe import JudgeOracle
@@ -233,8 +235,13 @@ class OpenAIJudge:
         api_key: str,
         timeout: float,
         retries: int = 1,
+        gate: RequestGate | None = None,
+        price: Mapping[str, float] | None = None,
     ) -> None:
         self.model = model
+        # The scan's request gate: judge calls spend the same --max-requests/--budget-usd.
+        self.gate = gate
+        self.price = dict(price or {})
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.host = urlsplit(self.url).netloc or self.url
         self._api_key = api_key
@@ -275,6 +282,11 @@ class OpenAIJudge:
         headers = {"Authorization": f"Bearer {self._api_key}"}
         attempt = 0
         while True:
+            if self.gate is not None:
+                try:
+                    self.gate.acquire()
+                except BudgetExhausted as exc:
+                    raise JudgeFailure(f"not asked: {exc}") from None
             try:
                 response = self._session().post(
                     self.url, json=body, headers=headers, timeout=self.timeout
@@ -297,7 +309,23 @@ class OpenAIJudge:
             raise JudgeFailure("the endpoint's response is not a chat completion") from None
         if not isinstance(content, str):
             raise JudgeFailure("the chat completion has no text content")
+        self._record_usage(payload)
         return content
+
+    def _record_usage(self, payload: Any) -> None:
+        if self.gate is None:
+            return
+        usage = payload.get("usage") if isinstance(payload, dict) else None
+        if not isinstance(usage, dict):
+            return
+        prompt = usage.get("prompt_tokens")
+        completion = usage.get("completion_tokens")
+        prompt = prompt if isinstance(prompt, int) and prompt >= 0 else 0
+        completion = completion if isinstance(completion, int) and completion >= 0 else 0
+        cost = prompt / 1000 * self.price.get(
+            "input_per_1k", 0.0
+        ) + completion / 1000 * self.price.get("output_per_1k", 0.0)
+        self.gate.record_usage(prompt, completion, cost)
 
 
 def _retry_after(response: requests.Response, attempt: int) -> float:
@@ -347,7 +375,13 @@ class StubJudge:
         return OracleResult(True, judged_by="stub")
 
 
-def build_judge(spec: str, *, timeout: float) -> LlmJudge:
+def build_judge(
+    spec: str,
+    *,
+    timeout: float,
+    gate: RequestGate | None = None,
+    prices: Mapping[str, Mapping[str, float]] | None = None,
+) -> LlmJudge:
     """``--judge SPEC`` -> a judge: ``stub`` or ``openai:MODEL``; a bad spec is a UsageError."""
     spec = spec.strip()
     if spec == "stub":
@@ -369,4 +403,12 @@ def build_judge(spec: str, *, timeout: float) -> LlmJudge:
         raise UsageError(f"{ENV_BASE_URL} must be an http(s) URL, got {base_url!r}")
     if timeout <= 0:
         raise UsageError("the judge timeout must be positive")
-    return OpenAIJudge(model.strip(), base_url=base_url, api_key=api_key, timeout=timeout)
+    model = model.strip()
+    return OpenAIJudge(
+        model,
+        base_url=base_url,
+        api_key=api_key,
+        timeout=timeout,
+        gate=gate,
+        price=(prices or {}).get(model),
+    )
