@@ -221,3 +221,17 @@ def test_config_mistakes_are_usage_errors(
     config = write_config(tmp_path, target)
     assert main(["scan", str(config), "--quiet"]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_guard_section_shows_in_markdown_and_html(tmp_path: Path) -> None:
+    with FakeGuard("keyword") as guard:
+        code, report = scan(
+            tmp_path, "out", "demo", "--guard", guard.url, "--output", "json,md,html"
+        )
+    assert code == 0
+    md = (tmp_path / "out" / "summary.md").read_text(encoding="utf-8")
+    html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    evaluated = str(report["guard"]["events"]["evaluated"])
+    assert "### Runtime guard" in md and f"| attack events evaluated | {evaluated} |" in md
+    assert "<h2>Runtime guard</h2>" in html and f"<td>{evaluated}</td>" in html
+    assert "benign messages blocked (false positives) | 0 of" in md

@@ -24,6 +24,7 @@ from probegate.models.transcript import Transcript, resolve_path
 from probegate.models.verdict import Evidence
 from probegate.perf import gc_paused
 from probegate.reports.escape import html_text, number, truncate
+from probegate.reports.guard_summary import guard_rows
 
 TEXT_MAX = 20_000  # per transcript string; a runaway reply must not make the file unusable
 
@@ -106,6 +107,7 @@ def _document(report: ScanReport) -> list[str]:
     out += _chart(report)
     out += _findings(report)
     out += _results_table(report)
+    out += _guard(report)
     out += _unjudged(report)
     out += _not_applicable(report)
     out.append(
@@ -402,6 +404,16 @@ def _results_table(report: ScanReport) -> list[str]:
             f"<td>{esc(r.reason)}</td></tr>\n"
         )
     out.append("</table></details>\n")
+    return out
+
+
+def _guard(report: ScanReport) -> list[str]:
+    rows = guard_rows(report.guard) if report.guard is not None else []
+    if not rows:
+        return []
+    out = ["<h2>Runtime guard</h2>\n<table>\n"]
+    out += [f"<tr><th>{html_text(k)}</th><td>{html_text(v)}</td></tr>\n" for k, v in rows]
+    out.append("</table>\n")
     return out
 
 

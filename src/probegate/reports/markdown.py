@@ -21,6 +21,7 @@ from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, SEVERITY_RANK, Severi
 from probegate.models.transcript import resolve_path
 from probegate.reports.diff_markdown import render_diff
 from probegate.reports.escape import md_code, md_text, number
+from probegate.reports.guard_summary import guard_rows
 
 MAX_BYTES = 900 * 1024  # GitHub's limit is 1 MiB per step; the Action may add a section
 TOP_FINDINGS = 10
@@ -49,6 +50,8 @@ def render_summary(
         diff = render_diff(Comparison.model_validate(report.comparison))
         out.add([*diff.rstrip("\n").split("\n"), ""])
     out.add(_asi_table(report))
+    if report.guard is not None:
+        out.add(_guard(report.guard))
 
     ranked = sorted(report.findings, key=_rank)
     active = [f for f in ranked if f.suppressed is None]
@@ -262,6 +265,15 @@ def _findings_table(title: str, findings: list[Finding], limit: int) -> list[str
         lines += ["", f"… and {len(findings) - limit} more, listed in `scan.json`."]
     lines.append("")
     return lines
+
+
+def _guard(guard: dict[str, Any]) -> list[str]:
+    rows = guard_rows(guard)
+    if not rows:
+        return []
+    lines = ["### Runtime guard", "", "| | |", "|---|---|"]
+    lines += [f"| {md_text(label)} | {md_text(value)} |" for label, value in rows]
+    return [*lines, ""]
 
 
 def _unjudged(report: ScanReport) -> list[str]:
