@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +54,16 @@ def reporting_agent(input: str, context: Any) -> Any:
 
 def input_only(input: str) -> str:
     return f"echo: {input}"
+
+
+def hangs(input: str, context: Any) -> Any:
+    """Never answers in time; the scan must move on, not wait for it."""
+    time.sleep(30)
+    return "too late"
+
+
+def exits(input: str, context: Any) -> Any:
+    raise SystemExit(3)
 
 
 def broken(input: str, context: Any) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,27 @@ def test_agent_exceptions_make_the_attempt_unjudged() -> None:
         session.send(Turn(role="user", content="hi"))
     assert info.value.reason.startswith("agent raised RuntimeError: model backend exploded")
     assert len(info.value.reason) < 400 and not info.value.fatal
+
+
+def test_a_hanging_agent_is_abandoned_after_the_timeout() -> None:
+    target = PythonTarget(
+        ScanConfig.model_validate(
+            {"timeout": 0.3, "target": {"kind": "python", "python": f"{MODULE}:hangs"}}
+        )
+    )
+    session, _, _ = session_of(target)
+    start = time.monotonic()
+    with pytest.raises(TransportError) as info:
+        session.send(Turn(role="user", content="hi"))
+    assert time.monotonic() - start < 5
+    assert "did not answer within --timeout" in info.value.reason
+
+
+def test_an_agent_calling_exit_cannot_end_the_scan() -> None:
+    session, _, _ = session_of(make_target("exits"))
+    with pytest.raises(TransportError) as info:
+        session.send(Turn(role="user", content="hi"))
+    assert info.value.reason.startswith("agent raised SystemExit")
 
 
 @pytest.mark.parametrize(

@@ -18,16 +18,14 @@ import contextlib
 import importlib
 import inspect
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from probegate.errors import UsageError
+from probegate.inprocess import describe_exception
 from probegate.scenarios.models import json_safe
-
-ERROR_MAX = 300
 
 AgentCall = Callable[[str, dict[str, Any]], Any]
 
@@ -39,34 +37,6 @@ class Adapter:
     spec: str
     new_agent: Callable[[], AgentCall]
     model_info: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What one call returned, or the bounded error that stopped it."""
-
-    value: Any = None
-    error: str | None = None
-    timed_out: bool = False
-
-
-def bounded(text: str, limit: int = ERROR_MAX) -> str:
-    """One line of at most ``limit`` characters: error text goes into a report, not a log."""
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def describe_exception(exc: BaseException) -> str:
-    message = str(exc) if _printable(exc) else ""
-    return bounded(f"{type(exc).__name__}: {message}" if message else type(exc).__name__)
-
-
-def _printable(exc: BaseException) -> bool:
-    try:
-        str(exc)
-    except Exception:
-        return False
-    return True
 
 
 @contextlib.contextmanager
@@ -176,27 +146,3 @@ def _model_info(spec: str, obj: Any) -> dict[str, Any] | None:
         raise UsageError(f"--adapter {spec}: model_info must be a dict, got {type(info).__name__}")
     safe: dict[str, Any] = json_safe(info)
     return safe
-
-
-def call_with_timeout(func: Callable[[], Any], timeout: float | None) -> Outcome:
-    """Run ``func`` in a daemon thread; give up on it after ``timeout`` seconds.
-
-    Everything the agent raises, even ``SystemExit``, is its error, so the worker catches
-    ``BaseException``: nothing it does can end the run.
-    """
-    box: list[Outcome] = []
-    done = threading.Event()
-
-    def work() -> None:
-        try:
-            box.append(Outcome(value=func()))
-        except BaseException as exc:  # reported as the scenario's error, never re-raised
-            box.append(Outcome(error=describe_exception(exc)))
-        finally:
-            done.set()
-
-    worker = threading.Thread(target=work, name="probegate-scenario", daemon=True)
-    worker.start()
-    if not done.wait(timeout):
-        return Outcome(error=f"timed out after {timeout:g}s", timed_out=True)
-    return box[0]

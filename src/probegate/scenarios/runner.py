@@ -23,7 +23,8 @@ from pydantic import BaseModel, ValidationError
 
 from probegate import clock
 from probegate.canonical import canonical_bytes
-from probegate.scenarios.adapter import Adapter, bounded, call_with_timeout, describe_exception
+from probegate.inprocess import bounded, call_with_timeout, describe_exception
+from probegate.scenarios.adapter import Adapter
 from probegate.scenarios.loader import Suite
 from probegate.scenarios.models import AgentResult, RunResult, Scenario, ScenarioRunResult
 from probegate.scenarios.scorers import SCORERS

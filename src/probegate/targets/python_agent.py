@@ -28,6 +28,7 @@ from typing import Any
 from probegate.config import ScanConfig
 from probegate.engine.limits import RequestGate
 from probegate.errors import UsageError
+from probegate.inprocess import call_with_timeout
 from probegate.models.report import TargetInfo
 from probegate.models.transcript import ToolCall, Turn
 from probegate.targets.base import TransportError, Usage
@@ -225,13 +226,17 @@ class PythonSession:
             agent_name=message.name,
             _sandbox=self.sandbox,
         )
-        try:
-            result = self.run(text, context) if self.target.with_context else self.run(text)
-        except Exception as exc:
+        run = self.run
+        outcome = call_with_timeout(
+            (lambda: run(text, context)) if self.target.with_context else (lambda: run(text)),
+            self.target.config.timeout,
+        )
+        if outcome.error is not None:
             self.gate.record_failure()
-            raise TransportError(
-                f"agent raised {type(exc).__name__}: {_bounded(str(exc))}"
-            ) from None
+            if outcome.timed_out:
+                raise TransportError(f"agent did not answer within --timeout: {outcome.error}")
+            raise TransportError(f"agent raised {outcome.error}")
+        result = outcome.value
         turn = self._to_turn(result, context)
         self.history.append({"role": "user", "content": text})
         self.history.append({"role": "assistant", "content": turn.content})
