@@ -90,7 +90,7 @@ def test_an_adapter_that_hangs_times_out(release_hung: None) -> None:
     assert not result.passed
     assert result.error == "timed out after 0.2s" and result.retry_count == 1
     # the abandoned calls are still waiting, in daemon threads that cannot keep probegate alive
-    hung = [t for t in threading.enumerate() if t.name == "probegate-scenario" and t.is_alive()]
+    hung = [t for t in threading.enumerate() if t.name == "probegate-user-code" and t.is_alive()]
     assert hung and all(t.daemon for t in hung)
 
 
