@@ -8,6 +8,7 @@ is what tests call; ``entry_point`` is the console script.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import traceback
@@ -77,6 +78,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug and exc.exit_code == 4:
             traceback.print_exc()
         return exc.exit_code
+    except BrokenPipeError:
+        # The reader went away (`probegate probes list | head`): not a bug, nothing to say.
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 141
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130

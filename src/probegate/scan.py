@@ -136,12 +136,23 @@ def execute_scan(config: ScanConfig, *, out: TextIO = sys.stdout, err: TextIO = 
         if config.judge
         else None
     )
-    target = build_target(config)
+    # A dry run only plans: it must work before the secrets are set up.
+    target = build_target(_without_secrets(config) if config.dry_run else config)
     inputs = _Inputs(library.version, probes, formats, baseline, suppressions, llm_judge, gate)
     try:
         return _execute(config, target, inputs, out, err)
     finally:
         target.close()
+
+
+def _without_secrets(config: ScanConfig) -> ScanConfig:
+    """The config with every environment-held secret left out (nothing is sent in a dry run)."""
+    t = config.target
+    http = t.http.model_copy(update={"headers_env": {}}) if t.http is not None else None
+    target = t.model_copy(
+        update={"api_key_env": None, "guard_api_key_env": None, "headers_env": {}, "http": http}
+    )
+    return config.model_copy(update={"target": target})
 
 
 @dataclass(frozen=True)

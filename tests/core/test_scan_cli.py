@@ -251,3 +251,17 @@ def test_version_and_module_entry_points() -> None:
         env=env,
     )
     assert res.returncode == 2 and "Traceback" not in res.stderr
+
+
+def test_dry_run_plans_without_secrets(in_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (in_tmp / "probegate.yml").write_text(
+        "target:\n  kind: openai\n  endpoint: http://127.0.0.1:9/v1\n  model: m\n"
+        "  api_key_env: PG_TEST_SURELY_UNSET\n  tools:\n"
+        "    - {name: send_email, capabilities: [egress]}\n",
+        "utf-8",
+    )
+    assert run_cli("scan", "--dry-run") == 0
+    assert "attempts" in capsys.readouterr().out
+    assert not (in_tmp / ".probegate").exists()  # nothing ran
+    assert run_cli("scan", "--quiet") == 2  # a real scan needs the key
+    assert "PG_TEST_SURELY_UNSET" in capsys.readouterr().err
