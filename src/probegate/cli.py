@@ -1,14 +1,17 @@
 """argv -> one command -> exit code. No logic of its own.
 
 Each subcommand lives in ``probegate.commands.<name>`` and exposes ``add_parser`` and ``run``;
-:data:`COMMANDS` is the explicit registry (a test checks it against the docs). ``main(argv)``
-is what tests call; ``entry_point`` is the console script.
+:data:`COMMANDS` is the explicit registry (a test checks it against the README). Only the
+command being run is imported: the others get a one-line placeholder parser, so `probegate
+verify` does not pay for the scan engine's imports. ``main(argv)`` is what tests call;
+``entry_point`` is the console script.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import os
 import sys
 import traceback
@@ -16,19 +19,23 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from probegate import __version__
-from probegate.commands import compare, keys, merge, probes, report, run, scan, verify
 from probegate.errors import ProbegateError
 
-COMMANDS: dict[str, ModuleType] = {
-    "scan": scan,
-    "report": report,
-    "verify": verify,
-    "compare": compare,
-    "merge": merge,
-    "probes": probes,
-    "keys": keys,
-    "run": run,
+# name -> one-line help; the module is probegate.commands.<name>.
+COMMANDS: dict[str, str] = {
+    "scan": "run a scan against an agent",
+    "report": "re-emit any format from a stored scan",
+    "verify": "check schema, HMAC-SHA256, Ed25519 and trust anchor of a signed report",
+    "compare": "new / fixed / persisting findings and score deltas; exit 1 on regression",
+    "merge": "combine shard reports of one scan into one report",
+    "probes": "browse the probe library",
+    "keys": "manage Ed25519 signing keys",
+    "run": "run scenario suites (seed 002)",
 }
+
+
+def command_module(name: str) -> ModuleType:
+    return importlib.import_module(f"probegate.commands.{name}")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -42,7 +49,8 @@ class _ArgError(Exception):
     pass
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The full parser, or (``only``) one real subparser plus placeholders for the rest."""
     parser = _Parser(
         prog="probegate",
         description="Red-team AI agents in CI with evidence-judged attack probes.",
@@ -50,16 +58,29 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"probegate {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in COMMANDS.values():
-        module.add_parser(sub)
+    for name, help_text in COMMANDS.items():
+        if only is None or name == only:
+            command_module(name).add_parser(sub)
+        else:
+            sub.add_parser(name, help=help_text)
     return parser
+
+
+def _command_in(args: list[str]) -> str | None:
+    """The subcommand named on the command line (the first word that is one), if any."""
+    for arg in args:
+        if arg in COMMANDS:
+            return arg
+        if not arg.startswith("-"):
+            return None
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command and return its exit code (PRODUCT.md section 2)."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args_list or bool(os.environ.get("PROBEGATE_DEBUG"))
-    parser = build_parser()
+    parser = build_parser(only=_command_in(args_list) or "")
     try:
         args = parser.parse_args(args_list)
     except _ArgError as exc:
@@ -71,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        code: int = COMMANDS[args.command].run(args)
+        code: int = command_module(args.command).run(args)
         return code
     except ProbegateError as exc:
         print(f"error: {exc.message}", file=sys.stderr)

@@ -265,3 +265,18 @@ def test_dry_run_plans_without_secrets(in_tmp: Path, capsys: pytest.CaptureFixtu
     assert not (in_tmp / ".probegate").exists()  # nothing ran
     assert run_cli("scan", "--quiet") == 2  # a real scan needs the key
     assert "PG_TEST_SURELY_UNSET" in capsys.readouterr().err
+
+
+def test_registry_readme_and_help_agree(capsys: pytest.CaptureFixture[str]) -> None:
+    from probegate.cli import COMMANDS, build_parser, command_module
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    for name in COMMANDS:
+        assert f"`probegate {name}" in readme, name
+        module = command_module(name)
+        assert callable(module.add_parser) and callable(module.run)
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    assert set(sub.choices) == set(COMMANDS)  # type: ignore[arg-type]
+    # the placeholders' one-line help is what each command says of itself
+    full = {a.dest: a.help for a in sub._choices_actions}  # type: ignore[attr-defined]
+    assert full == COMMANDS
