@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -29,6 +29,9 @@ lint: $(STAMP)
 	$(BIN)/zizmor --offline --no-progress action.yml .github/workflows/*.yml examples/*.yml
 	@if command -v shellcheck >/dev/null; then shellcheck entrypoint.sh; \
 	else echo "shellcheck not installed (apt-get install shellcheck): entrypoint.sh not checked"; fi
+
+docs: $(STAMP)
+	$(BIN)/python -m probegate.library.docs
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py

@@ -79,3 +79,21 @@ def test_replay_of_a_directory_that_is_not_a_recording(
 ) -> None:
     code, _ = scan(tmp_path, "x", "--replay", str(tmp_path))
     assert code == 2 and "not a probegate recording" in capsys.readouterr().err
+
+
+def test_a_recording_is_never_mixed_with_another(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rec = tmp_path / "rec"
+    assert main(["scan", "demo", "--quiet", "--no-sign", "--record", str(rec)]) == 0
+    before = {p.name: p.read_bytes() for p in rec.iterdir()}
+    # the same scan again may re-record; another target or seed may not touch it
+    assert main(["scan", "demo", "--quiet", "--no-sign", "--record", str(rec)]) == 0
+    assert main(["scan", "demo", "--quiet", "--no-sign", "--seed", "9", "--record", str(rec)]) == 2
+    assert "different scan" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in rec.iterdir()} == before
+    other = tmp_path / "notes"
+    other.mkdir()
+    (other / "mine.txt").write_text("keep me", "utf-8")
+    assert main(["scan", "demo", "--quiet", "--no-sign", "--record", str(other)]) == 2
+    assert [p.name for p in other.iterdir()] == ["mine.txt"]

@@ -59,27 +59,53 @@ def write_manifest(
     uses_sandbox: bool,
     system_canaries: bool,
 ) -> None:
+    manifest = {
+        "kind": MANIFEST_KIND,
+        "seed": seed,
+        "target": info.model_dump(mode="json"),
+        "tools": [
+            {
+                "name": t.name,
+                "description": t.description,
+                "capabilities": sorted(c.value for c in t.capabilities),
+                "parameters": t.parameters,
+            }
+            for t in tools
+        ],
+        "tool_calls_visible": tool_calls_visible,
+        "uses_sandbox": uses_sandbox,
+        "system_canaries": system_canaries,
+    }
+    _refuse_foreign_recording(directory, manifest)
     directory.mkdir(parents=True, exist_ok=True)
-    _write_atomic(
-        directory / MANIFEST,
-        {
-            "kind": MANIFEST_KIND,
-            "seed": seed,
-            "target": info.model_dump(mode="json"),
-            "tools": [
-                {
-                    "name": t.name,
-                    "description": t.description,
-                    "capabilities": sorted(c.value for c in t.capabilities),
-                    "parameters": t.parameters,
-                }
-                for t in tools
-            ],
-            "tool_calls_visible": tool_calls_visible,
-            "uses_sandbox": uses_sandbox,
-            "system_canaries": system_canaries,
-        },
-    )
+    _write_atomic(directory / MANIFEST, manifest)
+
+
+def _refuse_foreign_recording(directory: Path, manifest: dict[str, Any]) -> None:
+    """Never mix or overwrite what a user recorded: a directory holds one scan's recording.
+
+    Re-recording the same scan (same seed, target and tools, e.g. after ``--resume``) is fine;
+    anything else already in the directory is refused before a single attempt runs.
+    """
+    if not directory.exists():
+        return
+    existing = directory / MANIFEST
+    if existing.exists():
+        try:
+            old = json.loads(existing.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            old = None
+        if old == json.loads(json.dumps(manifest)):
+            return
+        raise UsageError(
+            f"--record {directory} already holds a recording of a different scan (seed, target "
+            "or tools differ); record into a new directory"
+        )
+    if any(directory.iterdir()):
+        raise UsageError(
+            f"--record {directory} is not empty and holds no probegate recording; "
+            "record into a new or empty directory"
+        )
 
 
 def write_recording(directory: Path, attempt: Attempt, seed: int) -> None:
