@@ -235,3 +235,18 @@ def test_guard_section_shows_in_markdown_and_html(tmp_path: Path) -> None:
     assert "### Runtime guard" in md and f"| attack events evaluated | {evaluated} |" in md
     assert "<h2>Runtime guard</h2>" in html and f"<td>{evaluated}</td>" in html
     assert "benign messages blocked (false positives) | 0 of" in md
+
+
+def test_merged_shards_sum_their_guard_counts(tmp_path: Path) -> None:
+    with FakeGuard("keyword") as guard:
+        shards = [
+            scan(tmp_path, f"s{k}", "demo", "--guard", guard.url, "--shard", f"{k}/2")[1]
+            for k in (1, 2)
+        ]
+    paths = [str(tmp_path / f"s{k}" / "scan.json") for k in (1, 2)]
+    assert main(["merge", *paths, "--quiet", "--output-dir", str(tmp_path / "m")]) == 0
+    merged = json.loads((tmp_path / "m" / "scan.json").read_text(encoding="utf-8"))
+    for key in ("evaluated", "blocked", "allowed"):
+        assert merged["guard"]["events"][key] == sum(s["guard"]["events"][key] for s in shards)
+    assert merged["guard"]["benign"] == shards[0]["guard"]["benign"]
+    assert merged["guard"]["timing"] == {}
