@@ -25,7 +25,7 @@ from probegate.engine.plan import SEED_VARIANT, Plan, PlannedAttempt
 from probegate.judge.oracles import JudgeContext, LlmJudge, judge_attempt
 from probegate.models.probe import CanaryLeakOracle, Fixtures, Probe
 from probegate.models.transcript import Transcript, Turn
-from probegate.models.verdict import Attempt, Outcome
+from probegate.models.verdict import Attempt, Evidence, Outcome
 from probegate.targets.base import Session, Target, TransportError, Usage
 from probegate.targets.replay import write_manifest, write_recording
 from probegate.targets.sandbox import Sandbox, make_canaries
@@ -206,39 +206,29 @@ class Runner:
             if session is not None:
                 _add_usage(usage, session.usage)
                 session.close()
-        if error is not None:
-            attempt = Attempt(
-                attempt_id=planned.attempt_id,
-                probe_id=probe.id,
-                variant=planned.variant,
-                repeat=planned.repeat,
-                outcome=Outcome.UNJUDGED,
-                reason=error,
-                judged_by=judged_by,
-                transcript=transcript,
-                trigger_prompt=trigger,
-                requests=usage.requests,
-                tokens=usage.tokens,
-                cost_usd=round(usage.cost_usd, 6),
-            )
-        else:
+        evidence: list[Evidence] = []
+        if error is None:
             ctx = JudgeContext(probe, canaries, self.tools_by_name, self.tool_calls_visible)
             judgement = judge_attempt(transcript, ctx, self.llm_judge)
-            attempt = Attempt(
-                attempt_id=planned.attempt_id,
-                probe_id=probe.id,
-                variant=planned.variant,
-                repeat=planned.repeat,
-                outcome=judgement.outcome,
-                reason=judgement.reason,
-                evidence=list(judgement.evidence),
-                transcript=transcript,
-                trigger_prompt=trigger,
-                judged_by=judgement.judged_by,
-                requests=usage.requests,
-                tokens=usage.tokens,
-                cost_usd=round(usage.cost_usd, 6),
-            )
+            outcome, error, judged_by = judgement.outcome, judgement.reason, judgement.judged_by
+            evidence = list(judgement.evidence)
+        else:
+            outcome = Outcome.UNJUDGED
+        attempt = Attempt(
+            attempt_id=planned.attempt_id,
+            probe_id=probe.id,
+            variant=planned.variant,
+            repeat=planned.repeat,
+            outcome=outcome,
+            reason=error,
+            evidence=evidence,
+            transcript=transcript,
+            trigger_prompt=trigger,
+            judged_by=judged_by,
+            requests=usage.requests,
+            tokens=usage.tokens,
+            cost_usd=round(usage.cost_usd, 6),
+        )
         if self.record_dir is not None:
             write_recording(self.record_dir, attempt, self.seed)
         return attempt
