@@ -66,6 +66,10 @@ class ProgressPrinter:
         self.err.flush()
 
 
+ESTIMATE_PROMPT_TOKENS = 1000
+ESTIMATE_COMPLETION_TOKENS = 300
+
+
 def with_extra_probes(library: Library, config: ScanConfig) -> Library:
     """The bundled library plus the user's own probe directories (``--probe-dir``)."""
     if not config.probe_dirs:
@@ -109,10 +113,18 @@ def _dry_run(plan: Plan, config: ScanConfig, out: TextIO) -> int:
         out.write(f"  not applicable: {probe_id}: {reason}\n")
     prices = config.target.prices.get(config.target.model or "", {})
     if prices:
-        per_request = prices.get("input_per_1k", 0.0) * 1.0 + prices.get("output_per_1k", 0.0) * 0.3
-        out.write(f"  estimated cost: at most ${requests * per_request:.2f}\n")
+        # An estimate, not a bound: real prompts grow with the conversation and the tools.
+        per_request = (
+            prices.get("input_per_1k", 0.0) * ESTIMATE_PROMPT_TOKENS / 1000
+            + prices.get("output_per_1k", 0.0) * ESTIMATE_COMPLETION_TOKENS / 1000
+        )
+        out.write(
+            f"  estimated cost: about ${requests * per_request:.2f} at most "
+            f"(assuming ~{ESTIMATE_PROMPT_TOKENS} prompt and ~{ESTIMATE_COMPLETION_TOKENS} "
+            "completion tokens per request; cap it with --budget-usd)\n"
+        )
     else:
-        out.write("  estimated cost: $0.00 (no price table for this target)\n")
+        out.write("  estimated cost: unknown (no price table for this model in target.prices)\n")
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -170,7 +171,9 @@ def test_dry_run_prints_the_plan(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert main(scan_args(config, tmp_path, "--dry-run", "--mode", "full")) == 0
     out = capsys.readouterr().out
     assert "probes" in out and "attempts" in out and "at most" in out and "requests" in out
-    assert "estimated cost: at most $" in out
+    # 1000 prompt tokens x $0.5/1k + 300 completion tokens x $1.5/1k = $0.95 per request
+    requests = int(re.search(r"at most (\d+) requests", out).group(1))  # type: ignore[union-attr]
+    assert f"estimated cost: about ${requests * 0.95:.2f} at most" in out
     assert not (tmp_path / "store").exists()
 
 
