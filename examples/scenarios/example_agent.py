@@ -7,6 +7,8 @@ time: run it from this directory with
 
 ``SupportAgent`` shows the class form of the adapter contract (a fresh instance per scenario,
 ``run(input, context)``), and ``support_agent`` the function form returning a plain dict.
+``context`` defaults to None, as AgenticAssure's adapter protocol has it, so the same class
+also fits there once it returns AgenticAssure's own AgentResult model.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ class SupportAgent:
 
     model_info = {"name": "example-support-agent", "version": "1"}
 
-    def run(self, input: str, context: dict[str, Any]) -> AgentResult:
+    def run(self, input: str, context: dict[str, Any] | None = None) -> AgentResult:
         text = input.lower()
         order = re.search(r"\b[A-Z]\d{4}\b", input)
         if order:
@@ -50,7 +52,7 @@ class SupportAgent:
                 token_usage={"prompt_tokens": 12, "completion_tokens": 6},
             )
         if "refund" in text:
-            days = context.get("refund_window_days", 30)
+            days = (context or {}).get("refund_window_days", 30)
             return AgentResult(output=f"You can request a refund within {days} days of delivery.")
         if "human" in text or "agent" in text:
             call = ToolCall("escalate", {"reason": "customer asked for a human"}, "ticket T-1")
@@ -58,7 +60,7 @@ class SupportAgent:
         return AgentResult(output="I can help with orders and refunds.")
 
 
-def support_agent(input: str, context: dict[str, Any]) -> dict[str, Any]:
+def support_agent(input: str, context: dict[str, Any] | None = None) -> dict[str, Any]:
     """The same agent as a function returning a dict, the other shape an adapter may have."""
     result = SupportAgent().run(input, context)
     return {

@@ -149,7 +149,10 @@ def test_an_adapter_module_in_the_current_directory(
         ),
         (["ok.yml", "--adapter", f"{AGENTS}:echo_dict", "--retries", "-1"], "must be >= 0"),
         (["ok.yml", "--adapter", f"{AGENTS}:echo_dict", "--timeout", "soon"], "not a number"),
-        (["ok.yml"], "the following arguments are required: --adapter"),
+        (["ok.yml"], "no adapter: give --adapter MODULE:ATTR (-a), or adapter: in"),
+        (["ok.yml", "-a", f"{AGENTS}.echo_dict", "-o", "json,agenticassure"], "choose one"),
+        (["ok.yml", "-a", f"{AGENTS}.echo_dict", "-s", "nope"], "no suite named 'nope'"),
+        (["ok.yml", "-a", f"{AGENTS}.echo_dict", "-t", "nope"], "no scenario is tagged nope"),
         (["missing.yml", "--adapter", f"{AGENTS}:echo_dict"], "missing.yml: no such file"),
         (
             ["ok.yml", "--adapter", f"{AGENTS}:echo_dict", "--compare", "nope.json"],
@@ -242,6 +245,8 @@ def test_seed_fields_are_all_present(in_tmp: Path) -> None:
     }
     assert set(sr["scenario"]) == {
         "name",
+        "description",
+        "timeout_seconds",
         "input",
         "expected_output",
         "expected_tools",
@@ -319,3 +324,117 @@ def test_agent_text_cannot_drive_the_terminal(
     ET.fromstring(junit.encode())
     md = (in_tmp / "summary.md").read_text("utf-8")
     assert "\x1b" not in md and "::error" not in md
+
+
+AA_SUITE = """suite:
+  name: aa
+  config: {default_timeout: 0.2, retries: 2}
+scenarios:
+  - {name: order, input: 'my order?', expected_tools: [lookup_order], tags: [smoke]}
+  - {name: greet, input: hello, expected_output: bonjour, tags: [slow]}
+"""
+
+
+def test_the_adapter_comes_from_agenticassure_yaml_and_path_defaults_to_here(
+    in_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (in_tmp / "suites" / "nested").mkdir(parents=True)
+    (in_tmp / "suites" / "nested" / "aa.yaml").write_text(AA_SUITE, "utf-8")
+    (in_tmp / "agenticassure.yaml").write_text(f"adapter: {AGENTS}.echo_dict\n", "utf-8")
+    assert main(["run", "-t", "smoke", "-o", "cli"]) == 0
+    out = capsys.readouterr().out
+    assert f"adapter {AGENTS}.echo_dict (from agenticassure.yaml)" in out
+    assert "  PASS  order" in out and "greet" not in out
+    assert not list(in_tmp.glob("results_*.json"))  # -o cli: the terminal only
+    # the flag wins over the file
+    assert main(["run", "-t", "smoke", "-a", f"{AGENTS}:EchoAgent", "-o", "cli"]) == 1
+    (in_tmp / "agenticassure.yaml").unlink()
+    (in_tmp / "agenticassure.toml").write_text(f'adapter = "{AGENTS}.echo_dict"\n', "utf-8")
+    capsys.readouterr()
+    assert main(["run", "suites", "--suite", "aa", "--tag", "smoke", "-o", "cli"]) == 0
+    assert "(from agenticassure.toml)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("adapter: [a, b]\n", "agenticassure.yaml: adapter: expected a dotted path"),
+        ("adapter: x\n  bad: [\n", "agenticassure.yaml: not valid YAML"),
+        ("- adapter\n", "agenticassure.yaml: expected a mapping with adapter:"),
+    ],
+)
+def test_a_broken_agenticassure_yaml_is_a_usage_error(
+    in_tmp: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
+) -> None:
+    (in_tmp / "aa.yaml").write_text(AA_SUITE, "utf-8")
+    (in_tmp / "agenticassure.yaml").write_text(text, "utf-8")
+    assert main(["run", "aa.yaml"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_dry_run_lists_and_warns_without_an_adapter(
+    in_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (in_tmp / "aa.yaml").write_text(
+        AA_SUITE + "  - {name: pattern, input: x, scorers: [regex], expected_output: 'a+'}\n",
+        "utf-8",
+    )
+    assert main(["run", "aa.yaml", "--dry-run"]) == 0
+    captured = capsys.readouterr()
+    assert "  order  scorers: passfail  tags: smoke  input: my order?" in captured.out
+    assert "probegate run --dry-run: 3 scenario(s) in 1 suite(s), not run" in captured.out
+    assert captured.err.startswith("warning: aa.yaml: scenarios[2] ('pattern').metadata.regex")
+    assert not list(in_tmp.glob("results_*.json"))
+
+
+def test_suite_config_timeout_and_retries_apply_unless_a_flag_or_the_scenario_says_otherwise(
+    in_tmp: Path, release_hung: None
+) -> None:
+    (in_tmp / "aa.yaml").write_text(AA_SUITE.replace("  - {name: greet", "  # - "), "utf-8")
+    assert main(["run", "aa.yaml", "-a", f"{AGENTS}:hanging", "--retry-delay", "0"]) == 1
+    (report,) = results(in_tmp)
+    (result,) = report["scenario_results"]
+    assert (result["error"], result["retry_count"]) == ("timed out after 0.2s", 2)
+    (in_tmp / results_name(report)).unlink()
+    argv = ["run", "aa.yaml", "-a", f"{AGENTS}:hanging", "--timeout", "0.1", "--retry", "0"]
+    assert main(argv) == 1
+    (report,) = results(in_tmp)
+    (result,) = report["scenario_results"]
+    assert (result["error"], result["retry_count"]) == ("timed out after 0.1s", 0)
+    (in_tmp / results_name(report)).unlink()
+    scenario_timeout = AA_SUITE.replace("tags: [smoke]", "timeout_seconds: 0.15")
+    (in_tmp / "aa.yaml").write_text(scenario_timeout, "utf-8")
+    assert main([*argv, "--tag", "slow"]) == 1  # only greet runs; it has no timeout_seconds
+    (in_tmp / results_name(results(in_tmp)[0])).unlink()
+    assert main(["run", "aa.yaml", "-s", "aa", "-a", f"{AGENTS}:hanging", "--retry", "0"]) == 1
+    errors = [r["error"] for r in results(in_tmp)[0]["scenario_results"]]
+    assert errors == ["timed out after 0.15s", "timed out after 0.2s"]
+
+
+def results_name(report: dict[str, Any]) -> str:
+    return f"results_{report['run_id']}.json"
+
+
+def test_fail_fast_stops_the_suite_and_says_so(
+    in_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = AA_SUITE.replace("retries: 2}", "fail_fast: true}").replace("tags: [slow]", "")
+    (in_tmp / "aa.yaml").write_text(
+        text.replace("name: order, input: 'my order?'", "name: order, input: hi")
+        + "  - {name: never, input: 'my order?'}\n",
+        "utf-8",
+    )
+    assert main(["run", "aa.yaml", "-a", f"{AGENTS}:echo_dict"]) == 1
+    out = capsys.readouterr().out
+    assert "aa: fail_fast: stopped after order failed; 2 scenario(s) not run" in out
+    (report,) = results(in_tmp)
+    assert [r["scenario"]["name"] for r in report["scenario_results"]] == ["order"]
+
+
+def test_html_report_per_suite_is_escaped(in_tmp: Path) -> None:
+    write_suite(in_tmp, "s", [{"name": "<b>x</b>", "input": "x", "expected_output": "calm"}])
+    assert main(["run", "s.yml", "-a", f"{AGENTS}:hostile", "-o", "html"]) == 1
+    (page,) = in_tmp.glob("report_*.html")
+    html = page.read_text("utf-8")
+    assert "&lt;b&gt;x&lt;/b&gt;" in html and "<b>x" not in html
+    assert "\x1b" not in html and "Content-Security-Policy" in html and "<script" not in html

@@ -144,10 +144,10 @@ def test_suite_scores_are_means_and_rates(monkeypatch: pytest.MonkeyPatch) -> No
         name="mixed",
         path=Path("mixed.yml"),
         scenarios=(
-            scenario(name="full", scorers=["passfail", "regex"]),  # 1.0, 1.0
             scenario(
-                name="half", expected_output=None, expected_tools=["lookup_order", "x"]
-            ),  # passfail 0.5
+                name="full", scorers=["passfail", "regex"], metadata={"regex_pattern": "^echo"}
+            ),  # 1.0, 1.0
+            scenario(name="half", scorers=["passfail", "exact"]),  # 1.0, 0.0
             scenario(name="fails", expected_output="nope", scorers=["exact"]),  # 0.0
         ),
     )

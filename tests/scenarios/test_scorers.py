@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from probegate.scenarios.models import AgentResult, Scenario
-from probegate.scenarios.scorers import SCORERS, similarity
+from probegate.scenarios.scorers import SCORERS, ScorerError, similarity, uses_fallback
 
 
 def scenario(**fields: Any) -> Scenario:
@@ -22,7 +22,11 @@ def result(output: str = "", *calls: tuple[str, dict[str, Any]]) -> AgentResult:
 
 WEATHER = ("get_weather", {"location": "San Francisco", "units": "F"})
 
+SEARCH_PARIS = ("search", {"q": "x", "filters": {"city": "Paris", "n": 5}})
+
 # (label, scorer, scenario fields, agent result, expected passed, expected score)
+# passfail, exact and regex follow AgenticAssure 0.4: test_agenticassure.py runs the same
+# scenarios through AgenticAssure itself and checks both tools agree.
 CASES: list[tuple[str, str, dict[str, Any], AgentResult, bool, float]] = [
     (
         "substring, any case",
@@ -40,27 +44,37 @@ CASES: list[tuple[str, str, dict[str, Any], AgentResult, bool, float]] = [
         False,
         0.0,
     ),
+    ("nothing expected, an answer", "passfail", {}, result("hello"), True, 1.0),
+    ("nothing expected, a blank answer", "passfail", {}, result(" \n"), False, 0.0),
     (
         "tool called",
         "passfail",
         {"expected_tools": ["get_weather"]},
-        result("", WEATHER),
+        result("Sunny.", WEATHER),
         True,
         1.0,
     ),
     (
-        "one of two tools missing",
+        "tool called but no answer",
         "passfail",
-        {"expected_tools": ["get_weather", "alert"]},
+        {"expected_tools": ["get_weather"]},
         result("", WEATHER),
         False,
-        0.5,
+        0.0,
     ),
     (
-        "argument subset matches",
+        "one of two tools missing: all or nothing",
+        "passfail",
+        {"expected_tools": ["get_weather", "alert"]},
+        result("ok", WEATHER),
+        False,
+        0.0,
+    ),
+    (
+        "expected arguments present, others ignored",
         "passfail",
         {"expected_tool_args": {"get_weather": {"location": "San Francisco"}}},
-        result("", WEATHER),
+        result("ok", WEATHER),
         True,
         1.0,
     ),
@@ -68,7 +82,7 @@ CASES: list[tuple[str, str, dict[str, Any], AgentResult, bool, float]] = [
         "argument value differs",
         "passfail",
         {"expected_tool_args": {"get_weather": {"location": "Paris"}}},
-        result("", WEATHER),
+        result("ok", WEATHER),
         False,
         0.0,
     ),
@@ -81,20 +95,28 @@ CASES: list[tuple[str, str, dict[str, Any], AgentResult, bool, float]] = [
         0.0,
     ),
     (
-        "nested argument subset",
+        "only the first call of a tool is compared",
         "passfail",
-        {"expected_tool_args": {"search": {"filters": {"city": "Paris"}}}},
-        result("", ("search", {"q": "x", "filters": {"city": "Paris", "n": 5}})),
-        True,
-        1.0,
-    ),
-    (
-        "nested argument missing key",
-        "passfail",
-        {"expected_tool_args": {"search": {"filters": {"city": "Paris"}}}},
-        result("", ("search", {"q": "x", "filters": {"n": 5}})),
+        {"expected_tool_args": {"get_weather": {"location": "Paris"}}},
+        result("ok", WEATHER, ("get_weather", {"location": "Paris"})),
         False,
         0.0,
+    ),
+    (
+        "a nested value must be equal, not a subset",
+        "passfail",
+        {"expected_tool_args": {"search": {"filters": {"city": "Paris"}}}},
+        result("ok", SEARCH_PARIS),
+        False,
+        0.0,
+    ),
+    (
+        "a nested value equal",
+        "passfail",
+        {"expected_tool_args": {"search": {"filters": {"city": "Paris", "n": 5}}}},
+        result("ok", SEARCH_PARIS),
+        True,
+        1.0,
     ),
     (
         "output and tools, one fails",
@@ -102,7 +124,7 @@ CASES: list[tuple[str, str, dict[str, Any], AgentResult, bool, float]] = [
         {"expected_output": "sunny", "expected_tools": ["get_weather"]},
         result("It is sunny."),
         False,
-        0.5,
+        0.0,
     ),
     (
         "exact ignores surrounding space",
@@ -112,12 +134,36 @@ CASES: list[tuple[str, str, dict[str, Any], AgentResult, bool, float]] = [
         True,
         1.0,
     ),
-    ("exact is case-sensitive", "exact", {"expected_output": "Yes"}, result("yes"), False, 0.0),
+    (
+        "exact ignores case by default",
+        "exact",
+        {"expected_output": "Yes"},
+        result("yes"),
+        True,
+        1.0,
+    ),
+    (
+        "exact_normalize false: case counts",
+        "exact",
+        {"expected_output": "Yes", "metadata": {"exact_normalize": False}},
+        result("yes"),
+        False,
+        0.0,
+    ),
+    (
+        "exact_normalize false: space counts",
+        "exact",
+        {"expected_output": "42", "metadata": {"exact_normalize": False}},
+        result("42\n"),
+        False,
+        0.0,
+    ),
     ("exact is not substring", "exact", {"expected_output": "42"}, result("It is 42"), False, 0.0),
+    ("exact with nothing expected", "exact", {}, result("42"), False, 0.0),
     (
         "regex matches",
         "regex",
-        {"expected_output": r"\border #\d{4}\b"},
+        {"metadata": {"regex_pattern": r"\border #\d{4}\b"}},
         result("Your order #1234."),
         True,
         1.0,
@@ -125,7 +171,7 @@ CASES: list[tuple[str, str, dict[str, Any], AgentResult, bool, float]] = [
     (
         "regex does not match",
         "regex",
-        {"expected_output": r"^\d+$"},
+        {"metadata": {"regex_pattern": r"^\d+$"}},
         result("forty-two"),
         False,
         0.0,
@@ -133,10 +179,26 @@ CASES: list[tuple[str, str, dict[str, Any], AgentResult, bool, float]] = [
     (
         "regex inline flag",
         "regex",
-        {"expected_output": "(?i)REFUND"},
+        {"metadata": {"regex_pattern": "(?i)REFUND"}},
         result("a refund"),
         True,
         1.0,
+    ),
+    (
+        "expected_output is not a pattern",
+        "regex",
+        {"expected_output": "refund"},
+        result("a refund"),
+        False,
+        0.0,
+    ),
+    (
+        "an invalid pattern fails",
+        "regex",
+        {"metadata": {"regex_pattern": "("}},
+        result("("),
+        False,
+        0.0,
     ),
     (
         "tools in order",
@@ -205,17 +267,29 @@ CASES: list[tuple[str, str, dict[str, Any], AgentResult, bool, float]] = [
     ),
 ]
 
+# Scenarios that load but can never pass: the scorer says why at load time.
+NEVER_PASS = {
+    "exact with nothing expected",
+    "expected_output is not a pattern",
+    "an invalid pattern fails",
+}
+
 
 @pytest.mark.parametrize(
-    ("scorer", "fields", "agent", "passed", "score"),
-    [case[1:] for case in CASES],
+    ("label", "scorer", "fields", "agent", "passed", "score"),
+    CASES,
     ids=[case[0] for case in CASES],
 )
 def test_labelled_examples(
-    scorer: str, fields: dict[str, Any], agent: AgentResult, passed: bool, score: float
+    label: str,
+    scorer: str,
+    fields: dict[str, Any],
+    agent: AgentResult,
+    passed: bool,
+    score: float,
 ) -> None:
     s = scenario(scorers=[scorer], **fields)
-    assert SCORERS[scorer].problems(s) == []
+    assert bool(SCORERS[scorer].problems(s)) == (label in NEVER_PASS)
     judged = SCORERS[scorer].score(s, agent)
     assert (judged.passed, judged.score) == (passed, score)
     assert judged.scenario_id == "s" and judged.scorer_name == scorer
@@ -227,19 +301,36 @@ def test_every_scorer_has_a_passing_and_a_failing_example() -> None:
     assert labelled == {(name, ok) for name in SCORERS for ok in (True, False)}
 
 
-def test_passfail_explains_each_check() -> None:
+def test_passfail_explains_each_check_and_a_failure_names_what_failed() -> None:
     s = scenario(expected_output="sunny", expected_tools=["get_weather", "alert"])
     judged = SCORERS["passfail"].score(s, result("It is sunny.", WEATHER))
-    assert judged.explanation == (
-        "output contains 'sunny'; tool 'get_weather' called; tool 'alert' not called"
-    )
+    assert judged.explanation == "tools not called: alert"
     assert judged.details == {
         "checks": [
+            {"check": "the agent answered", "passed": True},
+            {"check": "tools not called: alert", "passed": False},
             {"check": "output contains 'sunny'", "passed": True},
-            {"check": "tool 'get_weather' called", "passed": True},
-            {"check": "tool 'alert' not called", "passed": False},
         ]
     }
+    ok = SCORERS["passfail"].score(scenario(expected_tools=["get_weather"]), result("x", WEATHER))
+    assert ok.explanation == "the agent answered; every expected tool was called"
+
+
+def test_passfail_tool_arguments_that_are_not_a_mapping_error_once_the_tool_is_called() -> None:
+    s = scenario(expected_tool_args={"get_weather": "San Francisco"})
+    assert SCORERS["passfail"].problems(s) == [
+        ("expected_tool_args.get_weather", "must map argument names to values, got 'San Francisco'")
+    ]
+    assert not SCORERS["passfail"].score(s, result("no call")).passed
+    with pytest.raises(ScorerError, match=r"expected_tool_args\.get_weather must map"):
+        SCORERS["passfail"].score(s, result("ok", WEATHER))
+
+
+def test_the_similarity_fallback_says_so_in_every_result() -> None:
+    judged = SCORERS["similarity"].score(scenario(expected_output="a b"), result("a b"))
+    assert "sentence embeddings" in judged.explanation and "token-overlap" in judged.explanation
+    assert judged.details == {"method": "token_overlap", "ratio": 1.0, "threshold": 0.7}
+    assert uses_fallback(judged)
 
 
 def test_tools_explanation_shows_both_sequences() -> None:

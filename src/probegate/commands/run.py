@@ -2,13 +2,16 @@
 
 Only wiring: parse and check flags, load every suite and baseline (all usage errors surface
 before the agent is called once), load the adapter, run, write the outputs, compare, and turn
-the results into the exit code (:mod:`probegate.scenarios.gate`).
+the results into the exit code (:mod:`probegate.scenarios.gate`). AgenticAssure's ``run`` flags
+(``-a``, ``-o``, ``-s/--suite``, ``-t/--tag``, ``--retry``, ``--dry-run``) are aliases here, so
+its users' commands work unchanged (docs/scenarios.md).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -17,12 +20,18 @@ from probegate import clock
 from probegate.errors import ReportError, UsageError
 from probegate.scenarios import console
 from probegate.scenarios.adapter import importable_from, load_adapter
-from probegate.scenarios.compare import check_suites, find_regressions, load_baseline
+from probegate.scenarios.compare import (
+    check_suites,
+    find_incomparable,
+    find_regressions,
+    load_baseline,
+)
+from probegate.scenarios.config_file import configured_adapter
 from probegate.scenarios.gate import decide
-from probegate.scenarios.loader import load_suites
+from probegate.scenarios.loader import load_suites, select
 from probegate.scenarios.models import RunResult
-from probegate.scenarios.outputs import FORMATS
-from probegate.scenarios.runner import DEFAULT_TIMEOUT, RunOptions, pinned_timer, run_suite
+from probegate.scenarios.outputs import EXCLUSIVE, FORMATS
+from probegate.scenarios.runner import DEFAULT_TIMEOUT, options_for, pinned_timer, run_suite
 
 
 def _fraction(text: str) -> float:
@@ -60,24 +69,34 @@ def add_parser(sub: Any) -> None:
         "run",
         help="run scenario suites (seed 002)",
         description=(
-            "Run scenario suites through your agent's adapter, score every scenario and write "
-            "results_{run_id}.json per suite. Exit 0 when every scenario passed, 1 when a gate "
-            "failed (a failed scenario, --fail-under-pass-rate, a regression against "
-            "--compare), 2 on bad input."
+            "Run scenario suites (AgenticAssure 0.4 files, unchanged) through your agent's "
+            "adapter, score every scenario and write results_{run_id}.json per suite. Exit 0 "
+            "when every scenario passed, 1 when a gate failed (a failed scenario, "
+            "--fail-under-pass-rate, a regression against --compare), 2 on bad input. "
+            "AgenticAssure's run flags are accepted as aliases."
         ),
     )
     p.add_argument(
-        "path", type=Path, metavar="PATH", help="a suite YAML file or a directory of them"
+        "path",
+        type=Path,
+        nargs="?",
+        default=Path(),
+        metavar="PATH",
+        help="a suite YAML file or a directory searched recursively (default: .)",
     )
     p.add_argument(
+        "-a",
         "--adapter",
-        required=True,
         metavar="MODULE:ATTR",
-        help="function (input, context) or class with run(input, context); "
-        "MODULE is imported from the current directory",
+        help="function (input, context) or class with run(input, context); MODULE is imported "
+        "from the current directory (default: adapter: in agenticassure.yaml or "
+        "agenticassure.toml there)",
     )
     p.add_argument(
+        "-o",
         "--output",
+        "--format",
+        dest="output",
         action="append",
         metavar="FORMAT",
         help=f"{','.join(FORMATS)} (repeatable or a comma list; default json)",
@@ -91,18 +110,42 @@ def add_parser(sub: Any) -> None:
         help="where output files go (default: the current directory)",
     )
     p.add_argument(
+        "-s",
+        "--suite",
+        metavar="NAME",
+        help="run only the suite of this name",
+    )
+    p.add_argument(
+        "-t",
+        "--tag",
+        action="append",
+        default=[],
+        metavar="TAG",
+        help="run only scenarios with this tag (repeatable: any of them)",
+    )
+    p.add_argument(
+        "--dry-run",
+        dest="dry_run",
+        action="store_true",
+        help="load and check the suites, list the scenarios, run nothing (no adapter needed)",
+    )
+    p.add_argument(
         "--timeout",
         type=_non_negative_float,
-        default=DEFAULT_TIMEOUT,
+        default=None,
         metavar="SECONDS",
-        help=f"per scenario attempt (default {DEFAULT_TIMEOUT:g}; 0 waits for ever)",
+        help="per scenario attempt, unless the scenario sets timeout_seconds (default: the "
+        f"suite's config.default_timeout, else {DEFAULT_TIMEOUT:g}; 0 waits for ever)",
     )
     p.add_argument(
         "--retries",
+        "--retry",
+        dest="retries",
         type=_non_negative_int,
-        default=0,
+        default=None,
         metavar="N",
-        help="retry a scenario whose adapter raised or timed out, up to N times (default 0)",
+        help="retry a scenario whose adapter raised or timed out, up to N times "
+        "(default: the suite's config.retries, else 0)",
     )
     p.add_argument(
         "--retry-delay",
@@ -126,8 +169,8 @@ def add_parser(sub: Any) -> None:
         type=Path,
         default=[],
         metavar="BASELINE_RESULTS.json",
-        help="exit 1 on scenarios that passed in this earlier results file and fail now "
-        "(repeatable: one per suite)",
+        help="exit 1 on scenarios that passed in this earlier results file (probegate's or "
+        "AgenticAssure's) and fail now (repeatable: one per suite)",
     )
 
 
@@ -143,25 +186,52 @@ def _formats(values: list[str] | None) -> list[str]:
                 )
             if name not in chosen:
                 chosen.append(name)
+    clash = EXCLUSIVE.intersection(chosen)
+    if len(clash) > 1:
+        raise UsageError(
+            f"--output: {' and '.join(sorted(clash))} both write results_{{run_id}}.json; "
+            "choose one"
+        )
     return chosen or ["json"]
+
+
+def _adapter_spec(given: str | None) -> str:
+    if given is not None:
+        return given
+    configured = configured_adapter(Path.cwd())
+    if configured is None:
+        raise UsageError(
+            "no adapter: give --adapter MODULE:ATTR (-a), or adapter: in agenticassure.yaml; "
+            "--dry-run lists the scenarios without one"
+        )
+    print(f"adapter {configured.spec} (from {configured.source.name})", flush=True)
+    return configured.spec
 
 
 def run(args: argparse.Namespace) -> int:
     formats = _formats(args.output)
-    suites = load_suites(args.path)
+    suites = select(load_suites(args.path), args.suite, args.tag)
     baselines = [(path, load_baseline(path)) for path in args.compare]
     check_suites(baselines, [suite.name for suite in suites])
-    options = RunOptions(
-        timeout=args.timeout or None, retries=args.retries, retry_delay=args.retry_delay
-    )
+    for suite in suites:
+        for warning in suite.warnings:
+            print(console.warning_line(warning), file=sys.stderr, flush=True)
+    if args.dry_run:
+        for line in console.dry_run_lines(suites):
+            print(line)
+        return 0
+    spec = _adapter_spec(args.adapter)
     # Under SOURCE_DATE_EPOCH durations are pinned to 0, like scan's, so reruns are identical.
     timer = pinned_timer if clock.source_date_epoch() is not None else time.monotonic
 
     runs: list[RunResult] = []
     with importable_from(Path.cwd()):
-        adapter = load_adapter(args.adapter)
+        adapter = load_adapter(spec)
         for suite in suites:
             print(console.suite_header(suite), flush=True)
+            options = options_for(
+                suite, timeout=args.timeout, retries=args.retries, retry_delay=args.retry_delay
+            )
             result = run_suite(
                 suite,
                 adapter,
@@ -169,6 +239,9 @@ def run(args: argparse.Namespace) -> int:
                 timer=timer,
                 on_result=lambda r: print(console.scenario_line(r), flush=True),
             )
+            stopped = console.fail_fast_line(suite, result)
+            if stopped:
+                print(stopped)
             print(console.suite_totals(result))
             runs.append(result)
 
@@ -181,6 +254,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"{output.label} written to {path}")
     for regression in regressions:
         print(console.regression_line(regression))
+    for item in find_incomparable(baselines, runs):
+        print(console.incomparable_line(item))
+    note = console.fallback_note(runs)
+    if note:
+        print(note)
     decision = decide(runs, regressions, args.fail_under_pass_rate)
     total = sum(len(run.scenario_results) for run in runs)
     verdict = "FAILED: " + "; ".join(decision.reasons) if decision.reasons else "passed"

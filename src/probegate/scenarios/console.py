@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 
-from probegate.scenarios.compare import Regression
+from probegate.scenarios.compare import Incomparable, Regression
 from probegate.scenarios.loader import Suite
 from probegate.scenarios.models import RunResult, ScenarioRunResult
+from probegate.scenarios.scorers import FALLBACK_NOTE, uses_fallback
 from probegate.terminal import clean
 
 DETAIL_MAX = 160
@@ -28,6 +29,49 @@ def suite_header(suite: Suite) -> str:
     count = len(suite.scenarios)
     plural = "" if count == 1 else "s"
     return f"suite {safe(suite.name)} ({safe(str(suite.path))}): {count} scenario{plural}"
+
+
+def warning_line(text: str) -> str:
+    return f"warning: {safe(text, 400)}"
+
+
+def dry_run_lines(suites: list[Suite]) -> list[str]:
+    """The scenarios a run would execute, one per line, as AgenticAssure's --dry-run lists."""
+    lines: list[str] = []
+    for suite in suites:
+        lines.append(suite_header(suite))
+        for scenario in suite.scenarios:
+            tags = ", ".join(scenario.tags) or "-"
+            lines.append(
+                f"  {safe(scenario.name, 80)}  scorers: {safe(', '.join(scenario.scorers)) or '-'}"
+                f"  tags: {safe(tags)}  input: {safe(scenario.input, 80)}"
+            )
+    total = sum(len(suite.scenarios) for suite in suites)
+    lines.append(f"probegate run --dry-run: {total} scenario(s) in {len(suites)} suite(s), not run")
+    return lines
+
+
+def fallback_note(runs: list[RunResult]) -> str | None:
+    """One line when any verdict rests on the offline similarity fallback."""
+    count = sum(
+        any(uses_fallback(score) for score in result.scores)
+        for run in runs
+        for result in run.scenario_results
+    )
+    if not count:
+        return None
+    return f"note: similarity in {count} scenario(s): {FALLBACK_NOTE}"
+
+
+def fail_fast_line(suite: Suite, run: RunResult) -> str | None:
+    skipped = len(suite.scenarios) - len(run.scenario_results)
+    if skipped <= 0:
+        return None
+    last = run.scenario_results[-1].scenario.name
+    return (
+        f"{safe(suite.name)}: fail_fast: stopped after {safe(last, 80)} failed; "
+        f"{skipped} scenario(s) not run"
+    )
 
 
 def scenario_line(result: ScenarioRunResult) -> str:
@@ -64,4 +108,11 @@ def regression_line(regression: Regression) -> str:
     return (
         f"REGRESSION: {safe(regression.suite_name)}/{safe(regression.scenario)} "
         f"was passing, now failing (baseline {safe(str(regression.baseline))})"
+    )
+
+
+def incomparable_line(item: Incomparable) -> str:
+    return (
+        f"NOT COMPARED: {safe(item.suite_name)}/{safe(item.scenario)} passed in the baseline "
+        f"and fails now, but {safe(item.reason)} (baseline {safe(str(item.baseline))})"
     )

@@ -1,15 +1,23 @@
 """Suite files -> validated :class:`Suite` objects, or one :class:`UsageError` line (exit 2).
 
-This is the edge: everything after it works on models that are known to be runnable. Besides
-the shape (pydantic), the loader checks what only makes sense across fields or files: every
-scorer named exists and has the fields it needs, scenario names are unique in a suite (they are
-the key of a baseline comparison and of the JUnit test case), and suite names are unique in a
-run (each suite gets its own ``results_{run_id}.json``).
+This is the edge: everything after it works on models that are known to be runnable. Suite
+files are AgenticAssure 0.4's (the ``suite: {name, description, config}`` mapping and every
+scenario field it documents) or probegate's earlier short form; a directory is searched
+recursively, as AgenticAssure does.
+
+Three kinds of finding, kept apart on purpose:
+
+- a file AgenticAssure would refuse too (bad YAML, unknown keys, wrong types) is a usage error;
+- so is an unknown scorer name, or a scenario name used twice in a suite (names are the key of
+  ``--compare`` and of the JUnit test case), or a suite name used twice in a run;
+- a scenario that loads but can never pass (``regex`` without ``metadata.regex_pattern``,
+  ``scorers: []``...) runs and fails exactly as in AgenticAssure, and the loader says why in a
+  warning before the agent is called once.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,26 +25,49 @@ import yaml
 from pydantic import ValidationError
 
 from probegate.errors import UsageError
-from probegate.scenarios.models import Scenario, SuiteFile
+from probegate.scenarios.models import (
+    SUITE_MAPPING,
+    SUITE_NAME,
+    Scenario,
+    SuiteConfig,
+    SuiteFile,
+    SuiteHeader,
+)
 from probegate.scenarios.scorers import SCORERS
 
 SUFFIXES = (".yml", ".yaml")
+# Configuration files that live beside suites and are not suites themselves.
+CONFIG_FILES = frozenset({"agenticassure.yaml", "probegate.yml"})
+DEFAULT_SCORERS = ["passfail"]
 
 
 @dataclass(frozen=True)
 class Suite:
-    """One suite file, validated."""
+    """One suite file, validated, with what the loader noticed about it."""
 
     name: str
     path: Path
     scenarios: tuple[Scenario, ...]
     description: str | None = None
+    config: SuiteConfig = field(default_factory=SuiteConfig)
+    warnings: tuple[str, ...] = ()
 
 
 def suite_files(path: Path) -> list[Path]:
-    """PATH as given: one file, or the ``*.yml``/``*.yaml`` files directly in a directory."""
+    """PATH as given: one file, or every ``*.yml``/``*.yaml`` file below a directory.
+
+    Hidden directories (``.git``, ``.venv``, ``.github``) and the configuration files in
+    :data:`CONFIG_FILES` are skipped: they are never suites.
+    """
     if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in SUFFIXES)
+        files = sorted(
+            p
+            for p in path.rglob("*")
+            if p.suffix in SUFFIXES
+            and p.is_file()
+            and p.name not in CONFIG_FILES
+            and not any(part.startswith(".") for part in p.relative_to(path).parts[:-1])
+        )
         if not files:
             raise UsageError(f"{path}: no suite files (*.yml, *.yaml) in this directory")
         return files
@@ -46,7 +77,7 @@ def suite_files(path: Path) -> list[Path]:
 
 
 def load_suites(path: Path) -> list[Suite]:
-    """Every suite under PATH, in file-name order."""
+    """Every suite under PATH, in path order."""
     suites: list[Suite] = []
     seen: dict[str, Path] = {}
     for file in suite_files(path):
@@ -67,9 +98,16 @@ def load_suite(path: Path) -> Suite:
         parsed = SuiteFile.model_validate(data)
     except ValidationError as exc:
         raise UsageError(f"{path}: {_describe(exc, data)}") from None
-    if parsed.suite and parsed.name and parsed.suite != parsed.name:
-        raise UsageError(f"{path}: name: {parsed.name!r} differs from suite: {parsed.suite!r}")
-    name = parsed.suite or parsed.name or path.stem
+    header = parsed.suite if isinstance(parsed.suite, SuiteHeader) else None
+    if header is not None and (parsed.name is not None or parsed.description is not None):
+        top = "name" if parsed.name is not None else "description"
+        raise UsageError(f"{path}: {top}: write it as suite.{top} in the suite: mapping")
+    short = parsed.suite if isinstance(parsed.suite, str) else None
+    if short and parsed.name and short != parsed.name:
+        raise UsageError(f"{path}: name: {parsed.name!r} differs from suite: {short!r}")
+    name = header.name if header is not None else short or parsed.name or path.stem
+    config = header.config if header is not None else SuiteConfig()
+    warnings: list[str] = []
     names: set[str] = set()
     for index, scenario in enumerate(parsed.scenarios):
         where = f"scenarios[{index}] ({scenario.name!r})"
@@ -79,18 +117,71 @@ def load_suite(path: Path) -> Suite:
         for scorer_name in scenario.scorers:
             scorer = SCORERS.get(scorer_name)
             if scorer is None:
-                known = ", ".join(sorted(SCORERS))
-                raise UsageError(
-                    f"{path}: {where}.scorers: unknown scorer {scorer_name!r} (known: {known})"
-                )
-            for field, problem in scorer.problems(scenario):
-                raise UsageError(f"{path}: {where}.{field}: {problem}")
+                raise UsageError(f"{path}: {where}.scorers: {_unknown(scorer_name)}")
+            warnings += [
+                f"{path}: {where}.{field}: {problem}; the scenario will fail"
+                for field, problem in scorer.problems(scenario)
+            ]
+        if not scenario.scorers:
+            warnings.append(
+                f"{path}: {where}.scorers: empty; a scenario with no scorer fails "
+                "(as in AgenticAssure)"
+            )
+    warnings += _default_scorers_note(path, config, parsed.scenarios)
     return Suite(
         name=name,
         path=path,
         scenarios=tuple(parsed.scenarios),
-        description=parsed.description,
+        description=header.description if header is not None else parsed.description,
+        config=config,
+        warnings=tuple(warnings),
     )
+
+
+def _unknown(scorer_name: str) -> str:
+    known = ", ".join(sorted(SCORERS))
+    return f"unknown scorer {scorer_name!r} (known: {known})"
+
+
+def _default_scorers_note(path: Path, config: SuiteConfig, scenarios: list[Scenario]) -> list[str]:
+    """``config.default_scorers`` is accepted but, as in AgenticAssure 0.4, never applied."""
+    chosen = config.default_scorers
+    if chosen is None or chosen == DEFAULT_SCORERS:
+        return []
+    unset = [s.name for s in scenarios if "scorers" not in s.model_fields_set]
+    if not unset:
+        return []
+    return [
+        f"{path}: suite.config.default_scorers: {chosen} is not applied (AgenticAssure 0.4 "
+        f"does not apply it either): {len(unset)} scenario(s) without scorers: use "
+        f"{DEFAULT_SCORERS}; list the scorers on each scenario instead"
+    ]
+
+
+def select(suites: list[Suite], suite_name: str | None, tags: list[str]) -> list[Suite]:
+    """The suites and scenarios ``--suite`` and ``--tag`` pick, as AgenticAssure picks them.
+
+    ``--suite`` keeps the suite of that name; ``--tag`` (repeatable) keeps the scenarios that
+    have at least one of the tags. A suite left with no scenario is not run. Picking nothing
+    at all is a usage error: a typo in a tag must not pass CI with zero scenarios run.
+    """
+    if suite_name is not None:
+        picked = [s for s in suites if s.name == suite_name]
+        if not picked:
+            names = ", ".join(s.name for s in suites)
+            raise UsageError(f"--suite: no suite named {suite_name!r} (suites: {names})")
+        suites = picked
+    if not tags:
+        return suites
+    wanted = set(tags)
+    chosen: list[Suite] = []
+    for suite in suites:
+        kept = tuple(s for s in suite.scenarios if wanted.intersection(s.tags))
+        if kept:
+            chosen.append(replace(suite, scenarios=kept))
+    if not chosen:
+        raise UsageError(f"--tag: no scenario is tagged {' or '.join(sorted(wanted))}")
+    return chosen
 
 
 def _read_yaml(path: Path) -> Any:
@@ -123,6 +214,8 @@ def _describe(exc: ValidationError, data: Any) -> str:
     parts: list[str] = []
     node: Any = data
     for key in loc:
+        if key in (SUITE_MAPPING, SUITE_NAME):  # which form of `suite:` was tried
+            continue
         if isinstance(key, int):
             part = f"[{key}]"
             item = node[key] if isinstance(node, list) and key < len(node) else None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 from pydantic_core import to_jsonable_python
 
 NonEmpty = Annotated[str, Field(min_length=1)]
@@ -41,20 +41,48 @@ def _text(obj: Any) -> str:
         return f"<unprintable {type(obj).__name__}>"
 
 
+def _not_bool(value: Any) -> Any:
+    # YAML `true` is not a number of seconds or retries, whatever Python's int(True) says.
+    if isinstance(value, bool):
+        raise ValueError("must be a number, not true/false")
+    return value
+
+
+Seconds = Annotated[float, Field(gt=0.0)]
+
+
 class Scenario(BaseModel):
-    """One test case as written in the suite file."""
+    """One test case as written in the suite file.
+
+    The fields are AgenticAssure 0.4's (its suite schema, docs/scenarios.md), so its suite
+    files load unchanged, plus one probegate addition: ``context``, handed to the adapter.
+    ``scorers`` may be empty (such a scenario fails, as in AgenticAssure); ``metadata`` is
+    always a mapping because scorers read their settings from it.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     name: NonEmpty
     input: str
+    description: str | None = None
     expected_output: str | None = None
-    expected_tools: list[NonEmpty] | None = None
-    expected_tool_args: dict[str, dict[str, Any]] | None = None
-    scorers: list[NonEmpty] = Field(default_factory=lambda: ["passfail"], min_length=1)
+    expected_tools: list[str] | None = None
+    expected_tool_args: dict[str, Any] | None = None
+    scorers: list[NonEmpty] = Field(default_factory=lambda: ["passfail"])
     tags: list[str] = Field(default_factory=list)
     context: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    timeout_seconds: Seconds | None = None
+
+    @field_validator("metadata", mode="before")
+    @classmethod
+    def _metadata(cls, value: Any) -> Any:
+        return {} if value is None else value
+
+    @field_validator("timeout_seconds", mode="before")
+    @classmethod
+    def _seconds(cls, value: Any) -> Any:
+        return _not_bool(value)
 
     @field_validator("expected_tool_args", "context", "metadata", mode="after")
     @classmethod
@@ -63,12 +91,61 @@ class Scenario(BaseModel):
         return None if value is None else json_safe(value)
 
 
-class SuiteFile(BaseModel):
-    """The top level of a suite file: ``suite`` (or ``name``) and ``scenarios``."""
+class SuiteConfig(BaseModel):
+    """``suite.config``: run settings for every scenario of the suite.
+
+    ``None`` means "not set in the file", so a flag given on the command line, or probegate's
+    own default, can apply instead (docs/scenarios.md, "Suite config").
+    """
 
     model_config = ConfigDict(extra="forbid")
 
-    suite: NonEmpty | None = None
+    default_timeout: Annotated[float, Field(ge=0.0)] | None = None
+    retries: Annotated[int, Field(ge=0)] | None = None
+    default_scorers: list[NonEmpty] | None = None
+    fail_fast: bool = False
+
+    @field_validator("default_timeout", "retries", mode="before")
+    @classmethod
+    def _numbers(cls, value: Any) -> Any:
+        return _not_bool(value)
+
+
+class SuiteHeader(BaseModel):
+    """The ``suite:`` mapping of an AgenticAssure suite file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: NonEmpty
+    description: str | None = None
+    config: SuiteConfig = Field(default_factory=SuiteConfig)
+
+
+SUITE_MAPPING = "suite-mapping"
+SUITE_NAME = "suite-name"
+
+
+def _suite_form(value: Any) -> str:
+    return SUITE_MAPPING if isinstance(value, dict | SuiteHeader) else SUITE_NAME
+
+
+class SuiteFile(BaseModel):
+    """The top level of a suite file: ``suite`` and ``scenarios``.
+
+    ``suite`` is AgenticAssure's mapping (name, description, config) or, in probegate's earlier
+    short form, just the name; the short form may also use top-level ``name`` and
+    ``description``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    suite: (
+        Annotated[
+            Annotated[SuiteHeader, Tag(SUITE_MAPPING)] | Annotated[NonEmpty, Tag(SUITE_NAME)],
+            Discriminator(_suite_form),
+        ]
+        | None
+    ) = None
     name: NonEmpty | None = None
     description: str | None = None
     scenarios: list[Scenario] = Field(min_length=1)

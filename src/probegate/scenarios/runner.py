@@ -4,6 +4,8 @@ Scenarios run one after another, each attempt in a worker thread with a timeout.
 for failures to *get* a result (an exception or a timeout: flaky networks, rate limits), with a
 doubling delay between attempts; an agent that answers wrongly is scored, not retried, and an
 adapter that returns something that is not an AgentResult has a bug that retrying cannot fix.
+A suite with ``config.fail_fast`` stops after its first failed scenario, as AgenticAssure's
+does; the scenarios after it are not run and not in the results.
 
 The clock is injected (``timer``) so that under ``SOURCE_DATE_EPOCH`` durations are pinned to
 zero and the same run gives the same bytes, as ``probegate scan`` does.
@@ -26,8 +28,14 @@ from probegate.canonical import canonical_bytes
 from probegate.inprocess import bounded, call_with_timeout, describe_exception
 from probegate.scenarios.adapter import Adapter
 from probegate.scenarios.loader import Suite
-from probegate.scenarios.models import AgentResult, RunResult, Scenario, ScenarioRunResult
-from probegate.scenarios.scorers import SCORERS
+from probegate.scenarios.models import (
+    AgentResult,
+    RunResult,
+    Scenario,
+    ScenarioRunResult,
+    ScoreResult,
+)
+from probegate.scenarios.scorers import SCORERS, ScorerError
 
 DEFAULT_TIMEOUT = 60.0
 MAX_RETRY_DELAY = 30.0
@@ -37,11 +45,38 @@ Timer = Callable[[], float]
 
 @dataclass(frozen=True)
 class RunOptions:
-    """How scenarios are attempted. ``timeout=None`` waits for ever."""
+    """How scenarios are attempted. ``timeout=None`` waits for ever.
+
+    ``timeout`` is the default of every scenario; a scenario's own ``timeout_seconds`` wins.
+    """
 
     timeout: float | None = DEFAULT_TIMEOUT
     retries: int = 0
     retry_delay: float = 0.5
+    fail_fast: bool = False
+
+
+def options_for(
+    suite: Suite, *, timeout: float | None, retries: int | None, retry_delay: float
+) -> RunOptions:
+    """The options of one suite: a flag given on the command line, else ``suite.config``.
+
+    ``timeout`` and ``retries`` are ``None`` when the flag was not given. A timeout of 0
+    (flag or ``default_timeout``) waits for ever. This is the precedence AgenticAssure
+    documents (command line, then suite config, then defaults).
+    """
+    config = suite.config
+    seconds = timeout if timeout is not None else config.default_timeout
+    if seconds is None:
+        seconds = DEFAULT_TIMEOUT
+    if retries is None:
+        retries = config.retries or 0
+    return RunOptions(
+        timeout=seconds or None,
+        retries=retries,
+        retry_delay=retry_delay,
+        fail_fast=config.fail_fast,
+    )
 
 
 def pinned_timer() -> float:
@@ -87,6 +122,8 @@ def run_suite(
         results.append(result)
         if on_result is not None:
             on_result(result)
+        if options.fail_fast and not result.passed:
+            break
     total = len(results)
     return RunResult(
         run_id=run_id,
@@ -117,17 +154,25 @@ def run_scenario(
         context: dict[str, Any] = copy.deepcopy(scenario.context or {})
         return adapter.new_agent()(scenario.input, context)
 
+    timeout = scenario.timeout_seconds or options.timeout
     retries = 0
-    outcome = call_with_timeout(attempt, options.timeout)
+    outcome = call_with_timeout(attempt, timeout)
     while outcome.error is not None and retries < options.retries:
         retries += 1
         sleep(min(options.retry_delay * 2 ** (retries - 1), MAX_RETRY_DELAY))
-        outcome = call_with_timeout(attempt, options.timeout)
+        outcome = call_with_timeout(attempt, timeout)
 
     error = outcome.error
     agent_result = AgentResult()
+    scores: list[ScoreResult] = []
     if error is None:
         agent_result, error = to_agent_result(outcome.value)
+    if error is None:
+        try:
+            scores = [SCORERS[name].score(scenario, agent_result) for name in scenario.scorers]
+        except ScorerError as exc:
+            error = str(exc)
+            scores = []
     if error is not None:
         return ScenarioRunResult(
             scenario=scenario,
@@ -138,12 +183,12 @@ def run_scenario(
             error=error,
             retry_count=retries,
         )
-    scores = [SCORERS[name].score(scenario, agent_result) for name in scenario.scorers]
     return ScenarioRunResult(
         scenario=scenario,
         agent_result=agent_result,
         scores=scores,
-        passed=all(s.passed for s in scores),
+        # No scorer, no verdict to pass on: AgenticAssure fails such a scenario, and so do we.
+        passed=bool(scores) and all(s.passed for s in scores),
         duration_ms=_ms(timer() - start),
         error=None,
         retry_count=retries,

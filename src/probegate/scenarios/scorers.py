@@ -1,13 +1,18 @@
 """Scorers: how a scenario's AgentResult is judged. :data:`SCORERS` lists every one.
 
 Each scorer is one small class behind the :class:`Scorer` protocol, with a stable name (the key
-a suite file uses, and the anchor in ``docs/scenarios.md``). A scorer also says, before anything
-runs, which scenario fields it needs (:meth:`Scorer.problems`): a ``regex`` scenario with no
-pattern, or a bad one, is a suite-file error the user hears about at load time (exit 2), not a
-scenario that fails at the end of a long run.
+a suite file uses, and the anchor in ``docs/scenarios.md``). ``passfail``, ``exact``, ``regex``
+and ``similarity`` are AgenticAssure 0.4's scorers with its semantics (the same suite and the
+same agent give the same verdict in both tools); ``tools`` is probegate's own.
 
-Every scorer is deterministic and needs no network or model: the same output always gets the
-same score, so a run can be compared with its baseline.
+AgenticAssure judges a scenario whose expectations are missing or malformed at run time (a
+``regex`` scenario without ``metadata.regex_pattern`` fails). probegate gives the same verdict
+and, through :meth:`Scorer.problems`, also says so before anything runs, as a warning naming
+the field, so the user hears about it at load time instead of at the end of a long run.
+
+``similarity`` is the one scorer probegate cannot reproduce offline: AgenticAssure compares
+sentence embeddings from a model it downloads. probegate uses a documented token-overlap
+fallback and says so in every result it gives (docs/scenarios.md#similarity).
 """
 
 from __future__ import annotations
@@ -20,8 +25,20 @@ from probegate.scenarios.models import AgentResult, Scenario, ScoreResult
 
 DEFAULT_SIMILARITY_THRESHOLD = 0.7
 SIMILARITY_THRESHOLD_KEY = "similarity_threshold"
+REGEX_PATTERN_KEY = "regex_pattern"
+EXACT_NORMALIZE_KEY = "exact_normalize"
+SIMILARITY_FALLBACK = "token_overlap"
+EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+FALLBACK_NOTE = (
+    f"AgenticAssure compares sentence embeddings ({EMBEDDING_MODEL}), which cannot be loaded "
+    "offline; probegate used its token-overlap fallback (docs/scenarios.md#similarity)"
+)
 QUOTE_MAX = 80
 _WORD = re.compile(r"\w+")
+
+
+class ScorerError(Exception):
+    """The scenario cannot be scored at all (AgenticAssure raises here: the scenario errors)."""
 
 
 class Scorer(Protocol):
@@ -31,32 +48,19 @@ class Scorer(Protocol):
     summary: str
 
     def problems(self, scenario: Scenario) -> list[tuple[str, str]]:
-        """``(field, message)`` for each scenario field this scorer cannot work with."""
+        """``(field, message)`` for each reason this scenario can never pass this scorer."""
         ...
 
     def score(self, scenario: Scenario, result: AgentResult) -> ScoreResult:
-        """Score ``result``; only called for scenarios :meth:`problems` accepted."""
+        """Score ``result``; raise :class:`ScorerError` when the scenario cannot be scored."""
         ...
 
 
-def _quote(text: str) -> str:
-    text = " ".join(text.split())
+def _quote(value: Any) -> str:
+    text = " ".join(str(value).split())
     if len(text) > QUOTE_MAX:
         text = text[: QUOTE_MAX - 1] + "…"
     return f"'{text}'"
-
-
-def _subset(expected: Any, actual: Any) -> bool:
-    """``expected`` is contained in ``actual``: every expected key present with a matching value.
-
-    Nested objects match as subsets too, so a scenario can pin ``{"filters": {"city": "Paris"}}``
-    without listing every filter the agent chose; anything else must be equal.
-    """
-    if isinstance(expected, dict):
-        return isinstance(actual, dict) and all(
-            key in actual and _subset(value, actual[key]) for key, value in expected.items()
-        )
-    return bool(expected == actual)
 
 
 def _result(
@@ -77,123 +81,163 @@ def _result(
     )
 
 
-def _needs_expected_output(scenario: Scenario, name: str) -> list[tuple[str, str]]:
+def _no_expected_output(scenario: Scenario, name: str) -> list[tuple[str, str]]:
     if scenario.expected_output is None:
-        return [("expected_output", f"the {name} scorer needs expected_output")]
+        return [("expected_output", f"the {name} scorer fails without expected_output")]
     return []
 
 
+def _tool_args_problems(scenario: Scenario) -> list[tuple[str, str]]:
+    return [
+        (f"expected_tool_args.{tool}", f"must map argument names to values, got {args!r}")
+        for tool, args in (scenario.expected_tool_args or {}).items()
+        if not isinstance(args, dict)
+    ]
+
+
 class PassFailScorer:
-    """Every stated expectation holds: output text, tools called, tool arguments."""
+    """The agent answered, called every expected tool, with the expected arguments."""
 
     name = "passfail"
     summary = (
-        "expected_output is a case-insensitive substring of the output; every expected_tools "
-        "entry was called; for each tool in expected_tool_args some call's arguments contain "
-        "the expected ones (subset match). Score: the fraction of checks that hold."
+        "the output is not blank; every expected_tools name was called; for each tool in "
+        "expected_tool_args, its first call has each expected argument with an equal value; "
+        "expected_output, if set, is a case-insensitive substring of the output. Score 1 or 0."
     )
 
     def problems(self, scenario: Scenario) -> list[tuple[str, str]]:
-        if (
-            scenario.expected_output is None
-            and not scenario.expected_tools
-            and not scenario.expected_tool_args
-        ):
-            return [
-                (
-                    "expected_output",
-                    "the passfail scorer needs expected_output, expected_tools or "
-                    "expected_tool_args (otherwise it can never fail)",
-                )
-            ]
-        return []
+        return _tool_args_problems(scenario)
 
     def score(self, scenario: Scenario, result: AgentResult) -> ScoreResult:
         checks: list[tuple[bool, str]] = []
-        if scenario.expected_output is not None:
-            ok = scenario.expected_output.casefold() in result.output.casefold()
-            verb = "contains" if ok else "does not contain"
-            checks.append((ok, f"output {verb} {_quote(scenario.expected_output)}"))
-        called = [call.name for call in result.tool_calls]
-        for tool in scenario.expected_tools or []:
-            ok = tool in called
-            checks.append((ok, f"tool '{tool}' {'called' if ok else 'not called'}"))
-        for tool, expected in sorted((scenario.expected_tool_args or {}).items()):
-            calls = [c.arguments for c in result.tool_calls if c.name == tool]
-            if any(_subset(expected, arguments) for arguments in calls):
-                checks.append((True, f"tool '{tool}' called with the expected arguments"))
-            elif not calls:
-                checks.append((False, f"tool '{tool}' not called (arguments expected)"))
+        answered = bool(result.output.strip())
+        checks.append((answered, "the agent answered" if answered else "the output is empty"))
+        called = {call.name for call in result.tool_calls}
+        if scenario.expected_tools is not None:
+            missing = sorted(set(scenario.expected_tools) - called)
+            if missing:
+                checks.append((False, f"tools not called: {', '.join(missing)}"))
             else:
-                got = _quote(str(calls[0]))
-                checks.append(
-                    (False, f"tool '{tool}' called, but no call matched {expected}; first: {got}")
+                checks.append((True, "every expected tool was called"))
+        for tool, expected in (scenario.expected_tool_args or {}).items():
+            first = next((call for call in result.tool_calls if call.name == tool), None)
+            if first is None:
+                checks.append((False, f"tool '{tool}' not called (arguments expected)"))
+                continue
+            if not isinstance(expected, dict):  # AgenticAssure raises here too
+                raise ScorerError(
+                    f"passfail: expected_tool_args.{tool} must map argument names to values"
                 )
-        passed_count = sum(ok for ok, _ in checks)
+            for key, value in expected.items():
+                if key not in first.arguments:
+                    checks.append((False, f"tool '{tool}' called without argument '{key}'"))
+                elif first.arguments[key] != value:
+                    got = first.arguments[key]
+                    checks.append(
+                        (False, f"tool '{tool}' {key}: expected {_quote(value)}, got {_quote(got)}")
+                    )
+                else:
+                    checks.append((True, f"tool '{tool}' {key} as expected"))
+        if scenario.expected_output is not None:
+            found = scenario.expected_output.lower() in result.output.lower()
+            verb = "contains" if found else "does not contain"
+            checks.append((found, f"output {verb} {_quote(scenario.expected_output)}"))
+        passed = all(ok for ok, _ in checks)
+        # A failure names only what failed (details.checks keeps every check).
+        shown = checks if passed else [check for check in checks if not check[0]]
         return _result(
             scenario,
             self.name,
-            passed_count / len(checks),
-            passed_count == len(checks),
-            "; ".join(text for _, text in checks),
+            1.0 if passed else 0.0,
+            passed,
+            "; ".join(text for _, text in shown),
             {"checks": [{"check": text, "passed": ok} for ok, text in checks]},
         )
 
 
 class ExactScorer:
-    """The output is exactly the expected output (surrounding whitespace ignored)."""
+    """The output is the expected output: case and surrounding space ignored by default."""
 
     name = "exact"
-    summary = "the output equals expected_output after stripping surrounding whitespace."
+    summary = (
+        "the output equals expected_output, both stripped of surrounding whitespace and "
+        "lower-cased; with metadata.exact_normalize: false, character for character. "
+        "Score 1 or 0."
+    )
 
     def problems(self, scenario: Scenario) -> list[tuple[str, str]]:
-        return _needs_expected_output(scenario, self.name)
+        return _no_expected_output(scenario, self.name)
 
     def score(self, scenario: Scenario, result: AgentResult) -> ScoreResult:
-        expected = (scenario.expected_output or "").strip()
-        if result.output.strip() == expected:
-            return _result(scenario, self.name, 1.0, True, "output equals the expected output")
+        if scenario.expected_output is None:
+            return _result(scenario, self.name, 0.0, False, "no expected_output to compare with")
+        normalize = bool(scenario.metadata.get(EXACT_NORMALIZE_KEY, True))
+        expected, actual = scenario.expected_output, result.output
+        if normalize:
+            expected, actual = expected.strip().lower(), actual.strip().lower()
+        how = " (ignoring case and surrounding space)" if normalize else ""
+        if actual == expected:
+            return _result(
+                scenario, self.name, 1.0, True, f"output equals the expected output{how}"
+            )
         return _result(
             scenario,
             self.name,
             0.0,
             False,
-            f"output differs from the expected output: got {_quote(result.output)}",
+            f"output differs from the expected output{how}: got {_quote(result.output)}",
         )
+
+
+def _pattern(scenario: Scenario) -> Any:
+    return scenario.metadata.get(REGEX_PATTERN_KEY)
 
 
 class RegexScorer:
-    """The output matches expected_output read as a Python regular expression."""
+    """The output matches the regular expression in metadata.regex_pattern."""
 
     name = "regex"
     summary = (
-        "expected_output is a Python regular expression searched for in the output "
-        "(re.search; use inline flags such as (?i) for case-insensitive matching)."
+        "metadata.regex_pattern is a Python regular expression searched for anywhere in the "
+        "output (re.search; inline flags such as (?i) for options). Score 1 or 0."
     )
 
     def problems(self, scenario: Scenario) -> list[tuple[str, str]]:
-        found = _needs_expected_output(scenario, self.name)
-        if found:
-            return found
+        pattern = _pattern(scenario)
+        field = f"metadata.{REGEX_PATTERN_KEY}"
+        if pattern is None:
+            hint = (
+                " (expected_output is not read as a pattern)"
+                if scenario.expected_output is not None
+                else ""
+            )
+            return [(field, f"the regex scorer fails without a pattern here{hint}")]
+        if not isinstance(pattern, str):
+            return [(field, f"must be a string, got {pattern!r}")]
         try:
-            re.compile(scenario.expected_output or "")
+            re.compile(pattern)
         except re.error as exc:
-            return [("expected_output", f"not a valid regular expression: {exc}")]
+            return [(field, f"not a valid regular expression: {exc}")]
         return []
 
     def score(self, scenario: Scenario, result: AgentResult) -> ScoreResult:
-        pattern = scenario.expected_output or ""
-        match = re.search(pattern, result.output)
+        pattern = _pattern(scenario)
+        if pattern is None:
+            return _result(
+                scenario, self.name, 0.0, False, f"no metadata.{REGEX_PATTERN_KEY} to match"
+            )
+        if not isinstance(pattern, str):
+            raise ScorerError(f"regex: metadata.{REGEX_PATTERN_KEY} must be a string")
+        try:
+            match = re.search(pattern, result.output)
+        except re.error as exc:
+            return _result(scenario, self.name, 0.0, False, f"invalid pattern /{pattern}/: {exc}")
+        details = {"pattern": pattern, "match": None if match is None else match.group(0)[:200]}
         if match is None:
-            return _result(scenario, self.name, 0.0, False, f"output does not match /{pattern}/")
-        return _result(
-            scenario,
-            self.name,
-            1.0,
-            True,
-            f"output matches /{pattern}/",
-            {"match": match.group(0)[:200]},
-        )
+            return _result(
+                scenario, self.name, 0.0, False, f"output does not match /{pattern}/", details
+            )
+        return _result(scenario, self.name, 1.0, True, f"output matches /{pattern}/", details)
 
 
 def _lcs(a: list[str], b: list[str]) -> int:
@@ -209,7 +253,7 @@ def _lcs(a: list[str], b: list[str]) -> int:
 
 
 class ToolsScorer:
-    """The agent called exactly the expected tools, in the expected order."""
+    """The agent called exactly the expected tools, in the expected order (probegate's own)."""
 
     name = "tools"
     summary = (
@@ -220,11 +264,13 @@ class ToolsScorer:
 
     def problems(self, scenario: Scenario) -> list[tuple[str, str]]:
         if scenario.expected_tools is None:
-            return [("expected_tools", "the tools scorer needs expected_tools (a list)")]
+            return [("expected_tools", "the tools scorer fails without expected_tools (a list)")]
         return []
 
     def score(self, scenario: Scenario, result: AgentResult) -> ScoreResult:
-        expected = list(scenario.expected_tools or [])
+        if scenario.expected_tools is None:
+            return _result(scenario, self.name, 0.0, False, "no expected_tools to compare with")
+        expected = list(scenario.expected_tools)
         called = [call.name for call in result.tool_calls]
         longest = max(len(expected), len(called))
         score = 1.0 if longest == 0 else _lcs(expected, called) / longest
@@ -262,37 +308,44 @@ def similarity(a: str, b: str) -> float:
     return 2 * sum((left & right).values()) / total
 
 
-def similarity_threshold(scenario: Scenario) -> float:
-    value = (scenario.metadata or {}).get(SIMILARITY_THRESHOLD_KEY, DEFAULT_SIMILARITY_THRESHOLD)
-    return float(value)
+def _threshold(scenario: Scenario) -> Any:
+    return scenario.metadata.get(SIMILARITY_THRESHOLD_KEY, DEFAULT_SIMILARITY_THRESHOLD)
+
+
+def _threshold_problems(scenario: Scenario) -> list[tuple[str, str]]:
+    value = _threshold(scenario)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return [(f"metadata.{SIMILARITY_THRESHOLD_KEY}", f"must be a number, got {value!r}")]
+    return []
 
 
 class SimilarityScorer:
-    """The output says roughly what expected_output says (token overlap above a threshold)."""
+    """The output says roughly what expected_output says (offline: token overlap)."""
 
     name = "similarity"
     summary = (
-        "token-overlap ratio (Dice coefficient of lower-cased words) between the output and "
-        "expected_output; passes at or above metadata.similarity_threshold (default 0.7)."
+        "AgenticAssure: cosine similarity of sentence embeddings. Offline fallback used by "
+        "probegate, and said so in each result: the token-overlap ratio (Dice coefficient of "
+        "lower-cased words) between the output and expected_output; passes at or above "
+        "metadata.similarity_threshold (default 0.7)."
     )
 
     def problems(self, scenario: Scenario) -> list[tuple[str, str]]:
-        found = _needs_expected_output(scenario, self.name)
-        value = (scenario.metadata or {}).get(SIMILARITY_THRESHOLD_KEY)
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1
-        ):
+        found = _no_expected_output(scenario, self.name) + _threshold_problems(scenario)
+        value = _threshold(scenario)
+        if not found and not 0 <= value <= 1:
             found.append(
-                (
-                    f"metadata.{SIMILARITY_THRESHOLD_KEY}",
-                    f"must be a number from 0 to 1, got {value!r}",
-                )
+                (f"metadata.{SIMILARITY_THRESHOLD_KEY}", f"is outside 0..1, got {value!r}")
             )
         return found
 
     def score(self, scenario: Scenario, result: AgentResult) -> ScoreResult:
-        threshold = similarity_threshold(scenario)
-        ratio = round(similarity(result.output, scenario.expected_output or ""), 4)
+        if scenario.expected_output is None:
+            return _result(scenario, self.name, 0.0, False, "no expected_output to compare with")
+        for field, problem in _threshold_problems(scenario):
+            raise ScorerError(f"similarity: {field} {problem}")
+        threshold = float(_threshold(scenario))
+        ratio = round(similarity(result.output, scenario.expected_output), 4)
         passed = ratio >= threshold
         sign = ">=" if passed else "<"
         return _result(
@@ -300,8 +353,8 @@ class SimilarityScorer:
             self.name,
             ratio,
             passed,
-            f"token overlap {ratio:.2f} {sign} threshold {threshold:.2f}",
-            {"threshold": threshold},
+            f"token overlap {ratio:.2f} {sign} threshold {threshold:g} [{FALLBACK_NOTE}]",
+            {"method": SIMILARITY_FALLBACK, "ratio": ratio, "threshold": threshold},
         )
 
 
@@ -315,3 +368,11 @@ SCORERS: dict[str, Scorer] = {
         SimilarityScorer(),
     )
 }
+
+
+def uses_fallback(score: ScoreResult) -> bool:
+    """Whether this score came from the offline similarity fallback, not embeddings."""
+    return (
+        score.scorer_name == SimilarityScorer.name
+        and (score.details or {}).get("method") == SIMILARITY_FALLBACK
+    )
