@@ -2,7 +2,7 @@
 
 Each format is a pure function from the runs (and any regressions) to ``(file name, bytes)``
 pairs; the command writes them into ``--output-dir``. JSON is one file per suite, named
-``results_{run_id}.json`` as seed 002 says, in probegate's shape (``json``) or in exactly
+``results_{run_id}.json`` (docs/scenarios.md), in probegate's shape (``json``) or in exactly
 AgenticAssure's (``agenticassure``); JUnit and Markdown cover every suite in one file; HTML is
 one file per suite, named as AgenticAssure names it. ``cli`` is AgenticAssure's name for "the
 terminal only": it writes no file (probegate always prints the terminal report).
