@@ -1,10 +1,10 @@
 """``--output agenticassure``: the results file exactly as AgenticAssure 0.4 writes it.
 
 probegate's own ``json`` results (docs/scenarios.md) have AgenticAssure's fields plus what
-probegate knows (a scenario's ``context``, ``null`` for a timeout nobody set). AgenticAssure's reader is its
-pydantic ``RunResult``, which is stricter in a few places; this renderer maps a probegate
-RunResult onto that shape so the file round-trips through AgenticAssure's own models unchanged
-(``tests/scenarios/test_agenticassure.py`` checks exactly that):
+probegate knows (a scenario's ``context``, ``null`` for a timeout nobody set). AgenticAssure's
+reader is its pydantic ``RunResult``, which is stricter in a few places; this renderer maps a
+probegate RunResult onto that shape so the file round-trips through AgenticAssure's own models
+unchanged (``tests/scenarios/test_agenticassure.py`` checks exactly that):
 
 - every scenario gets the ``id`` AgenticAssure gives it (a UUID4), and every score's
   ``scenario_id`` is that id, not the scenario's name;
