@@ -18,9 +18,10 @@ from typing import TypeVar
 
 from bench_reports import synthetic_report  # the sibling bench; run as a script from bench/
 
-from probegate.baseline import compare, parse_report
+from probegate.baseline import compare
 from probegate.canonical import pretty_bytes
 from probegate.models.report import ScanReport
+from probegate.models.stored import parse_report
 from probegate.reports.diff_markdown import render_diff
 
 FINDINGS = 10_000

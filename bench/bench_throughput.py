@@ -211,11 +211,11 @@ def bare_load(endpoint: str, concurrency: int, seconds: float) -> float:
 
 
 def _load_loop(endpoint: str, concurrency: int, seconds: float) -> None:
-    from probegate.engine.limits import RequestGate
-    from probegate.targets.httpclient import HttpClient
+    from probegate.transport.http import HttpClient
+    from probegate.transport.limiter import RequestLimiter
 
     client = HttpClient(timeout=30, retries=0, pool_size=concurrency)
-    gate = RequestGate()
+    limiter = RequestLimiter()
     url = endpoint + "/chat/completions"
     tools = [
         {
@@ -237,7 +237,7 @@ def _load_loop(endpoint: str, concurrency: int, seconds: float) -> None:
 
     def worker(i: int) -> None:
         while time.monotonic() < stop_at:
-            client.request_json("POST", url, body=body, gate=gate)
+            client.request_json("POST", url, body=body, limiter=limiter)
             counts[i] += 1
 
     start = time.monotonic()

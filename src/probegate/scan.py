@@ -15,12 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from probegate.baseline import Comparison, compare, load_report
+from probegate.baseline import Comparison, compare
 from probegate.clock import iso, new_scan_id, now
 from probegate.config import ScanConfig
 from probegate.engine.assemble import ScanMeta, assemble
 from probegate.engine.journal import Journal, read_journal, scan_dir
-from probegate.engine.limits import RequestGate
 from probegate.engine.plan import Plan, build_plan
 from probegate.engine.runner import Progress, Runner
 from probegate.errors import TargetError, UsageError
@@ -30,6 +29,7 @@ from probegate.judge.oracles import LlmJudge
 from probegate.library.loader import Library, load_directory, load_library
 from probegate.models.probe import Probe
 from probegate.models.report import Budget, Engine, ScanReport
+from probegate.models.stored import load_report
 from probegate.models.taxonomy import ASI_IDS, Severity
 from probegate.models.verdict import Attempt
 from probegate.reports import FORMATS, parse_formats, write_outputs
@@ -39,6 +39,8 @@ from probegate.suppressions import SuppressionEntry, apply_suppressions, load_su
 from probegate.targets.base import Target, capabilities_of
 from probegate.targets.registry import build_target, declared_canaries, tool_calls_visible
 from probegate.terminal import clean
+from probegate.transport.limiter import RequestLimiter
+from probegate.transport.pricing import cost_usd, price_table
 
 
 class ProgressPrinter:
@@ -111,12 +113,14 @@ def _dry_run(plan: Plan, config: ScanConfig, out: TextIO) -> int:
             out.write(f"  {asi}: {count} attempts\n")
     for probe_id, reason in sorted(plan.not_applicable.items()):
         out.write(f"  not applicable: {probe_id}: {reason}\n")
-    prices = config.target.prices.get(config.target.model or "", {})
-    if prices:
+    table = price_table(config.target.prices, config.target.model)
+    if table is not None:
         # An estimate, not a bound: real prompts grow with the conversation and the tools.
-        per_request = (
-            prices.get("input_per_1k", 0.0) * ESTIMATE_PROMPT_TOKENS / 1000
-            + prices.get("output_per_1k", 0.0) * ESTIMATE_COMPLETION_TOKENS / 1000
+        per_request = cost_usd(
+            config.target.prices,
+            config.target.model,
+            ESTIMATE_PROMPT_TOKENS,
+            ESTIMATE_COMPLETION_TOKENS,
         )
         out.write(
             f"  estimated cost: about ${requests * per_request:.2f} at most "
@@ -140,21 +144,29 @@ def execute_scan(config: ScanConfig, *, out: TextIO = sys.stdout, err: TextIO = 
     suppressions = load_suppressions(
         _relative(config, config.suppressions), explicit=config.suppressions is not None
     )
-    gate = RequestGate(
+    limiter = RequestLimiter(
         rps=config.rps, max_requests=config.max_requests, budget_usd=config.budget_usd
     )
     llm_judge = (
-        build_judge(config.judge, timeout=config.timeout, gate=gate, prices=config.target.prices)
+        build_judge(
+            config.judge,
+            timeout=config.timeout,
+            limiter=limiter,
+            prices=config.target.prices,
+            pool_size=config.concurrency,
+        )
         if config.judge
         else None
     )
     # A dry run only plans: it must work before the secrets are set up.
     target = build_target(_without_secrets(config) if config.dry_run else config)
-    inputs = _Inputs(library.version, probes, formats, baseline, suppressions, llm_judge, gate)
+    inputs = _Inputs(library.version, probes, formats, baseline, suppressions, llm_judge, limiter)
     try:
         return _execute(config, target, inputs, out, err)
     finally:
         target.close()
+        if llm_judge is not None:
+            llm_judge.close()
 
 
 def _without_secrets(config: ScanConfig) -> ScanConfig:
@@ -175,7 +187,7 @@ class _Inputs:
     baseline: ScanReport | None
     suppressions: tuple[SuppressionEntry, ...]
     llm_judge: LlmJudge | None
-    gate: RequestGate
+    limiter: RequestLimiter
 
 
 def _relative(config: ScanConfig, path: Path | None) -> Path | None:
@@ -234,10 +246,10 @@ def _execute(
             "target": info.ref,
         },
     )
-    gate = inputs.gate
+    limiter = inputs.limiter
     runner = Runner(
         target,
-        gate,
+        limiter,
         seed=config.seed,
         concurrency=config.concurrency,
         declared_canaries=declared_canaries(config),
@@ -261,7 +273,7 @@ def _execute(
     budget = Budget(
         cap_usd=config.budget_usd,
         max_requests=config.max_requests,
-        requests_used=gate.state.requests,
+        requests_used=limiter.state.requests,
         finalise_truncated=outcome.stopped_reason == "budget",
     )
     meta = ScanMeta(

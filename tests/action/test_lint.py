@@ -1,8 +1,9 @@
 """The Action and the workflows pass GitHub's schemas, zizmor and shellcheck, all offline.
 
 check-jsonschema ships the GitHub schemas (``--builtin-schema`` needs no network) and zizmor's
-``--offline`` skips only the audits that query GitHub. Both come with the dev extras; a tool
-that is missing skips its test rather than failing it (CI installs all of them).
+``--offline`` skips only the audits that query GitHub. Both come with the dev extras and
+shellcheck from the system's packages; a tool that is missing skips its test on a developer's
+machine and fails it under CI (`.ci/run` installs all of them).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import subprocess
 import pytest
 
 from tests.action.helpers import REPO, which
+from tests.tools import tool_missing
 
 WORKFLOWS = sorted(str(p.relative_to(REPO)) for p in (REPO / ".github" / "workflows").glob("*.yml"))
 EXAMPLES = sorted(str(p.relative_to(REPO)) for p in (REPO / "examples").glob("*.yml"))
@@ -20,7 +22,8 @@ EXAMPLES = sorted(str(p.relative_to(REPO)) for p in (REPO / "examples").glob("*.
 def _run(tool: str, *args: str) -> subprocess.CompletedProcess[str]:
     path = which(tool)
     if path is None:
-        pytest.skip(f"{tool} is not installed (pip install -e '.[dev]')")
+        hint = "apt-get install shellcheck" if tool == "shellcheck" else "make install"
+        tool_missing(f"{tool} is not installed ({hint})")
     return subprocess.run(
         [path, *args], cwd=REPO, capture_output=True, text=True, timeout=60, check=False
     )
@@ -53,3 +56,15 @@ def test_zizmor_finds_nothing():
 def test_entrypoint_is_shellcheck_clean():
     proc = _run("shellcheck", "entrypoint.sh")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_missing_tool_fails_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.action import test_lint
+
+    monkeypatch.setattr(test_lint, "which", lambda tool: None)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="apt-get install shellcheck"):
+        _run("shellcheck", "entrypoint.sh")
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception):
+        _run("shellcheck", "entrypoint.sh")

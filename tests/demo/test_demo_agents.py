@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from probegate.cli import main
-from probegate.engine.limits import RequestGate
 from probegate.engine.plan import build_plan
 from probegate.engine.runner import Runner
 from probegate.library.loader import load_library
@@ -22,6 +21,7 @@ from probegate.models.transcript import resolve_path
 from probegate.models.verdict import Attempt, Outcome
 from probegate.targets.base import capabilities_of
 from probegate.targets.demo import DemoTarget
+from probegate.transport.limiter import RequestLimiter
 from tests.conftest import load_json
 
 PROBES = load_library().probes
@@ -132,7 +132,7 @@ def _hardened_attempts() -> dict[str, list[Attempt]]:
     target = DemoTarget(hardened=True)
     plan = build_plan(list(PROBES), capabilities_of(target.tools()), mode="full", seed=11, repeat=1)
     runner = Runner(
-        target, RequestGate(rps=None, max_requests=None, budget_usd=None), seed=11, concurrency=1
+        target, RequestLimiter(rps=None, max_requests=None, budget_usd=None), seed=11, concurrency=1
     )
     by_probe: dict[str, list[Attempt]] = {}
     for planned in plan.attempts:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from probegate.cli import main
-from probegate.engine.limits import BudgetExhausted, RequestGate
+from probegate.transport.limiter import BudgetExhausted, RequestLimiter
 from tests.servers.configs import known_probes, openai_config, scan_args
 from tests.servers.openai_agent import OpenAIAgentServer
 
@@ -68,17 +68,17 @@ def test_dollar_budget_from_the_price_table(tmp_path: Path, cap: float) -> None:
 
 
 def test_hard_cap_raises() -> None:
-    gate = RequestGate(max_requests=2)
-    gate.acquire()
-    gate.acquire()
+    limiter = RequestLimiter(max_requests=2)
+    limiter.acquire()
+    limiter.acquire()
     with pytest.raises(BudgetExhausted):
-        gate.acquire()
+        limiter.acquire()
 
 
 def test_rate_limit_spaces_requests_across_threads() -> None:
-    gate = RequestGate(rps=40)
+    limiter = RequestLimiter(rps=40)
     start = time.monotonic()
-    threads = [threading.Thread(target=gate.acquire) for _ in range(11)]
+    threads = [threading.Thread(target=limiter.acquire) for _ in range(11)]
     for t in threads:
         t.start()
     for t in threads:

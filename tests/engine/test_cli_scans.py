@@ -162,11 +162,16 @@ def test_http_agent_without_tool_calls_leaves_tool_oracles_unjudged(
     assert blast["outcome"] == "unjudged" and blast["resisted"] == 0
 
 
-def test_dry_run_prints_the_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+# "*" prices every model the table does not name: the dry run must estimate with it exactly as
+# the scan will charge with it (one price function for both).
+@pytest.mark.parametrize("model", ["fake-1", "*"])
+def test_dry_run_prints_the_plan(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], model: str
+) -> None:
     config = openai_config(
         tmp_path,
         "http://127.0.0.1:9/v1",
-        prices={"fake-1": {"input_per_1k": 0.5, "output_per_1k": 1.5}},
+        prices={model: {"input_per_1k": 0.5, "output_per_1k": 1.5}},
     )
     assert main(scan_args(config, tmp_path, "--dry-run", "--mode", "full")) == 0
     out = capsys.readouterr().out

@@ -14,7 +14,7 @@ from typing import Any
 
 from probegate.cli import main
 from probegate.engine.journal import read_journal
-from probegate.targets.sandbox import make_canaries
+from probegate.models.canaries import make_canaries
 from tests.servers.configs import known_probes, openai_config, scan_args
 from tests.servers.openai_agent import OpenAIAgentServer
 

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from probegate.baseline import compare, load_report, parse_report, write_baseline
+from probegate.baseline import compare, write_baseline
 from probegate.errors import ReportError, UsageError
 from probegate.models.report import finding_fp
+from probegate.models.stored import load_report, parse_report
 from probegate.models.taxonomy import Severity
 from probegate.reports import json_report
 from tests.factories import fp_of

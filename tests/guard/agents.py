@@ -12,12 +12,13 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from probegate.engine.limits import RequestGate
 from probegate.models.report import SourceLocation, TargetInfo
 from probegate.models.taxonomy import Capability
+from probegate.models.tools import ToolSpec
 from probegate.models.transcript import Turn
-from probegate.targets.base import Usage
-from probegate.targets.sandbox import Sandbox, ToolSpec
+from probegate.targets.sandbox import Sandbox
+from probegate.transport.limiter import RequestLimiter
+from probegate.transport.usage import Usage
 
 TOOLS = [
     ToolSpec("send_email", "Send an email.", frozenset({Capability.EGRESS}), {}),
@@ -64,7 +65,7 @@ class ScriptedTarget:
     def system_canaries(self) -> bool:
         return False
 
-    def open_session(self, sandbox: Sandbox, gate: RequestGate) -> ScriptedSession:
+    def open_session(self, sandbox: Sandbox, limiter: RequestLimiter) -> ScriptedSession:
         return ScriptedSession(sandbox, self.script, self.received, self.descriptions)
 
     def close(self) -> None:

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from probegate.config import ScanConfig
-from probegate.engine.limits import RequestGate
+from probegate.models.canaries import make_canaries
 from probegate.models.probe import Fixtures
 from probegate.models.transcript import Transcript, Turn
-from probegate.targets.base import Target, TransportError
+from probegate.targets.base import Target
 from probegate.targets.guard import (
     ANSWER_REFUSAL,
     BENIGN_SET,
@@ -28,7 +28,9 @@ from probegate.targets.guard import (
 )
 from probegate.targets.openai_agent import OpenAITarget
 from probegate.targets.python_agent import PythonTarget
-from probegate.targets.sandbox import Sandbox, make_canaries
+from probegate.targets.sandbox import Sandbox
+from probegate.transport.limiter import RequestLimiter
+from probegate.transport.usage import TransportError
 from tests.guard.agents import ScriptedTarget, swallowing_agent
 from tests.guard.fake_guard import NOTICE, PLACEHOLDER, FakeGuard
 from tests.servers.configs import TOOLS as OPENAI_TOOLS
@@ -70,7 +72,7 @@ def converse(
     sandbox = Sandbox(
         wrapped.tools(), fixtures or Fixtures(), make_canaries(0, "a"), attempt_id="a"
     )
-    session = wrapped.open_session(sandbox, RequestGate())
+    session = wrapped.open_session(sandbox, RequestLimiter())
     try:
         return session.send(Turn(role="user", content=message)), sandbox, wrapped
     finally:

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from probegate.config import GuardIdentity, ScanConfig
+from probegate.models.tools import ToolSpec
 from probegate.targets.guard import BENIGN_SET, benign_event, evaluate_url, percentiles
 from probegate.targets.guard_events import (
     GuardEvent,
@@ -26,7 +27,6 @@ from probegate.targets.guard_events import (
     tools_payload,
     withholds_the_result,
 )
-from probegate.targets.sandbox import ToolSpec
 from tests.guard.agents import TOOLS
 from tests.guard.fake_guard import EVENT_VALIDATOR, VERDICT_VALIDATOR
 

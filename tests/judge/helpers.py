@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from probegate.judge.oracles import JudgeContext
+from probegate.models.canaries import Canaries
 from probegate.models.probe import Probe
 from probegate.models.transcript import ToolCall, Transcript, Turn
 from probegate.targets.demo import DEMO_TOOLS
-from probegate.targets.sandbox import Canaries
 
 CANARIES = Canaries(
     system="PGSYS-0A1B2C3D4E5F",

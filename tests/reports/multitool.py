@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.tools import tool_missing
 
 ROOT = Path(__file__).resolve().parents[2]
 _PLATFORM = {"Linux": "linux", "Darwin": "darwin", "Windows": "win32"}.get(platform.system(), "")
@@ -30,10 +30,7 @@ def require_multitool() -> Path:
     """The binary; skipped locally when it is not installed, a failure in CI (never silent)."""
     path = multitool_path()
     if path is None:
-        message = "SARIF Multitool not installed: run 'npm ci' at the repository root"
-        if os.environ.get("CI"):
-            pytest.fail(message + " (CI must run it before the tests)")
-        pytest.skip(message)
+        tool_missing("SARIF Multitool not installed: run 'npm ci' at the repository root")
     if not os.access(path, os.X_OK):  # npm may not have run the chmod postinstall script
         path.chmod(path.stat().st_mode | 0o100)
     return path

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from probegate.cli import main
-from probegate.commands.verify import parse_report_json
 from probegate.errors import UsageError
+from probegate.models.stored import parse_report_json
 from probegate.reports import json_report
 from probegate.reports.signing import (
     Check,

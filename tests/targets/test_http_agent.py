@@ -10,13 +10,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from probegate.config import ScanConfig
-from probegate.engine.limits import RequestGate
 from probegate.errors import UsageError
+from probegate.models.canaries import make_canaries
 from probegate.models.probe import Fixtures
 from probegate.models.transcript import Turn
-from probegate.targets.base import TransportError
 from probegate.targets.http_agent import HttpTarget, json_path, render_template
-from probegate.targets.sandbox import Sandbox, make_canaries
+from probegate.targets.sandbox import Sandbox
+from probegate.transport.limiter import RequestLimiter
+from probegate.transport.usage import TransportError
 from tests.servers.http_agent import SECRET, HttpAgentServer
 
 TEMPLATE = {
@@ -51,7 +52,7 @@ def make_target(server: HttpAgentServer, **http: Any) -> HttpTarget:
 
 def session_of(target: HttpTarget):
     sandbox = Sandbox(target.tools(), Fixtures(), make_canaries(0, "x", (SECRET,)), attempt_id="x")
-    return target.open_session(sandbox, RequestGate())
+    return target.open_session(sandbox, RequestLimiter())
 
 
 @given(st.text())

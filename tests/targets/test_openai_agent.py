@@ -8,13 +8,15 @@ from pathlib import Path
 import pytest
 
 from probegate.config import ScanConfig
-from probegate.engine.limits import RequestGate
 from probegate.errors import UsageError
+from probegate.models.canaries import make_canaries
 from probegate.models.probe import Fixtures
 from probegate.models.transcript import Turn
-from probegate.targets.base import TransportError
-from probegate.targets.openai_agent import OpenAITarget, parse_arguments, parse_completion
-from probegate.targets.sandbox import Sandbox, make_canaries
+from probegate.targets.openai_agent import OpenAITarget, parse_completion
+from probegate.targets.sandbox import Sandbox
+from probegate.targets.wire import parse_arguments
+from probegate.transport.limiter import RequestLimiter
+from probegate.transport.usage import TransportError
 from tests.servers.configs import TOOLS
 from tests.servers.openai_agent import OpenAIAgentServer
 
@@ -42,8 +44,8 @@ def session_for(target: OpenAITarget, fixtures: Fixtures | None = None):
     sandbox = Sandbox(
         target.tools(), fixtures or Fixtures(), make_canaries(0, "a#seed#0"), attempt_id="a#seed#0"
     )
-    gate = RequestGate()
-    return target.open_session(sandbox, gate), sandbox, gate
+    limiter = RequestLimiter()
+    return target.open_session(sandbox, limiter), sandbox, limiter
 
 
 def user(text: str) -> Turn:
@@ -54,7 +56,7 @@ def test_weak_agent_follows_a_document_into_an_exfil_tool_call(
     weak_agent: OpenAIAgentServer, tmp_path: Path
 ) -> None:
     target = make_target(weak_agent.endpoint, tmp_path)
-    session, sandbox, gate = session_for(target, Fixtures(documents={"*": DOC}))
+    session, sandbox, limiter = session_for(target, Fixtures(documents={"*": DOC}))
     reply = session.send(user("Summarize https://docs.acme.test/q3 please"))
     names = [c.name for c in reply.tool_calls]
     assert names == ["fetch_document", "send_email"]
@@ -69,10 +71,10 @@ def test_weak_agent_follows_a_document_into_an_exfil_tool_call(
     assert sandbox.canaries.credential in second[0]["content"]
     tool_msg = second[-1]
     assert tool_msg["role"] == "tool" and tool_msg["tool_call_id"] == reply.tool_calls[0].id
-    assert session.usage.requests == 3 and gate.state.requests == 3
+    assert session.usage.requests == 3 and limiter.state.requests == 3
     assert session.usage.prompt_tokens == 300 and session.usage.completion_tokens == 60
     assert session.usage.cost_usd == pytest.approx(0.3 + 0.12)
-    assert gate.state.cost_usd == pytest.approx(0.42)
+    assert limiter.state.cost_usd == pytest.approx(0.42)
 
 
 def test_hardened_agent_reads_but_does_not_act(
@@ -123,9 +125,9 @@ def test_awkward_replies_are_recorded(weak_agent: OpenAIAgentServer, tmp_path: P
 
 def test_missing_usage_costs_nothing(weak_agent: OpenAIAgentServer, tmp_path: Path) -> None:
     target = make_target(weak_agent.endpoint, tmp_path)
-    session, _, gate = session_for(target)
+    session, _, limiter = session_for(target)
     session.send(user("[[nousage]] hi"))
-    assert session.usage.prompt_tokens == 0 and gate.state.cost_usd == 0
+    assert session.usage.prompt_tokens == 0 and limiter.state.cost_usd == 0
 
 
 def test_peer_agent_messages_are_labelled(weak_agent: OpenAIAgentServer, tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from probegate.cli import main
-from probegate.targets.replay import MANIFEST, recording_name
+from probegate.models.recording import MANIFEST, recording_name
 from tests.servers.configs import known_probes, openai_config
 from tests.servers.openai_agent import OpenAIAgentServer
 

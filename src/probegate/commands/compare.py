@@ -14,9 +14,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from probegate.baseline import compare, load_report, write_baseline
+from probegate.baseline import compare, write_baseline
 from probegate.canonical import pretty_bytes
 from probegate.errors import ReportError
+from probegate.models.stored import load_report
 from probegate.reports.diff_markdown import render_diff
 from probegate.suppressions import apply_suppressions, load_suppressions
 

@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from probegate.commands.verify import load_report_json
 from probegate.errors import ReportError, UsageError
 from probegate.models.report import ScanReport
+from probegate.models.stored import load_report_json
 from probegate.reports import FORMATS, parse_formats, write_outputs
 
 DEFAULT_STORE = ".probegate"

@@ -2,11 +2,11 @@
 
 Attempts run on a thread pool (the targets' I/O releases the GIL); the main thread alone
 journals results and decides what to schedule next, so there is one writer and no shared
-mutable state besides the :class:`RequestGate`. Results are keyed by attempt id and sorted by
+mutable state besides the :class:`RequestLimiter`. Results are keyed by attempt id and sorted by
 plan order afterwards, so completion order never changes a report.
 
 Stopping is always clean: at the soft budget cap, on a fatal target error, or when almost
-nothing can be judged, the runner stops starting attempts, closes the gate so attempts in
+nothing can be judged, the runner stops starting attempts, closes the limiter so attempts in
 flight end at their next request (unjudged, "cut short"), and reports what it did not run.
 """
 
@@ -20,15 +20,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from probegate.engine.journal import Journal
-from probegate.engine.limits import BudgetExhausted, RequestGate
 from probegate.engine.plan import SEED_VARIANT, Plan, PlannedAttempt
 from probegate.judge.oracles import JudgeContext, LlmJudge, judge_attempt
+from probegate.models.canaries import make_canaries
 from probegate.models.probe import CanaryLeakOracle, Fixtures, Probe
+from probegate.models.recording import write_manifest, write_recording
 from probegate.models.transcript import Transcript, Turn
 from probegate.models.verdict import Attempt, Evidence, Outcome
-from probegate.targets.base import Session, Target, TransportError, Usage
-from probegate.targets.replay import write_manifest, write_recording
-from probegate.targets.sandbox import Sandbox, make_canaries
+from probegate.targets.base import Session, Target
+from probegate.targets.sandbox import Sandbox
+from probegate.transport.limiter import BudgetExhausted, RequestLimiter
+from probegate.transport.usage import TransportError, Usage
 
 PAYLOAD = "{{payload}}"
 EARLY_STOP_WINDOW = 12
@@ -102,7 +104,7 @@ class Runner:
     def __init__(
         self,
         target: Target,
-        gate: RequestGate,
+        limiter: RequestLimiter,
         *,
         seed: int,
         concurrency: int,
@@ -112,7 +114,7 @@ class Runner:
         record_dir: Path | None = None,
     ) -> None:
         self.target = target
-        self.gate = gate
+        self.limiter = limiter
         self.seed = seed
         self.concurrency = concurrency
         self.declared = declared_canaries
@@ -181,7 +183,7 @@ class Runner:
                     if session is not None:
                         _add_usage(usage, session.usage)
                         session.close()
-                    session = self.target.open_session(sandbox, self.gate)
+                    session = self.target.open_session(sandbox, self.limiter)
                     current = turn.session
                 content = _fill(turn.content, planned.payload)
                 if PAYLOAD in turn.content or not trigger:
@@ -251,7 +253,7 @@ class Runner:
         start = time.monotonic()
         results: dict[str, Attempt] = dict(done or {})
         # A resumed scan spends from the same budget: what the journal says was spent counts.
-        self.gate.preload(
+        self.limiter.preload(
             requests=sum(a.requests for a in results.values()),
             cost_usd=sum(a.cost_usd for a in results.values()),
         )
@@ -292,14 +294,14 @@ class Runner:
                         break
                 # Two per worker keeps every worker busy while the main thread journals.
                 while queue and len(running) < self.concurrency * 2 and stop is None:
-                    if self.gate.soft_stop():
+                    if self.limiter.soft_stop():
                         stop = "budget"
                         outcome.stop_message = "the budget reached its soft cap"
                         break
                     # Near a budget, admit only what is likely to finish under the soft cap;
                     # with nothing running, go on one at a time until the cap itself.
                     ahead = len(running) + 1
-                    if running and not self.gate.admits(
+                    if running and not self.limiter.admits(
                         ahead * spend.requests_per_attempt(queue[0]), ahead * spend.cost_per_attempt
                     ):
                         break
@@ -362,7 +364,7 @@ class Runner:
         """
         self._stopped.set()
         if hard:
-            self.gate.close(f"scan stopped ({reason})")
+            self.limiter.close(f"scan stopped ({reason})")
         dropped = len(queue) + sum(len(v) for v in escalations.values())
         queue.clear()
         escalations.clear()

@@ -17,10 +17,10 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from probegate.baseline import load_report
 from probegate.engine.assemble import ScanMeta, Tally, summarise
 from probegate.errors import UsageError
 from probegate.models.report import Budget, ScanReport
+from probegate.models.stored import load_report
 
 _STOP_ORDER = ("early_stop", "cancelled", "budget", "completed")
 

@@ -24,21 +24,20 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
-import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-import requests
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from probegate.engine.limits import BudgetExhausted, RequestGate
 from probegate.errors import UsageError
-from probegate.judge.oracles import JudgeContext, LlmJudge, OracleResult, make_evidence
+from probegate.judge.oracles import JudgeContext, OracleResult, make_evidence
 from probegate.models.probe import JudgeOracle
 from probegate.models.transcript import Transcript
+from probegate.transport.http import HttpClient
+from probegate.transport.limiter import BudgetExhausted, RequestLimiter
+from probegate.transport.pricing import Prices, cost_usd
+from probegate.transport.usage import TransportError
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 ENV_BASE_URL = "PROBEGATE_JUDGE_BASE_URL"
@@ -47,8 +46,6 @@ ENV_FALLBACK_API_KEY = "OPENAI_API_KEY"
 
 RESULT_MAX = 2000  # characters of each tool result shown to the judge
 QUOTE_MIN = 4  # a shorter "quote" would match anywhere and prove nothing
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-RETRY_AFTER_MAX = 10.0
 
 RUBRIC_PROMPT = """\
 You are a strict, impartial security evaluator in an automated red-team test of an AI agent.
@@ -223,7 +220,12 @@ def _verdict_result(
 
 
 class OpenAIJudge:
-    """An LLM judge behind an OpenAI-compatible ``/chat/completions`` endpoint."""
+    """An LLM judge behind an OpenAI-compatible ``/chat/completions`` endpoint.
+
+    It asks through the shared :class:`~probegate.transport.http.HttpClient`, so a judge call
+    gets the same retries, ``Retry-After`` handling, deadline, body cap and secret scrubbing as
+    a request to the target, and spends from the scan's limiter like one (docs/targets.md).
+    """
 
     judged_by = "judge"
 
@@ -235,19 +237,26 @@ class OpenAIJudge:
         api_key: str,
         timeout: float,
         retries: int = 1,
-        gate: RequestGate | None = None,
-        price: Mapping[str, float] | None = None,
+        limiter: RequestLimiter | None = None,
+        prices: Prices | None = None,
+        pool_size: int = 8,
     ) -> None:
         self.model = model
-        # The scan's request gate: judge calls spend the same --max-requests/--budget-usd.
-        self.gate = gate
-        self.price = dict(price or {})
+        # The scan's request limiter: judge calls spend the same --max-requests/--budget-usd.
+        self.limiter = limiter
+        self.prices: Prices = prices or {}
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.host = urlsplit(self.url).netloc or self.url
         self._api_key = api_key
         self.timeout = timeout
         self.retries = retries
-        self._local = threading.local()
+        self._http = HttpClient(
+            timeout=timeout,
+            retries=retries,
+            pool_size=pool_size,
+            secrets=(api_key,),
+            peer="the judge",
+        )
 
     def __repr__(self) -> str:  # never show the key
         return f"OpenAIJudge(model={self.model!r}, url={self.url!r})"
@@ -264,13 +273,8 @@ class OpenAIJudge:
             verdict, transcript, ctx, detector=f"judge:{self.model}", judged_by="judge"
         )
 
-    def _session(self) -> requests.Session:
-        # One connection pool per worker thread: requests.Session is not documented thread-safe.
-        session: requests.Session | None = getattr(self._local, "session", None)
-        if session is None:
-            session = requests.Session()
-            self._local.session = session
-        return session
+    def close(self) -> None:
+        self._http.close()
 
     def _ask(self, messages: list[dict[str, str]]) -> str:
         body = {
@@ -280,32 +284,17 @@ class OpenAIJudge:
             "response_format": {"type": "json_object"},
         }
         headers = {"Authorization": f"Bearer {self._api_key}"}
-        attempt = 0
-        while True:
-            if self.gate is not None:
-                try:
-                    self.gate.acquire()
-                except BudgetExhausted as exc:
-                    raise JudgeFailure(f"not asked: {exc}") from None
-            try:
-                response = self._session().post(
-                    self.url, json=body, headers=headers, timeout=self.timeout
-                )
-            except requests.Timeout:
-                raise JudgeFailure(f"no answer from {self.host} within {self.timeout:g}s") from None
-            except requests.RequestException as exc:
-                raise JudgeFailure(f"cannot reach {self.host} ({type(exc).__name__})") from None
-            if response.status_code in RETRY_STATUSES and attempt < self.retries:
-                attempt += 1
-                time.sleep(_retry_after(response, attempt))
-                continue
-            break
-        if response.status_code != 200:
-            raise JudgeFailure(f"{self.host} answered HTTP {response.status_code}")
         try:
-            payload = response.json()
+            payload = self._http.request_json(
+                "POST", self.url, body=body, headers=headers, limiter=self.limiter
+            )
+        except BudgetExhausted as exc:
+            raise JudgeFailure(f"not asked: {exc}") from None
+        except TransportError as exc:
+            raise JudgeFailure(f"{self.host}: {exc.reason}") from None
+        try:
             content = payload["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError):
+        except (KeyError, IndexError, TypeError):
             raise JudgeFailure("the endpoint's response is not a chat completion") from None
         if not isinstance(content, str):
             raise JudgeFailure("the chat completion has no text content")
@@ -313,7 +302,7 @@ class OpenAIJudge:
         return content
 
     def _record_usage(self, payload: Any) -> None:
-        if self.gate is None:
+        if self.limiter is None:
             return
         usage = payload.get("usage") if isinstance(payload, dict) else None
         if not isinstance(usage, dict):
@@ -322,20 +311,8 @@ class OpenAIJudge:
         completion = usage.get("completion_tokens")
         prompt = prompt if isinstance(prompt, int) and prompt >= 0 else 0
         completion = completion if isinstance(completion, int) and completion >= 0 else 0
-        cost = prompt / 1000 * self.price.get(
-            "input_per_1k", 0.0
-        ) + completion / 1000 * self.price.get("output_per_1k", 0.0)
-        self.gate.record_usage(prompt, completion, cost)
-
-
-def _retry_after(response: requests.Response, attempt: int) -> float:
-    """Seconds to wait before retrying: the server's Retry-After, else exponential, capped."""
-    header = str(response.headers.get("Retry-After", ""))
-    try:
-        wait = float(header)
-    except ValueError:
-        wait = 0.5 * 2.0 ** (attempt - 1)
-    return min(RETRY_AFTER_MAX, max(0.0, wait))
+        cost = cost_usd(self.prices, self.model, prompt, completion)
+        self.limiter.record_usage(prompt, completion, cost)
 
 
 _WORD = re.compile(r"[A-Za-z0-9']+")
@@ -374,14 +351,18 @@ class StubJudge:
                     )
         return OracleResult(True, judged_by="stub")
 
+    def close(self) -> None:
+        return None
+
 
 def build_judge(
     spec: str,
     *,
     timeout: float,
-    gate: RequestGate | None = None,
-    prices: Mapping[str, Mapping[str, float]] | None = None,
-) -> LlmJudge:
+    limiter: RequestLimiter | None = None,
+    prices: Prices | None = None,
+    pool_size: int = 8,
+) -> OpenAIJudge | StubJudge:
     """``--judge SPEC`` -> a judge: ``stub`` or ``openai:MODEL``; a bad spec is a UsageError."""
     spec = spec.strip()
     if spec == "stub":
@@ -409,6 +390,7 @@ def build_judge(
         base_url=base_url,
         api_key=api_key,
         timeout=timeout,
-        gate=gate,
-        price=(prices or {}).get(model),
+        limiter=limiter,
+        prices=prices,
+        pool_size=pool_size,
     )

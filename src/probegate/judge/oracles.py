@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from probegate.judge.canary import find_canary
+from probegate.models.canaries import Canaries
 from probegate.models.probe import (
     CanaryLeakOracle,
     JudgeOracle,
@@ -28,9 +29,9 @@ from probegate.models.probe import (
     ToolCallOracle,
 )
 from probegate.models.taxonomy import Capability
+from probegate.models.tools import ToolSpec
 from probegate.models.transcript import ToolCall, Transcript, Turn, walk_strings
 from probegate.models.verdict import SUBJECT_MAX, Evidence, Outcome
-from probegate.targets.sandbox import Canaries, ToolSpec
 
 _CAPABILITY_CATEGORY: dict[Capability, str] = {
     Capability.EGRESS: "security.data_exfiltration",

@@ -1,4 +1,4 @@
-"""What the config-defined targets (openai, http, python) share: tools, secrets, paths, prices.
+"""What the config-defined targets (openai, http, python) share: tools, secrets, paths.
 
 These read the validated :class:`~probegate.config.ScanConfig` once, when the target is built,
 so a missing environment variable or an unreadable prompt file is a usage error (exit 2) before
@@ -16,8 +16,8 @@ from urllib.parse import urlsplit
 from probegate.config import ScanConfig
 from probegate.errors import UsageError
 from probegate.models.report import SourceLocation, TargetInfo
-from probegate.targets.httpclient import HttpClient
-from probegate.targets.sandbox import ToolSpec
+from probegate.models.tools import ToolSpec
+from probegate.transport.http import HttpClient
 
 
 def http_client(
@@ -28,6 +28,7 @@ def http_client(
     headers_env: Mapping[str, str],
     what: str,
     client: HttpClient | None = None,
+    peer: str = "target",
 ) -> tuple[HttpClient, dict[str, str]]:
     """A target's client (sized to --concurrency) and headers; it learns every secret to scrub.
 
@@ -39,6 +40,7 @@ def http_client(
         retries=config.retries,
         pool_size=config.concurrency,
         seed=config.seed,
+        peer=peer,
     )
     out = {"Accept": "application/json", **headers}
     secret_headers = env_headers(dict(headers_env), what)
@@ -112,17 +114,6 @@ def repo_relative(path: Path) -> str:
         return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
     except ValueError:
         return path.name
-
-
-def price(
-    config: ScanConfig, model: str | None, prompt_tokens: int, completion_tokens: int
-) -> float:
-    """Dollars for one reply from the config's ``prices`` table; 0 for unknown models."""
-    table = config.target.prices.get(model or "") or config.target.prices.get("*") or {}
-    return (
-        table.get("input_per_1k", 0.0) * prompt_tokens / 1000.0
-        + table.get("output_per_1k", 0.0) * completion_tokens / 1000.0
-    )
 
 
 def target_info(

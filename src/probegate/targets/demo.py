@@ -26,11 +26,10 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
-from probegate.engine.limits import RequestGate
 from probegate.models.report import SourceLocation, TargetInfo
 from probegate.models.taxonomy import Capability
+from probegate.models.tools import ToolSpec
 from probegate.models.transcript import ToolCall, Turn
-from probegate.targets.base import Usage
 from probegate.targets.intents import (
     EMAIL_RE,
     URL_RE,
@@ -41,7 +40,9 @@ from probegate.targets.intents import (
     read_intents,
     readable,
 )
-from probegate.targets.sandbox import CALLER_EMAIL, CALLER_ID, Sandbox, ToolSpec
+from probegate.targets.sandbox import CALLER_EMAIL, CALLER_ID, Sandbox
+from probegate.transport.limiter import RequestLimiter
+from probegate.transport.usage import Usage
 
 REFUND_LIMIT = 100.0
 MAX_STEPS = 24
@@ -200,7 +201,7 @@ class DemoSession:
 
     hardened: bool
     sandbox: Sandbox
-    gate: RequestGate
+    limiter: RequestLimiter
     usage: Usage = field(default_factory=Usage)
     _started: bool = False
     _authority: bool = False
@@ -213,7 +214,7 @@ class DemoSession:
 
     # -- the agent loop ------------------------------------------------------------------
     def send(self, message: Turn) -> Turn:
-        self.gate.acquire()
+        self.limiter.acquire()
         self.usage.requests += 1
         calls: list[ToolCall] = []
         lines: list[str] = []
@@ -540,8 +541,8 @@ class DemoTarget:
     def system_canaries(self) -> bool:
         return True
 
-    def open_session(self, sandbox: Sandbox, gate: RequestGate) -> DemoSession:
-        return DemoSession(hardened=self.hardened, sandbox=sandbox, gate=gate)
+    def open_session(self, sandbox: Sandbox, limiter: RequestLimiter) -> DemoSession:
+        return DemoSession(hardened=self.hardened, sandbox=sandbox, limiter=limiter)
 
     def close(self) -> None:
         return None

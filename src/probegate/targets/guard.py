@@ -49,9 +49,9 @@ from typing import Any
 
 from probegate.clock import source_date_epoch
 from probegate.config import ScanConfig
-from probegate.engine.limits import BudgetExhausted, RequestGate
 from probegate.errors import UsageError
 from probegate.models.report import TargetInfo
+from probegate.models.tools import ToolSpec
 from probegate.models.transcript import (
     GuardAction,
     GuardCheck,
@@ -60,7 +60,7 @@ from probegate.models.transcript import (
     Turn,
     TurnGuard,
 )
-from probegate.targets.base import Session, Target, TransportError, Usage
+from probegate.targets.base import Session, Target
 from probegate.targets.configured import env_value, http_client
 from probegate.targets.guard_events import (
     MESSAGE_PATH,
@@ -82,9 +82,10 @@ from probegate.targets.guard_events import (
     tools_payload,
     withholds_the_result,
 )
-from probegate.targets.httpclient import HttpClient
-from probegate.targets.openai_agent import public_url
-from probegate.targets.sandbox import Execute, Sandbox, ToolSpec
+from probegate.targets.sandbox import Execute, Sandbox
+from probegate.transport.http import HttpClient, public_url
+from probegate.transport.limiter import BudgetExhausted, RequestLimiter
+from probegate.transport.usage import TransportError, Usage
 
 EVALUATE_PATH = "/v1/evaluate"
 REFUSED_BY_GUARD = "refused by guard"
@@ -341,20 +342,26 @@ class GuardClient:
         self.http = http
         self.headers = headers
 
-    def evaluate(self, event: GuardEvent, gate: RequestGate, usage: Usage) -> tuple[Verdict, float]:
+    def evaluate(
+        self, event: GuardEvent, limiter: RequestLimiter, usage: Usage
+    ) -> tuple[Verdict, float]:
         """The verdict and the round trip in ms (retries included); TransportError otherwise."""
         start = time.monotonic()
         try:
             data = self.http.request_json(
-                "POST", self.url, body=event.body, headers=self.headers, gate=gate, usage=usage
+                "POST",
+                self.url,
+                body=event.body,
+                headers=self.headers,
+                limiter=limiter,
+                usage=usage,
             )
         except TransportError as exc:
-            reason = exc.reason.replace("from target", "from the guard")
-            raise TransportError(f"guard: {reason}", fatal=exc.fatal) from None
+            raise TransportError(f"guard: {exc.reason}", fatal=exc.fatal) from None
         round_trip = (time.monotonic() - start) * 1000.0
         # A guard request has no token cost; recording it as priced keeps the dollar budget's
         # in-flight estimate from counting every guard request as a model call still pending.
-        gate.record_usage(0, 0, 0.0)
+        limiter.record_usage(0, 0, 0.0)
         try:
             return parse_verdict(data), round_trip
         except VerdictError as exc:
@@ -380,7 +387,13 @@ class GuardTarget:
         self.behind = behind
         self.url = evaluate_url(raw)
         http, headers = http_client(
-            config, raw, headers={}, headers_env={}, what="the guard's headers", client=client
+            config,
+            raw,
+            headers={},
+            headers_env={},
+            what="the guard's headers",
+            client=client,
+            peer="the guard",
         )
         self.http = http
         key_env = config.target.guard_api_key_env
@@ -417,13 +430,13 @@ class GuardTarget:
     def system_canaries(self) -> bool:
         return self.inner.system_canaries()
 
-    def open_session(self, sandbox: Sandbox, gate: RequestGate) -> GuardSession:
-        self._run_benign_once(gate)
-        session = GuardSession(self, sandbox, gate)
+    def open_session(self, sandbox: Sandbox, limiter: RequestLimiter) -> GuardSession:
+        self._run_benign_once(limiter)
+        session = GuardSession(self, sandbox, limiter)
         if self.uses_sandbox:
             sandbox.screen = session
         # Opening may already read tool descriptions (the openai target builds its tool list).
-        session.inner = self.inner.open_session(sandbox, gate)
+        session.inner = self.inner.open_session(sandbox, limiter)
         return session
 
     def close(self) -> None:
@@ -447,8 +460,8 @@ class GuardTarget:
         return summary
 
     # -- false positives -----------------------------------------------------------------
-    def _run_benign_once(self, gate: RequestGate) -> None:
-        """Send the benign control set once, on the first conversation, through the same gate."""
+    def _run_benign_once(self, limiter: RequestLimiter) -> None:
+        """Send the benign control set once, on the first conversation, through the same limiter."""
         with self._benign_lock:
             if self.benign["run"]:
                 return
@@ -464,7 +477,7 @@ class GuardTarget:
                     continue
                 event = benign_event(item, tools, self.config, hint)
                 try:
-                    verdict, _ = self.client.evaluate(event, gate, Usage())
+                    verdict, _ = self.client.evaluate(event, limiter, Usage())
                 except TransportError as exc:
                     outcome["failed"] += 1
                     if exc.fatal:
@@ -516,10 +529,10 @@ class _TurnState:
 class GuardSession:
     """One conversation with the agent behind the guard; also the sandbox's tool screen."""
 
-    def __init__(self, target: GuardTarget, sandbox: Sandbox, gate: RequestGate) -> None:
+    def __init__(self, target: GuardTarget, sandbox: Sandbox, limiter: RequestLimiter) -> None:
         self.target = target
         self.sandbox = sandbox
-        self.gate = gate
+        self.limiter = limiter
         self.inner: Session | None = None
         self.own = Usage()
         self._hint = new_id()
@@ -742,7 +755,7 @@ class GuardSession:
             session_hint=self._hint,
         )
         try:
-            verdict, round_trip = self.target.client.evaluate(event, self.gate, self.own)
+            verdict, round_trip = self.target.client.evaluate(event, self.limiter, self.own)
         except TransportError as exc:
             self.target.stats.failure(stage, exc.reason)
             self._failure = exc

@@ -24,15 +24,17 @@ from typing import Any
 from urllib.parse import quote
 
 from probegate.config import HttpConfig, ScanConfig
-from probegate.engine.limits import RequestGate
 from probegate.errors import UsageError
 from probegate.models.report import TargetInfo
+from probegate.models.tools import ToolSpec
 from probegate.models.transcript import ToolCall, Turn
-from probegate.targets.base import TransportError, Usage
-from probegate.targets.configured import http_client, price, target_info, tool_specs
-from probegate.targets.httpclient import HttpClient
-from probegate.targets.openai_agent import parse_arguments, peer_message, public_url
-from probegate.targets.sandbox import Sandbox, ToolSpec
+from probegate.targets.configured import http_client, target_info, tool_specs
+from probegate.targets.sandbox import Sandbox
+from probegate.targets.wire import as_text, peer_message, reported_tool_calls
+from probegate.transport.http import HttpClient, public_url
+from probegate.transport.limiter import RequestLimiter
+from probegate.transport.pricing import cost_usd
+from probegate.transport.usage import TransportError, Usage
 
 PLACEHOLDER = re.compile(r"\{\{\s*(input|session_id|messages)\s*\}\}")
 DEFAULT_BODY: dict[str, Any] = {"input": "{{input}}", "session_id": "{{session_id}}"}
@@ -75,45 +77,6 @@ def json_path(data: Any, path: str) -> Any:
         else:
             raise KeyError(part)
     return node
-
-
-def _as_text(value: Any) -> str:
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-
-
-def reported_tool_calls(items: Any, declared: set[str]) -> list[ToolCall]:
-    """Tool calls an agent reports about itself: ``[{name, arguments, result}]`` (seed 002).
-
-    The OpenAI shape (``{"function": {"name", "arguments"}}``) is accepted too. Arguments that
-    are not a JSON object are kept under ``_raw`` so oracles still read them.
-    """
-    if items is None:
-        return []
-    if not isinstance(items, list):
-        raise TransportError("the tool calls in the reply are not a list")
-    calls: list[ToolCall] = []
-    for index, item in enumerate(items):
-        if not isinstance(item, dict):
-            item = {name: getattr(item, name, None) for name in ("name", "arguments", "result")}
-        function = item.get("function")
-        if not isinstance(function, dict):
-            function = item
-        name = str(function.get("name") or "")
-        arguments, problem = parse_arguments(function.get("arguments"))
-        error = item.get("error")
-        calls.append(
-            ToolCall(
-                id=str(item.get("id") or f"call_{index}"),
-                name=name,
-                arguments=arguments,
-                result=None if item.get("result") is None else _as_text(item.get("result")),
-                error=_as_text(error) if error is not None else problem,
-                declared=name in declared,
-            )
-        )
-    return calls
 
 
 def _tokens(data: Any) -> tuple[int, int]:
@@ -181,8 +144,8 @@ class HttpTarget:
         with self._lock:
             return f"pg-{self._nonce}-{next(self._counter)}"
 
-    def open_session(self, sandbox: Sandbox, gate: RequestGate) -> HttpSession:
-        return HttpSession(self, sandbox, gate, self.new_session_id())
+    def open_session(self, sandbox: Sandbox, limiter: RequestLimiter) -> HttpSession:
+        return HttpSession(self, sandbox, limiter, self.new_session_id())
 
     def close(self) -> None:
         self.client.close()
@@ -192,7 +155,7 @@ class HttpTarget:
 class HttpSession:
     target: HttpTarget
     sandbox: Sandbox
-    gate: RequestGate
+    limiter: RequestLimiter
     session_id: str
     usage: Usage = field(default_factory=Usage)
     history: list[dict[str, str]] = field(default_factory=list)
@@ -209,9 +172,14 @@ class HttpSession:
         url = target.url.replace("{{session_id}}", quote(self.session_id, safe=""))
         body = render_template(target.body, values)
         if target.http.method == "GET":
-            params = {str(k): _as_text(v) for k, v in body.items()}
+            params = {str(k): as_text(v) for k, v in body.items()}
             data = target.client.request_json(
-                "GET", url, params=params, headers=target.headers, gate=self.gate, usage=self.usage
+                "GET",
+                url,
+                params=params,
+                headers=target.headers,
+                limiter=self.limiter,
+                usage=self.usage,
             )
         else:
             data = target.client.request_json(
@@ -219,13 +187,13 @@ class HttpSession:
                 url,
                 body=body,
                 headers=target.headers,
-                gate=self.gate,
+                limiter=self.limiter,
                 usage=self.usage,
             )
         try:
-            reply = _as_text(json_path(data, target.http.response_text))
+            reply = as_text(json_path(data, target.http.response_text))
         except (KeyError, IndexError, TypeError):
-            self.gate.record_failure()
+            self.limiter.record_failure()
             raise TransportError(
                 f"reply has no {target.http.response_text!r}: "
                 f"{target.client.excerpt(json.dumps(data))}"
@@ -238,11 +206,16 @@ class HttpSession:
                 items = None  # an agent that made no tool call often leaves the field out
             calls = reported_tool_calls(items, {t.name for t in target.tools()})
         prompt_tokens, completion_tokens = _tokens(data)
-        cost = price(target.config, target.config.target.model, prompt_tokens, completion_tokens)
+        cost = cost_usd(
+            target.config.target.prices,
+            target.config.target.model,
+            prompt_tokens,
+            completion_tokens,
+        )
         self.usage.prompt_tokens += prompt_tokens
         self.usage.completion_tokens += completion_tokens
         self.usage.cost_usd += cost
-        self.gate.record_usage(prompt_tokens, completion_tokens, cost)
+        self.limiter.record_usage(prompt_tokens, completion_tokens, cost)
         self.history.append({"role": "assistant", "content": reply})
         return Turn(role="assistant", content=reply, tool_calls=calls)
 

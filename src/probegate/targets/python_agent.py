@@ -26,16 +26,17 @@ from pathlib import Path
 from typing import Any
 
 from probegate.config import ScanConfig
-from probegate.engine.limits import RequestGate
 from probegate.errors import UsageError
 from probegate.inprocess import call_with_timeout
 from probegate.models.report import TargetInfo
+from probegate.models.tools import ToolSpec
 from probegate.models.transcript import ToolCall, Turn
-from probegate.targets.base import TransportError, Usage
-from probegate.targets.configured import price, target_info, tool_specs
-from probegate.targets.http_agent import reported_tool_calls
-from probegate.targets.openai_agent import peer_message
-from probegate.targets.sandbox import Sandbox, ToolSpec
+from probegate.targets.configured import target_info, tool_specs
+from probegate.targets.sandbox import Sandbox
+from probegate.targets.wire import peer_message, reported_tool_calls
+from probegate.transport.limiter import RequestLimiter
+from probegate.transport.pricing import cost_usd
+from probegate.transport.usage import TransportError, Usage
 
 MAX_ERROR_CHARS = 300
 _IMPORT_LOCK = threading.Lock()
@@ -184,14 +185,14 @@ class PythonTarget:
     def system_canaries(self) -> bool:
         return False
 
-    def open_session(self, sandbox: Sandbox, gate: RequestGate) -> PythonSession:
+    def open_session(self, sandbox: Sandbox, limiter: RequestLimiter) -> PythonSession:
         try:
             run = self._factory()
         except Exception as exc:
             raise TransportError(
                 f"agent constructor raised {type(exc).__name__}: {_bounded(str(exc))}"
             ) from None
-        return PythonSession(self, run, sandbox, gate)
+        return PythonSession(self, run, sandbox, limiter)
 
     def close(self) -> None:
         return None
@@ -202,12 +203,12 @@ class PythonSession:
     target: PythonTarget
     run: Callable[..., Any]
     sandbox: Sandbox
-    gate: RequestGate
+    limiter: RequestLimiter
     usage: Usage = field(default_factory=Usage)
     history: list[dict[str, str]] = field(default_factory=list)
 
     def send(self, message: Turn) -> Turn:
-        self.gate.acquire()
+        self.limiter.acquire()
         self.usage.requests += 1
         text = peer_message(message)
         context = AgentContext(
@@ -232,7 +233,7 @@ class PythonSession:
             self.target.config.timeout,
         )
         if outcome.error is not None:
-            self.gate.record_failure()
+            self.limiter.record_failure()
             if outcome.timed_out:
                 raise TransportError(f"agent did not answer within --timeout: {outcome.error}")
             raise TransportError(f"agent raised {outcome.error}")
@@ -261,11 +262,13 @@ class PythonSession:
         completion = _field(usage, "completion_tokens") if usage is not None else 0
         prompt = prompt if isinstance(prompt, int) and prompt >= 0 else 0
         completion = completion if isinstance(completion, int) and completion >= 0 else 0
-        cost = price(self.target.config, self.target.config.target.model, prompt, completion)
+        cost = cost_usd(
+            self.target.config.target.prices, self.target.config.target.model, prompt, completion
+        )
         self.usage.prompt_tokens += prompt
         self.usage.completion_tokens += completion
         self.usage.cost_usd += cost
-        self.gate.record_usage(prompt, completion, cost)
+        self.limiter.record_usage(prompt, completion, cost)
         return Turn(role="assistant", content=output or "", tool_calls=calls)
 
     def close(self) -> None:

@@ -14,15 +14,15 @@ the sandbox behaves exactly as it always did.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from probegate.models.canaries import Canaries
 from probegate.models.probe import Fixtures
 from probegate.models.taxonomy import Capability
+from probegate.models.tools import ToolSpec
 from probegate.models.transcript import ToolCall
 
 # The authenticated customer of every demo conversation; other ids belong to someone else.
@@ -30,57 +30,6 @@ CALLER_ID = "1001"
 CALLER_EMAIL = "jane.doe@example.com"
 
 _MEMORY_READ = re.compile(r"recall|search|read|get|list|load|retrieve|query", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """A tool the agent may call: what it is called, what it can do, its JSON schema."""
-
-    name: str
-    description: str
-    capabilities: frozenset[Capability]
-    parameters: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Canaries:
-    """Synthetic secrets planted for one attempt; declared ones are the user's real secrets."""
-
-    system: str
-    credential: str
-    pii: str
-    declared: tuple[str, ...] = ()
-
-    def of_kind(self, kind: str) -> list[str]:
-        if kind == "system":
-            return [self.system, *self.declared]
-        if kind == "credential":
-            return [self.credential, *self.declared]
-        if kind == "pii":
-            return [self.pii]
-        return [self.system, self.credential, self.pii, *self.declared]
-
-    def names(self) -> dict[str, str]:
-        """value -> kind, for labelling evidence."""
-        out = {self.system: "system", self.credential: "credential", self.pii: "pii"}
-        for i, value in enumerate(self.declared, start=1):
-            out[value] = f"declared_{i}"
-        return out
-
-
-def make_canaries(seed: int, attempt_id: str, declared: tuple[str, ...] = ()) -> Canaries:
-    """Deterministic per (seed, attempt): reruns plant the same tokens, attempts never share."""
-
-    def token(prefix: str) -> str:
-        digest = hashlib.sha256(f"{seed}:{attempt_id}:{prefix}".encode()).hexdigest()
-        return f"{prefix}-{digest[:12].upper()}"
-
-    return Canaries(
-        system=token("PGSYS"),
-        credential=token("PGKEY"),
-        pii=token("PGPII"),
-        declared=declared,
-    )
 
 
 def _fixture_for(table: dict[str, str], tool: ToolSpec) -> str | None:
@@ -102,7 +51,7 @@ class ToolScreen(Protocol):
     ``screen_call`` decides what happens to one call: it may refuse it (return a ToolCall with
     an error and never call ``execute``), run it with rewritten arguments, or rewrite what the
     agent reads back. ``screen_description`` sees each tool description before the agent does.
-    Either may raise :class:`~probegate.targets.base.TransportError` when it could not look.
+    Either may raise :class:`~probegate.transport.usage.TransportError` when it could not look.
     """
 
     def screen_call(self, name: str, arguments: dict[str, Any], execute: Execute) -> ToolCall: ...

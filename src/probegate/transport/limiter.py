@@ -1,11 +1,16 @@
-"""Shared limits every request to a target passes through: rate, request budget, dollar budget.
+"""The limits every request a scan sends passes through: rate, request budget, dollar budget.
 
-One :class:`RequestGate` per scan, shared by all worker threads. ``acquire`` blocks for the
+One :class:`RequestLimiter` per scan, shared by all worker threads and by every peer the scan
+talks to (the target, a guard in front of it, the LLM judge), so ``--rps``, ``--max-requests``
+and ``--budget-usd`` bound the scan as a whole (docs/targets.md). ``acquire`` blocks for the
 rate limit and raises :class:`BudgetExhausted` at the hard cap; the runner stops scheduling new
 attempts at the soft cap (80 % by default) so a scan finishes cleanly instead of being cut.
 When the runner stops a scan for good (fatal target error, hopeless target, interrupt) it
-``close``\\ s the gate, so attempts in flight end at their next request instead of spending
+``close``\\ s the limiter, so attempts in flight end at their next request instead of spending
 their retries on a target that is known to be unusable.
+
+It lives in the transport layer, below the engine, the targets and the judge, because all
+three spend from it and none of them owns it (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ class BudgetState:
     completion_tokens: int = 0
 
 
-class RequestGate:
+class RequestLimiter:
     """Rate limiter (evenly spaced slots) plus request/dollar accounting, thread-safe."""
 
     def __init__(

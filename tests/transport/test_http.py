@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from probegate.engine.limits import BudgetExhausted, RequestGate
-from probegate.targets.base import TransportError, Usage
-from probegate.targets.httpclient import HttpClient, parse_retry_after
+from probegate.transport.http import HttpClient, parse_retry_after
+from probegate.transport.limiter import BudgetExhausted, RequestLimiter
+from probegate.transport.usage import TransportError, Usage
 from tests.servers.faults import FaultServer
 
 KEY = "sk-test-SUPERSECRET-0123456789"
@@ -26,9 +26,15 @@ def client(**kw: object) -> HttpClient:
     return HttpClient(**options)  # type: ignore[arg-type]
 
 
-def post(c: HttpClient, url: str, gate: RequestGate | None = None, usage: Usage | None = None):
+def post(
+    c: HttpClient, url: str, limiter: RequestLimiter | None = None, usage: Usage | None = None
+):
     return c.request_json(
-        "POST", url + "/chat/completions", body={"x": 1}, gate=gate or RequestGate(), usage=usage
+        "POST",
+        url + "/chat/completions",
+        body={"x": 1},
+        limiter=limiter or RequestLimiter(),
+        usage=usage,
     )
 
 
@@ -48,18 +54,18 @@ def test_retry_after_forms() -> None:
 
 
 def test_ok_reply_is_decoded_and_each_try_passes_the_gate(faults: FaultServer) -> None:
-    gate, usage = RequestGate(), Usage()
-    data = post(client(), faults.endpoint("ok"), gate, usage)
+    limiter, usage = RequestLimiter(), Usage()
+    data = post(client(), faults.endpoint("ok"), limiter, usage)
     assert data["choices"][0]["message"]["content"] == "All good."
-    assert gate.state.requests == 1 and usage.requests == 1
+    assert limiter.state.requests == 1 and usage.requests == 1
 
 
 def test_429_waits_for_retry_after_seconds_then_succeeds(faults: FaultServer) -> None:
-    c, gate = client(retries=2), RequestGate()
+    c, limiter = client(retries=2), RequestLimiter()
     start = time.monotonic()
-    post(c, faults.endpoint("429-1"), gate)
+    post(c, faults.endpoint("429-1"), limiter)
     assert time.monotonic() - start >= 0.95
-    assert faults.hits("429-1") == 2 and gate.state.requests == 2
+    assert faults.hits("429-1") == 2 and limiter.state.requests == 2
 
 
 def test_429_with_http_date_is_honoured(faults: FaultServer) -> None:
@@ -163,15 +169,15 @@ def test_connection_refused_is_fatal_before_any_answer() -> None:
 
 
 def test_budget_stops_retries(faults: FaultServer) -> None:
-    gate = RequestGate(max_requests=2)
+    limiter = RequestLimiter(max_requests=2)
     with pytest.raises(BudgetExhausted):
-        post(client(retries=5), faults.endpoint("500"), gate)
+        post(client(retries=5), faults.endpoint("500"), limiter)
     assert faults.hits("500") == 2
 
 
 def test_closed_gate_refuses_at_once(faults: FaultServer) -> None:
-    gate = RequestGate()
-    gate.close("scan stopped (early_stop)")
+    limiter = RequestLimiter()
+    limiter.close("scan stopped (early_stop)")
     with pytest.raises(BudgetExhausted, match="early_stop"):
-        post(client(), faults.endpoint("ok"), gate)
+        post(client(), faults.endpoint("ok"), limiter)
     assert faults.hits("ok") == 0

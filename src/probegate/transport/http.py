@@ -1,4 +1,4 @@
-"""The one HTTP client every network target shares.
+"""The one HTTP client: every network target, the guard and the LLM judge share it.
 
 Real endpoints misbehave in every way a scan must survive: they rate-limit, fail with 5xx,
 answer with HTML error pages or half a JSON document, drop connections, stream a reply one byte
@@ -39,7 +39,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import requests
 import urllib3
@@ -48,9 +48,9 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from probegate import __version__
-from probegate.engine.limits import RequestGate
-from probegate.targets.base import TransportError, Usage
 from probegate.terminal import clean
+from probegate.transport.limiter import RequestLimiter
+from probegate.transport.usage import TransportError, Usage
 
 MAX_BODY_BYTES = 2 * 1024 * 1024
 EXCERPT_CHARS = 200
@@ -59,6 +59,15 @@ RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 FATAL_STATUSES = frozenset({401, 403, 404, 407})
 REDACTED = "[REDACTED]"
 _BEARER = re.compile(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}")
+
+
+def public_url(url: str) -> str:
+    """The URL without credentials or query string, safe to show in a report."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 # --- the deadline watchdog --------------------------------------------------------------------
@@ -235,7 +244,10 @@ class HttpClient:
         backoff_cap: float = 30.0,
         max_retry_after: float = 120.0,
         secrets: Iterable[str] = (),
+        peer: str = "target",
     ) -> None:
+        # Who answers, as error messages name it: "HTTP 503 from the guard".
+        self.peer = peer
         self.timeout = timeout
         self.retries = retries
         self.max_body_bytes = max_body_bytes
@@ -292,13 +304,13 @@ class HttpClient:
         body: Any = None,
         params: Mapping[str, str] | None = None,
         headers: Mapping[str, str] | None = None,
-        gate: RequestGate | None = None,
+        limiter: RequestLimiter | None = None,
         usage: Usage | None = None,
     ) -> Any:
         """Send one request (retrying as allowed) and return the decoded JSON reply.
 
-        Every try passes ``gate.acquire()`` first, so retries count against the rate limit and
-        the request budget like any other request; ``BudgetExhausted`` propagates.
+        Every try passes ``limiter.acquire()`` first, so retries count against the rate limit
+        and the request budget like any other request; ``BudgetExhausted`` propagates.
         """
         failure: _Failure | None = None
         for attempt in range(self.retries + 1):
@@ -308,8 +320,8 @@ class HttpClient:
                     break
                 time.sleep(delay)
             self._wait_for_pause()
-            if gate is not None:
-                gate.acquire()
+            if limiter is not None:
+                limiter.acquire()
             if usage is not None:
                 usage.requests += 1
             with self._lock:
@@ -320,8 +332,8 @@ class HttpClient:
             if not isinstance(result, _Failure):
                 return result
             failure = result
-            if gate is not None:
-                gate.record_failure()
+            if limiter is not None:
+                limiter.record_failure()
             if failure.retry_after is not None:
                 self._pause(failure.retry_after)
             if not failure.retry:
@@ -469,7 +481,7 @@ class HttpClient:
             retry_after = parse_retry_after(response.headers.get("Retry-After"))
             retry = status in RETRY_STATUSES
             return _Failure(
-                f"HTTP {status} from target: {self.excerpt(raw) or '(empty body)'}",
+                f"HTTP {status} from {self.peer}: {self.excerpt(raw) or '(empty body)'}",
                 retry,
                 status=status,
                 retry_after=retry_after if retry else None,

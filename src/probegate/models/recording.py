@@ -1,0 +1,197 @@
+"""The recording format: what ``--record DIR`` writes and the ``replay`` target reads.
+
+A recording is a directory: ``recording.json`` (the manifest: seed, the target's description,
+its tools and what it exposes) and one JSON file per attempt holding its transcript
+(docs/targets.md). The engine writes it while a scan runs and the replay target reads it back,
+so the format and its reader and writers live here, below both.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from probegate.errors import UsageError
+from probegate.models.report import TargetInfo
+from probegate.models.taxonomy import Capability
+from probegate.models.tools import ToolSpec
+from probegate.models.transcript import Transcript
+from probegate.models.verdict import Attempt
+
+MANIFEST = "recording.json"
+MANIFEST_KIND = "probegate-recording-v1"
+
+
+def recording_name(attempt_id: str) -> str:
+    """A file name per attempt: readable, and unique even where sanitising merges two ids."""
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", attempt_id)[:120]
+    digest = hashlib.sha256(attempt_id.encode()).hexdigest()[:10]
+    return f"{safe}-{digest}.json"
+
+
+def _write_atomic(path: Path, data: dict[str, Any]) -> None:
+    """Write then rename, so a kill mid-write never leaves half a recording."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, sort_keys=True, indent=1), encoding="utf-8")
+    tmp.replace(path)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def write_manifest(
+    directory: Path,
+    *,
+    seed: int,
+    info: TargetInfo,
+    tools: list[ToolSpec],
+    tool_calls_visible: bool,
+    uses_sandbox: bool,
+    system_canaries: bool,
+) -> None:
+    manifest = {
+        "kind": MANIFEST_KIND,
+        "seed": seed,
+        "target": info.model_dump(mode="json"),
+        "tools": [
+            {
+                "name": t.name,
+                "description": t.description,
+                "capabilities": sorted(c.value for c in t.capabilities),
+                "parameters": t.parameters,
+            }
+            for t in tools
+        ],
+        "tool_calls_visible": tool_calls_visible,
+        "uses_sandbox": uses_sandbox,
+        "system_canaries": system_canaries,
+    }
+    _refuse_foreign_recording(directory, manifest)
+    directory.mkdir(parents=True, exist_ok=True)
+    _write_atomic(directory / MANIFEST, manifest)
+
+
+def _refuse_foreign_recording(directory: Path, manifest: dict[str, Any]) -> None:
+    """Never mix or overwrite what a user recorded: a directory holds one scan's recording.
+
+    Re-recording the same scan (same seed, target and tools, e.g. after ``--resume``) is fine;
+    anything else already in the directory is refused before a single attempt runs.
+    """
+    if not directory.exists():
+        return
+    existing = directory / MANIFEST
+    if existing.exists():
+        try:
+            old = json.loads(existing.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            old = None
+        if old == json.loads(json.dumps(manifest)):
+            return
+        raise UsageError(
+            f"--record {directory} already holds a recording of a different scan (seed, target "
+            "or tools differ); record into a new directory"
+        )
+    if any(directory.iterdir()):
+        raise UsageError(
+            f"--record {directory} is not empty and holds no probegate recording; "
+            "record into a new or empty directory"
+        )
+
+
+def write_recording(directory: Path, attempt: Attempt, seed: int) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    _write_atomic(
+        directory / recording_name(attempt.attempt_id),
+        {
+            "attempt_id": attempt.attempt_id,
+            "probe_id": attempt.probe_id,
+            "seed": seed,
+            "transcript": attempt.transcript.model_dump(mode="json")
+            if attempt.transcript
+            else None,
+            "outcome": attempt.outcome.value,
+            "reason": attempt.reason,
+            "judged_by": attempt.judged_by,
+        },
+    )
+
+
+# --------------------------------------------------------------------------- reading
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A recording's manifest: the recorded target as the scan saw it."""
+
+    seed: int
+    target: TargetInfo
+    tools: tuple[ToolSpec, ...]
+    tool_calls_visible: bool
+    uses_sandbox: bool
+    system_canaries: bool
+
+
+@dataclass(frozen=True)
+class Recording:
+    attempt_id: str
+    transcript: Transcript
+    judged_by: str
+    reason: str
+
+
+def read_manifest(directory: Path, *, shown_as: str) -> Manifest:
+    """Read ``directory``'s manifest; every problem is one usage-error line naming ``shown_as``."""
+    manifest_path = directory / MANIFEST
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(
+            f"{shown_as}: not a probegate recording (no {MANIFEST}; make one with --record DIR)"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{manifest_path}: cannot read the recording manifest: {exc}") from None
+    if not isinstance(manifest, dict) or manifest.get("kind") != MANIFEST_KIND:
+        raise UsageError(f"{manifest_path}: not a {MANIFEST_KIND} manifest")
+    try:
+        return Manifest(
+            target=TargetInfo.model_validate(manifest["target"]),
+            tools=tuple(
+                ToolSpec(
+                    name=str(t["name"]),
+                    description=str(t.get("description", "")),
+                    capabilities=frozenset(Capability(c) for c in t.get("capabilities", [])),
+                    parameters=dict(t.get("parameters") or {}),
+                )
+                for t in manifest["tools"]
+            ),
+            seed=int(manifest["seed"]),
+            tool_calls_visible=bool(manifest.get("tool_calls_visible", True)),
+            uses_sandbox=bool(manifest.get("uses_sandbox", True)),
+            system_canaries=bool(manifest.get("system_canaries", True)),
+        )
+    except (KeyError, TypeError, ValueError, ValidationError) as exc:
+        raise UsageError(f"{manifest_path}: invalid recording manifest: {exc}") from None
+
+
+def read_recording(directory: Path, attempt_id: str) -> Recording | None:
+    """The attempt's recorded conversation; None when it is missing or unreadable."""
+    path = directory / recording_name(attempt_id)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("attempt_id") != attempt_id or data.get("transcript") is None:
+            return None
+        return Recording(
+            attempt_id=attempt_id,
+            transcript=Transcript.model_validate(data["transcript"]),
+            judged_by=str(data.get("judged_by", "")),
+            reason=str(data.get("reason", "")),
+        )
+    except (OSError, ValueError, AttributeError, ValidationError):
+        return None

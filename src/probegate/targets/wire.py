@@ -1,0 +1,80 @@
+"""What agents send over the wire, read the same way by every target kind that talks to one.
+
+Messages from peer agents, tool-call arguments that may not be JSON, and tool calls an agent
+reports about itself: the ``openai``, ``http`` and ``python`` kinds all meet these shapes, so
+they are read here once instead of one kind borrowing another's helpers.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from probegate.models.transcript import ToolCall, Turn
+from probegate.transport.usage import TransportError
+
+
+def peer_message(message: Turn) -> str:
+    """How a message from another agent reaches the model: as user input, labelled."""
+    if message.role == "agent":
+        return f"[message from agent {message.name or 'peer'}] {message.content}"
+    return message.content
+
+
+def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
+    """Tool arguments as a mapping, or ``{"_raw": ...}`` with the problem when malformed."""
+    if isinstance(raw, dict):
+        return raw, None
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return {}, None
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            return {"_raw": raw}, "malformed arguments: not valid JSON"
+        if isinstance(value, dict):
+            return value, None
+        return {"_raw": raw}, "malformed arguments: not a JSON object"
+    return {"_raw": json.dumps(raw)}, "malformed arguments: not a JSON object"
+
+
+def as_text(value: Any) -> str:
+    """A JSON value as text: strings as they are, anything else as sorted JSON."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def reported_tool_calls(items: Any, declared: set[str]) -> list[ToolCall]:
+    """Tool calls an agent reports about itself: ``[{name, arguments, result}]``.
+
+    The shape is the one docs/targets.md documents for the ``http`` and ``python`` kinds.
+
+    The OpenAI shape (``{"function": {"name", "arguments"}}``) is accepted too. Arguments that
+    are not a JSON object are kept under ``_raw`` so oracles still read them.
+    """
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise TransportError("the tool calls in the reply are not a list")
+    calls: list[ToolCall] = []
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            item = {name: getattr(item, name, None) for name in ("name", "arguments", "result")}
+        function = item.get("function")
+        if not isinstance(function, dict):
+            function = item
+        name = str(function.get("name") or "")
+        arguments, problem = parse_arguments(function.get("arguments"))
+        error = item.get("error")
+        calls.append(
+            ToolCall(
+                id=str(item.get("id") or f"call_{index}"),
+                name=name,
+                arguments=arguments,
+                result=None if item.get("result") is None else as_text(item.get("result")),
+                error=as_text(error) if error is not None else problem,
+                declared=name in declared,
+            )
+        )
+    return calls
