@@ -17,8 +17,11 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/probegate scan demo --output json,sarif,junit,md,html
 
+# One pytest worker per core: most of the suite waits on subprocesses and loopback servers,
+# and every test keeps to its own tmp_path, ports and cwd. Run one file serially with
+# `$(BIN)/pytest tests/x.py`.
 test: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto --dist worksteal
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
