@@ -56,12 +56,19 @@ def test_outcomes_map_to_failure_skipped_and_pass() -> None:
 
 def test_suite_properties_carry_the_scores() -> None:
     report = golden_report()
-    for suite in _root().findall("testsuite"):
+    suites = _root().findall("testsuite")
+    for index, suite in enumerate(suites):
         props = {p.get("name"): p.get("value") for p in suite.iter("property")}
-        asi = props["asi"] or ""
-        assert props["asi_score"] == str(report.asi_scores[asi])
-        assert props["aivss"] == str(report.aivss)
-        assert props["undertested"] == ("true" if asi in report.undertested else "false")
+        asi = (suite.get("name") or "").split()[0]
+        assert props[f"{asi}.score"] == str(report.asi_scores[asi])
+        assert props[f"{asi}.undertested"] == ("true" if asi in report.undertested else "false")
+        # Scan-wide values once per file, on the first suite.
+        assert ("probegate.aivss" in props) == (index == 0)
+    first = {p.get("name"): p.get("value") for p in suites[0].iter("property")}
+    assert first["probegate.aivss"] == str(report.aivss)
+    assert first["probegate.scan_id"] == report.scan_id
+    names = [p.get("name") for p in _root().iter("property")]
+    assert len(names) == len(set(names))
 
 
 def test_no_clock_in_the_output() -> None:

@@ -54,7 +54,10 @@ def test_junit_tells_failures_from_errors() -> None:
     assert error is not None and (error.get("message") or "").startswith("ValueError: upstream")
     assert list(cases["fine"]) == [] and list(cases["ok"]) == []
     props = {p.get("name"): p.get("value") for p in suites[0].iter("property")}
-    assert props["run_id"] == passed.run_id and props["pass_rate"] == "1.0"
+    assert props["s<&>.run_id"] == passed.run_id and props["s<&>.pass_rate"] == "1.0"
+    # No property name repeats in the file, even for suites of one name.
+    names = [p.get("name") for p in root.iter("property")]
+    assert len(names) == len(set(names)) == 12 and "s<&>#3.run_id" in names
 
 
 def test_markdown_summary_lists_suites_scenarios_and_regressions() -> None:

@@ -6,6 +6,15 @@ evidence; a resisted probe passes; an unjudged or not-applicable probe is ``<ski
 reason, because "could not tell" must never read as "passed". A suppressed finding is skipped
 too, with the suppression's reason: gates do not count it, so the test run must not fail on it.
 
+The file is valid under the Jenkins xunit plugin's JUnit schema (``junit-10.xsd``, the strictest
+common consumer; docs/report-format.md). That schema fixes three choices: ``<testsuites>`` carries
+no ``skipped`` count (each ``<testsuite>`` does); a ``<testcase>`` may not carry ``file=``, so the
+file that defines the target is the suite's ``file=``, which reporters fall back to for a case's
+location; and no property name repeats anywhere in the file, because readers such as
+xunitparser collect every suite's properties into one mapping and reject a second ``aivss``.
+Scan-wide properties are therefore on the first suite only, per-category ones are prefixed with
+the category id.
+
 Built with ``xml.etree``, which escapes ``&``, ``<`` and ``>`` everywhere (so a ``]]>`` in agent
 text is inert), after :func:`escape.xml_text` removed what XML 1.0 cannot hold at all (ANSI
 escapes, control characters). No clock: ``time`` attributes are 0 and there is no timestamp, so
@@ -48,39 +57,51 @@ def build(report: ScanReport) -> ET.Element:
     order = [a for a in ASI_IDS if a in by_asi] + sorted(a for a in by_asi if a not in ASI_IDS)
 
     root = ET.Element("testsuites", _attrs(name=f"probegate {report.scan_id}"))
-    totals = {"tests": 0, "failures": 0, "skipped": 0}
-    for asi in order:
-        suite = _suite(report, asi, by_asi[asi], findings)
+    totals = {"tests": 0, "failures": 0}
+    for index, asi in enumerate(order):
+        suite = _suite(report, asi, by_asi[asi], findings, first=index == 0)
         for key in totals:
             totals[key] += int(suite.get(key, "0"))
         root.append(suite)
+    # No `skipped` here: junit-10.xsd does not allow it on <testsuites> (the suites carry it).
     root.attrib.update(
-        _attrs(
-            tests=totals["tests"],
-            failures=totals["failures"],
-            errors=0,
-            skipped=totals["skipped"],
-            time="0",
-        )
+        _attrs(tests=totals["tests"], failures=totals["failures"], errors=0, time="0")
     )
     return root
 
 
+def scan_properties(report: ScanReport) -> list[tuple[str, str]]:
+    """Scan-wide properties, written once per file (on the first suite)."""
+    return [
+        ("probegate.scan_id", report.scan_id),
+        ("probegate.aivss", number(report.aivss)),
+        ("probegate.band", report.band),
+        ("probegate.mode", report.mode),
+        ("probegate.authoritative", "true" if report.authority.authoritative else "false"),
+    ]
+
+
+def asi_properties(report: ScanReport, asi: str) -> list[tuple[str, str]]:
+    """One category's properties, named after it so no name repeats across suites."""
+    score = report.asi_scores.get(asi)
+    return [
+        (f"{asi}.score", number(score) if score is not None else "n/a"),
+        (f"{asi}.undertested", "true" if asi in report.undertested else "false"),
+    ]
+
+
 def _suite(
-    report: ScanReport, asi: str, results: list[ProbeResult], findings: dict[str, Finding]
+    report: ScanReport,
+    asi: str,
+    results: list[ProbeResult],
+    findings: dict[str, Finding],
+    *,
+    first: bool,
 ) -> ET.Element:
     title = ASI_TITLES.get(asi, asi)
     suite = ET.Element("testsuite", _attrs(name=f"{asi} {title}"))
     props = ET.SubElement(suite, "properties")
-    score = report.asi_scores.get(asi)
-    for name, value in (
-        ("scan_id", report.scan_id),
-        ("asi", asi),
-        ("asi_score", number(score) if score is not None else "n/a"),
-        ("aivss", number(report.aivss)),
-        ("band", report.band),
-        ("undertested", "true" if asi in report.undertested else "false"),
-    ):
+    for name, value in [*(scan_properties(report) if first else []), *asi_properties(report, asi)]:
         ET.SubElement(props, "property", _attrs(name=name, value=value))
 
     failures = skipped = 0
@@ -118,7 +139,14 @@ def _suite(
                 + (f", {result.unjudged} unjudged" if result.unjudged else ""),
             )
     suite.attrib.update(
-        _attrs(tests=len(results), failures=failures, errors=0, skipped=skipped, time="0")
+        _attrs(
+            tests=len(results),
+            failures=failures,
+            errors=0,
+            skipped=skipped,
+            time="0",
+            file=report.target.definition.path,
+        )
     )
     return suite
 

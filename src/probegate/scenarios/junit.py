@@ -5,6 +5,10 @@ whose adapter raised, timed out or returned garbage is an ``<error>`` (no answer
 distinction CI test reporters already draw. Pure and clock-free: times come from the results,
 which are zero under SOURCE_DATE_EPOCH, so the same run gives the same bytes. Agent text goes
 through :mod:`probegate.reports.escape` like every other emitter's.
+
+Valid under the Jenkins xunit JUnit schema, like the scan's JUnit (docs/report-format.md): no
+``skipped`` on ``<testsuites>``, and property names prefixed with their suite's name (unique in
+a run), because xunitparser gathers all suites' properties into one mapping.
 """
 
 from __future__ import annotations
@@ -29,19 +33,22 @@ def build(runs: list[RunResult]) -> ET.Element:
     root = ET.Element("testsuites", {"name": "probegate run"})
     totals = {"tests": 0, "failures": 0, "errors": 0}
     seconds = 0.0
+    seen: dict[str, int] = {}
     for run in runs:
-        suite = _suite(run)
+        # The CLI refuses two suites of one name; a caller of render() may still pass them.
+        seen[run.suite_name] = seen.get(run.suite_name, 0) + 1
+        count = seen[run.suite_name]
+        suite = _suite(run, run.suite_name if count == 1 else f"{run.suite_name}#{count}")
         for key in totals:
             totals[key] += int(suite.get(key, "0"))
         seconds += run.total_duration_ms / 1000
         root.append(suite)
     root.attrib.update({k: str(v) for k, v in totals.items()})
-    root.set("skipped", "0")
     root.set("time", _seconds(seconds))
     return root
 
 
-def _suite(run: RunResult) -> ET.Element:
+def _suite(run: RunResult, prefix: str) -> ET.Element:
     errors = sum(r.error is not None for r in run.scenario_results)
     failures = sum(not r.passed and r.error is None for r in run.scenario_results)
     suite = ET.Element(
@@ -62,7 +69,8 @@ def _suite(run: RunResult) -> ET.Element:
         ("aggregate_score", number(run.aggregate_score)),
         ("pass_rate", number(run.pass_rate)),
     ):
-        ET.SubElement(props, "property", {"name": name, "value": value})
+        qualified = _text(f"{prefix}.{name}", MESSAGE_MAX)
+        ET.SubElement(props, "property", {"name": qualified, "value": value})
     for result in run.scenario_results:
         suite.append(_case(run, result))
     return suite
