@@ -1,29 +1,55 @@
 # The probegate GitHub Action (action.yml: runs.using docker, image Dockerfile).
 #
-# Base image: the official slim Python image, pinned to a Python minor version and a Debian
-# release rather than a digest. A digest is the stronger pin, but it must be copied from the
-# registry when it is written, and this file was written where the registry could not be
-# reached: a digest nobody verified is worse than an honest tag. Pin it when you can verify
-# one (`docker buildx imagetools inspect python:3.12-slim-bookworm`) and let Dependabot's
-# docker ecosystem keep it current; the tag already keeps the interpreter and the distribution
-# from moving under the Action.
+# What runs is pinned by the commit a workflow pins (docs/github-action.md, "What the pin pins"):
+# - the base image: BASE_IMAGE below is the one place it is named. It is the official slim
+#   Python image on Debian 13 "trixie", the current Debian stable. Pin it by digest by appending
+#   `@sha256:<digest>` as read from the registry when you bump it:
+#     docker buildx imagetools inspect python:3.13-slim-trixie --format '{{json .Manifest.Digest}}'
+#   (tests/action/test_image.py accepts the tag alone or tag@sha256 with 64 hex digits, and
+#   checks the lock files were made for the same Python minor);
+# - every Python dependency: requirements/image.txt (runtime, the pdf extra included) and
+#   requirements/build.txt (setuptools and wheel), pinned with every file's sha256 and installed
+#   with --require-hashes; `make lock` regenerates both;
+# - probegate itself: built from this commit's source, offline (--no-index).
+# Nothing else is fetched: no apt-get, no curl, no unpinned pip install.
+#
+# The same commit gives the same files in the image: compiled bytecode is hash-based (no
+# timestamps), pip keeps no cache. Layer tarballs also record file times; for an image digest
+# that repeats byte for byte, build with BuildKit's SOURCE_DATE_EPOCH and rewrite-timestamp
+# (docs/github-action.md shows the command). GitHub's own `image: Dockerfile` build does not.
 #
 # No USER and no WORKDIR: GitHub runs the container as root with --workdir /github/workspace
 # and documents that both must be left alone. The entrypoint makes what it writes readable.
-FROM python:3.12-slim-bookworm
+ARG BASE_IMAGE=python:3.13-slim-trixie
 
+# Stage 1: probegate's wheel, from this commit's source, with hash-pinned build tools only.
+FROM ${BASE_IMAGE} AS wheel
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PYTHONDONTWRITEBYTECODE=1
+COPY requirements/build.txt /build/requirements/build.txt
+RUN python -m pip install --no-cache-dir --require-hashes -r /build/requirements/build.txt
+COPY pyproject.toml README.md LICENSE /build/src-tree/
+COPY src /build/src-tree/src
+RUN python -m pip wheel --no-cache-dir --no-deps --no-build-isolation --no-index \
+        --wheel-dir /build/wheels /build/src-tree
+
+# Stage 2: the Action's image: the locked runtime, then the wheel, nothing from an index twice.
+FROM ${BASE_IMAGE}
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1
-
-# The package from this repository's source, not from an index: the Action runs exactly the
-# code of the commit a workflow pinned. Network is needed here (build dependencies), never when
-# the container runs: the demo targets, the probe library and every schema are in the package.
-COPY pyproject.toml README.md /opt/probegate/
-COPY src /opt/probegate/src
-RUN pip install --no-cache-dir /opt/probegate \
-    && rm -rf /opt/probegate \
+COPY requirements/image.txt /opt/probegate/requirements/image.txt
+RUN python -m pip install --no-cache-dir --no-compile --require-hashes \
+        -r /opt/probegate/requirements/image.txt
+COPY --from=wheel /build/wheels /opt/probegate/wheels
+# unchecked-hash bytecode holds a hash of its source, never a time: the same bytes every build.
+RUN python -m pip install --no-cache-dir --no-compile --no-deps --no-index \
+        /opt/probegate/wheels/probegate-*.whl \
+    && python -m compileall -q -j 0 --invalidation-mode unchecked-hash \
+        "$(python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" \
+    && rm -rf /opt/probegate/wheels \
     && probegate --version
 
 # chmod in a RUN rather than COPY --chmod: the classic builder has no --chmod.

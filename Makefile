@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint bench docs clean
+.PHONY: install demo test lint bench docs lock clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -34,12 +34,33 @@ lint: $(STAMP)
 	@if command -v shellcheck >/dev/null; then shellcheck entrypoint.sh; \
 	elif [ -n "$$CI" ]; then echo "shellcheck is required under CI (apt-get install shellcheck)" >&2; exit 1; \
 	else echo "shellcheck not installed (apt-get install shellcheck): entrypoint.sh not checked"; fi
+	$(BIN)/hadolint Dockerfile
 
 docs: $(STAMP)
 	$(BIN)/python -m probegate.library.docs
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
+
+# requirements/image.txt and build.txt: the Action image's dependencies, every file pinned by its
+# sha256 (the Dockerfile installs them with --require-hashes). pip-compile resolves for the
+# Python it runs on, so LOCK_PYTHON must be the image's Python (the BASE_IMAGE tag in the
+# Dockerfile). Existing pins are kept; `make lock LOCK_FLAGS=--upgrade` moves to the newest.
+LOCK_PYTHON ?= python3.13
+LOCK_VENV := build/lock-venv
+LOCK_FLAGS ?=
+PIP_COMPILE = CUSTOM_COMPILE_COMMAND="make lock" $(LOCK_VENV)/bin/pip-compile --quiet \
+	--generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links \
+	$(LOCK_FLAGS)
+
+lock:
+	rm -rf $(LOCK_VENV)
+	$(LOCK_PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/pip install --quiet 'pip-tools==7.6.2'
+	$(PIP_COMPILE) --extra pdf --output-file requirements/image.txt pyproject.toml
+	$(PIP_COMPILE) --only-build-deps --all-build-deps --output-file requirements/build.txt \
+		pyproject.toml
+	rm -rf $(LOCK_VENV)
 
 clean:
 	rm -rf $(VENV) probegate-out .probegate build dist

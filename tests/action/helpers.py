@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 ENTRYPOINT = REPO / "entrypoint.sh"
 VENV_BIN = Path(sys.executable).parent  # holds probegate, python3, zizmor, check-jsonschema
@@ -145,6 +147,8 @@ def write_fake_probegate(bin_dir: Path) -> Path:
 import json, os, shutil, sys
 from pathlib import Path
 
+import pytest
+
 argv = sys.argv[1:]
 log = os.environ.get("FAKE_ARGV_LOG")
 if log:
@@ -261,3 +265,14 @@ def formats_input() -> dict[str, str]:
 def which(tool: str) -> str | None:
     candidate = VENV_BIN / tool
     return str(candidate) if candidate.exists() else shutil.which(tool)
+
+
+def require_tool(tool: str) -> str:
+    """The tool's path; a missing tool skips a local run and fails under CI (never silent)."""
+    path = which(tool)
+    if path is None:
+        message = f"{tool} is not installed (pip install -e '.[dev]')"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return path

@@ -90,16 +90,21 @@ def test_dockerfile_follows_githubs_rules():
         if line.strip() and not line.lstrip().startswith("#") and not line.startswith(" ")
     ]
     assert "USER" not in instructions and "WORKDIR" not in instructions
-    assert re.search(r"^FROM python:3\.\d+-slim", DOCKERFILE, re.M)
-    assert "pip install --no-cache-dir" in DOCKERFILE
     assert 'ENTRYPOINT ["/entrypoint.sh"]' in DOCKERFILE
 
 
 def test_dockerignore_lets_the_build_see_what_it_copies():
     ignore = (REPO / ".dockerignore").read_text(encoding="utf-8").split()
-    for needed in ("pyproject.toml", "README.md", "src/", "entrypoint.sh"):
-        assert f"!{needed}" in ignore
-        assert needed.rstrip("/") in DOCKERFILE
+    copied = [
+        source
+        for line in DOCKERFILE.splitlines()
+        if line.startswith("COPY ") and "--from=" not in line
+        for source in line.split()[1:-1]
+    ]
+    assert copied
+    for source in copied:
+        allowed = f"!{source}" in ignore or f"!{source}/" in ignore
+        assert allowed, f"COPY {source}: .dockerignore must let it through"
 
 
 @pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: str(p.relative_to(REPO)))
