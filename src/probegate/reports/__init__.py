@@ -1,11 +1,14 @@
 """Emitters: one module per format, each a pure ``render(report) -> bytes``.
 
 :data:`FORMATS` is the explicit registry of output formats and their file names (PRODUCT.md
-section 2); the CLI choices, the docs and the Action read it.
+section 2); the CLI choices, the docs and the Action read it. ``pdf`` needs the optional
+``pdf`` extra (ReportLab): its module is imported only when a PDF is rendered, and asking for
+the format without the extra is one usage error before any work starts.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +24,25 @@ class Format:
     name: str
     filename: str
     render: Callable[[ScanReport], bytes]
+    extra: str | None = None  # the optional dependency group the format needs
+
+
+PDF_INSTALL_HINT = "pip install 'probegate[pdf]'"
+
+
+def require_pdf() -> None:
+    """One usage error (exit 2) naming the extra, when ReportLab is not installed."""
+    if importlib.util.find_spec("reportlab") is None:
+        raise UsageError(
+            f"--output pdf needs the optional pdf extra, which is not installed: {PDF_INSTALL_HINT}"
+        )
+
+
+def _render_pdf(report: ScanReport) -> bytes:
+    require_pdf()
+    from probegate.reports import pdf_report
+
+    return pdf_report.render(report)
 
 
 FORMATS: dict[str, Format] = {
@@ -29,6 +51,7 @@ FORMATS: dict[str, Format] = {
     "junit": Format("junit", "junit.xml", junit.render),
     "md": Format("md", "summary.md", markdown.render),
     "html": Format("html", "report.html", html_report.render),
+    "pdf": Format("pdf", "report.pdf", _render_pdf, extra="pdf"),
 }
 
 
@@ -45,6 +68,8 @@ def parse_formats(values: list[str] | None) -> list[str]:
                 raise UsageError(f"unknown output format {name!r} (choose from {known})")
             if name not in names:
                 names.append(name)
+    if "pdf" in names:
+        require_pdf()  # before the scan runs, not after an hour of it
     return names or ["json"]
 
 

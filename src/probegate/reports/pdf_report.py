@@ -1,0 +1,592 @@
+"""The PDF report (``--output pdf``, ``report.pdf``): the scan as a document an auditor files.
+
+Pages: the summary (score, band, authority and why, counts, what was scanned, the signature
+status of ``scan.json``), a bar chart of the per-ASI scores, every finding with its evidence and
+remediation, the unjudged attempts and the per-probe outcomes. Laid out with ReportLab, the
+optional ``pdf`` extra (``pip install 'probegate[pdf]'``); :mod:`probegate.reports` imports this
+module only when a PDF is asked for, and says how to install the extra when it is missing.
+
+Pure and deterministic like every emitter: a report in, bytes out, no clock and no file
+system. ReportLab's invariant mode fixes the document id and its internal timestamp (to
+``SOURCE_DATE_EPOCH`` when that is set, else a constant), and the PDF's creation date is the
+report's own ``created_at``, so the same report gives the same bytes.
+
+Agent text is hostile. ReportLab's ``Paragraph`` reads a small markup language (``<a href>``,
+``<img src>``, ``<font>``, entities), so every piece of text is cleaned of control characters
+and bidi overrides, then XML-escaped by :func:`pdf_text` before it becomes a paragraph: markup
+in a reply is shown, never followed. The PDF's standard fonts cover Windows-1252; any other
+character is written as ``[U+XXXX]`` rather than dropped or drawn as a box, which also makes
+zero-width and look-alike characters visible to a reader. Long text is cut (the full text is in
+``scan.json``); table cells only ever hold short, cut text, since a table row cannot split
+across pages.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+from xml.sax.saxutils import escape as _xml_escape
+
+from reportlab.graphics.shapes import Drawing, Rect, String
+from reportlab.lib import colors
+from reportlab.lib.enums import TA_LEFT
+from reportlab.lib.pagesizes import A4
+from reportlab.lib.styles import ParagraphStyle, getSampleStyleSheet
+from reportlab.lib.units import mm
+from reportlab.pdfgen.canvas import Canvas
+from reportlab.platypus import (
+    Flowable,
+    PageBreak,
+    Paragraph,
+    SimpleDocTemplate,
+    Spacer,
+    Table,
+    TableStyle,
+)
+
+from probegate.models.report import Finding, ScanReport
+from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, SEVERITY_RANK, Severity
+from probegate.reports.escape import clean_text, number, truncate
+from probegate.reports.guard_summary import guard_rows
+
+TEXT_MAX = 2_000  # characters of one piece of agent text (summary, prompt, remediation)
+SUBJECT_MAX = 400
+# A real scan has at most one finding per probe (about 130 in the library today); a synthetic
+# or merged report may have thousands, which would be thousands of pages. The most severe are
+# shown in full, the next ones as table rows; scan.json always has all of them.
+FINDINGS_DETAILED_MAX = 200
+RESULT_ROWS_MAX = 1_000  # table rows (per-probe outcomes, further findings)
+UNJUDGED_MAX = 200
+
+PAGE_WIDTH, PAGE_HEIGHT = A4
+MARGIN = 18 * mm
+FRAME_WIDTH = PAGE_WIDTH - 2 * MARGIN
+
+_SEVERITY_COLOURS = {
+    Severity.CRITICAL: "#82071e",
+    Severity.HIGH: "#cf222e",
+    Severity.MEDIUM: "#bc4c00",
+    Severity.LOW: "#4d2d00",
+}
+_MUTED = colors.HexColor("#59636e")
+_LINE = colors.HexColor("#d1d9e0")
+_CARD = colors.HexColor("#f6f8fa")
+
+_BASE = getSampleStyleSheet()
+_STYLES = {
+    "title": ParagraphStyle("pg-title", parent=_BASE["Title"], alignment=TA_LEFT, fontSize=18),
+    "h2": ParagraphStyle("pg-h2", parent=_BASE["Heading2"], spaceBefore=10),
+    "h3": ParagraphStyle("pg-h3", parent=_BASE["Heading3"], spaceBefore=10, spaceAfter=4),
+    "body": ParagraphStyle("pg-body", parent=_BASE["BodyText"], fontSize=9.5, leading=12.5),
+    "small": ParagraphStyle(
+        "pg-small", parent=_BASE["BodyText"], fontSize=8, leading=10, textColor=_MUTED
+    ),
+    "label": ParagraphStyle(
+        "pg-label",
+        parent=_BASE["BodyText"],
+        fontName="Helvetica-Bold",
+        fontSize=9.5,
+        spaceBefore=4,
+        spaceAfter=0,
+    ),
+    "mono": ParagraphStyle(
+        "pg-mono",
+        parent=_BASE["Code"],
+        fontSize=8,
+        leading=10,
+        backColor=_CARD,
+        borderPadding=4,
+        leftIndent=4,
+        rightIndent=4,
+        spaceBefore=8,
+        spaceAfter=8,
+    ),
+    "bullet": ParagraphStyle(
+        "pg-bullet",
+        parent=_BASE["BodyText"],
+        fontSize=9,
+        leading=12,
+        leftIndent=10,
+        bulletIndent=2,
+    ),
+    "score": ParagraphStyle("pg-score", parent=_BASE["BodyText"], fontSize=28, leading=34),
+    "warn": ParagraphStyle(
+        "pg-warn",
+        parent=_BASE["BodyText"],
+        fontSize=9.5,
+        leading=12.5,
+        borderPadding=5,
+        backColor=colors.HexColor("#ffebe9"),
+        borderColor=colors.HexColor("#cf222e"),
+        borderWidth=0.5,
+        spaceBefore=6,
+        spaceAfter=8,
+    ),
+    "ok": ParagraphStyle(
+        "pg-ok",
+        parent=_BASE["BodyText"],
+        fontSize=9.5,
+        leading=12.5,
+        borderPadding=5,
+        backColor=colors.HexColor("#dafbe1"),
+        borderColor=colors.HexColor("#1a7f37"),
+        borderWidth=0.5,
+        spaceBefore=6,
+        spaceAfter=8,
+    ),
+    "cell": ParagraphStyle("pg-cell", parent=_BASE["BodyText"], fontSize=8.5, leading=10.5),
+}
+
+
+# --------------------------------------------------------------------------- escaping
+
+
+def pdf_text(text: str, *, limit: int | None = TEXT_MAX) -> str:
+    """Agent text as inert ReportLab paragraph markup in the standard fonts' character set.
+
+    Control characters, ANSI escapes and bidi overrides go first (``clean_text``); the text is
+    then cut, characters outside Windows-1252 become ``[U+XXXX]``, ``&``, ``<`` and ``>`` are
+    escaped so nothing in it is read as markup, and line breaks become ``<br/>``.
+    """
+    text = clean_text(text).replace("\t", " ")
+    if limit is not None:
+        text = truncate(text, limit)
+    shown = "".join(ch if _drawable(ch) else f"[U+{ord(ch):04X}]" for ch in text)
+    return "<br/>".join(_xml_escape(line) for line in shown.split("\n"))
+
+
+def _drawable(ch: str) -> bool:
+    if ch == "\n" or (" " <= ch <= "~"):  # the common case, without an encode per character
+        return True
+    if not ch.isprintable():
+        return False
+    try:
+        ch.encode("cp1252")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------- document
+
+
+def render(report: ScanReport) -> bytes:
+    buffer = io.BytesIO()
+    doc = SimpleDocTemplate(
+        buffer,
+        pagesize=A4,
+        leftMargin=MARGIN,
+        rightMargin=MARGIN,
+        topMargin=MARGIN,
+        bottomMargin=MARGIN,
+        title=f"probegate scan {clean_text(report.scan_id)}",
+        author="probegate",
+        creator=f"probegate {clean_text(report.package_version)}",
+        subject=f"AIVSS {number(report.aivss)}/100 {report.band}",
+        invariant=1,
+    )
+    footer = _footer(report.scan_id)
+    doc.build(
+        _story(report),
+        onFirstPage=footer,
+        onLaterPages=footer,
+        canvasmaker=_canvas_with_date(_pdf_date(report.created_at)),
+    )
+    return buffer.getvalue()
+
+
+def _pdf_date(created_at: str) -> str:
+    """The report's own time as a PDF date (UTC); a constant when it cannot be read."""
+    try:
+        moment = datetime.fromisoformat(created_at.replace("Z", "+00:00"))
+    except ValueError:
+        moment = datetime(2000, 1, 1, tzinfo=UTC)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("D:%Y%m%d%H%M%S+00'00'")
+
+
+def _canvas_with_date(stamp: str) -> type[Canvas]:
+    """A Canvas whose CreationDate/ModDate are ``stamp``, not the time of rendering."""
+
+    class _DatedCanvas(Canvas):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.setDateFormatter(lambda *_: stamp)
+
+    return _DatedCanvas
+
+
+def _footer(scan_id: str) -> Any:
+    label = f"probegate scan {clean_text(scan_id)[:80]}"
+
+    def draw(canvas: Canvas, _doc: Any) -> None:
+        canvas.saveState()
+        canvas.setFont("Helvetica", 7.5)
+        canvas.setFillColor(_MUTED)
+        canvas.drawString(MARGIN, 10 * mm, label.encode("cp1252", "replace").decode("cp1252"))
+        canvas.drawRightString(PAGE_WIDTH - MARGIN, 10 * mm, f"page {canvas.getPageNumber()}")
+        canvas.restoreState()
+
+    return draw
+
+
+def _story(report: ScanReport) -> list[Flowable]:
+    story: list[Flowable] = []
+    story += _summary(report)
+    story += _chart(report)
+    story += _findings(report)
+    story += _unjudged(report)
+    story += _results(report)
+    story += _guard(report)
+    story.append(
+        _p(
+            f"probegate {pdf_text(report.package_version)} · probe library "
+            f"{pdf_text(report.probe_library_version)} · formula "
+            f"{pdf_text(report.aivss_formula_version)} · created {pdf_text(report.created_at)}",
+            "small",
+        )
+    )
+    return story
+
+
+# --------------------------------------------------------------------------- building blocks
+
+
+def _p(markup: str, style: str = "body") -> Paragraph:
+    """A paragraph from markup that is already escaped (only :func:`pdf_text` output inside)."""
+    return Paragraph(markup, _STYLES[style])
+
+
+def _code(markup: str) -> str:
+    return f"<font face='Courier'>{markup}</font>"
+
+
+def _key_values(rows: Sequence[tuple[str, str]]) -> Table:
+    data = [[_p(f"<b>{key}</b>", "cell"), _p(value, "cell")] for key, value in rows]
+    table = Table(data, colWidths=[38 * mm, FRAME_WIDTH - 38 * mm], hAlign="LEFT")
+    table.setStyle(
+        TableStyle(
+            [
+                ("GRID", (0, 0), (-1, -1), 0.4, _LINE),
+                ("BACKGROUND", (0, 0), (0, -1), _CARD),
+                ("VALIGN", (0, 0), (-1, -1), "TOP"),
+                ("TOPPADDING", (0, 0), (-1, -1), 2),
+                ("BOTTOMPADDING", (0, 0), (-1, -1), 2),
+            ]
+        )
+    )
+    return table
+
+
+def _table(header: list[str], rows: list[list[str]], widths: list[float | None]) -> Table:
+    """A table of short cells (markup already escaped) whose header repeats on every page.
+
+    A ``None`` width takes what the others leave of the frame.
+    """
+    free = FRAME_WIDTH - sum(w for w in widths if w is not None)
+    missing = sum(1 for w in widths if w is None) or 1
+    resolved = [w if w is not None else free / missing for w in widths]
+    resolved += [free / missing] * (len(header) - len(resolved))
+    data = [[_p(f"<b>{h}</b>", "cell") for h in header]]
+    data += [[_p(cell, "cell") for cell in row] for row in rows]
+    table = Table(data, colWidths=resolved, repeatRows=1, hAlign="LEFT")
+    table.setStyle(
+        TableStyle(
+            [
+                ("GRID", (0, 0), (-1, -1), 0.4, _LINE),
+                ("BACKGROUND", (0, 0), (-1, 0), _CARD),
+                ("VALIGN", (0, 0), (-1, -1), "TOP"),
+                ("TOPPADDING", (0, 0), (-1, -1), 1.5),
+                ("BOTTOMPADDING", (0, 0), (-1, -1), 1.5),
+            ]
+        )
+    )
+    return table
+
+
+# --------------------------------------------------------------------------- sections
+
+
+def _summary(report: ScanReport) -> list[Flowable]:
+    authority = report.authority
+    out: list[Flowable] = [
+        _p(f"probegate scan {pdf_text(report.scan_id, limit=200)}", "title"),
+        _p(
+            f"target {pdf_text(report.target.mode)}: {pdf_text(report.target.ref, limit=300)}"
+            f" · mode {pdf_text(report.mode)} · seed {report.seed} · tier "
+            f"{pdf_text(report.tier)} · {pdf_text(report.stopped_reason)}",
+            "small",
+        ),
+        _p(
+            f"<b>{number(report.aivss)}</b><font size='12' color='#59636e'>/100</font> "
+            f"<font size='16'><b>{pdf_text(report.band)}</b></font>"
+            "<font size='10' color='#59636e'> (AIVSS, higher is safer)</font>",
+            "score",
+        ),
+    ]
+    if authority.authoritative:
+        out.append(_p("The score is <b>authoritative</b>.", "ok"))
+    else:
+        failed = ", ".join(pdf_text(c, limit=60) for c in authority.failed) or "see the reasons"
+        lines = [
+            f"The score is <b>not authoritative</b> ({failed}): a score gate "
+            f"({_code('--fail-under')}) cannot pass on this scan."
+        ]
+        lines += [f"• {pdf_text(reason, limit=400)}" for reason in authority.reasons[:20]]
+        out.append(_p("<br/>".join(lines), "warn"))
+    summary = report.findings_summary
+    definition = report.target.definition
+    out.append(
+        _key_values(
+            [
+                ("Findings", " · ".join(f"{summary.get(s.value, 0)} {s.value}" for s in Severity)),
+                ("Suppressed", str(sum(1 for f in report.findings if f.suppressed is not None))),
+                ("Unjudged attempts", str(len(report.unjudged))),
+                ("Not applicable", str(len(report.not_applicable))),
+                ("Probes", str(len(report.results))),
+                ("Evaluation", pdf_text(report.evaluation_mode)),
+                ("Coverage grade", pdf_text(report.coverage_grade, limit=40)),
+                ("Defined in", _code(f"{pdf_text(definition.path, limit=300)}:{definition.line}")),
+            ]
+        )
+    )
+    out.append(_p("Signature status", "h2"))
+    out.append(_p(signature_status(report.signatures)))
+    return out
+
+
+def signature_status(signatures: dict[str, Any] | None) -> str:
+    """What ``scan.json`` carries; this PDF is a rendering of it and is not signed itself."""
+    lines: list[str] = []
+    if not signatures:
+        lines.append("The report is <b>unsigned</b>: no HMAC-SHA256 and no Ed25519 signature.")
+    else:
+        has_hmac = isinstance(signatures.get("hmac_sha256"), str)
+        lines.append(f"HMAC-SHA256: <b>{'present' if has_hmac else 'absent'}</b>")
+        ed = signatures.get("ed25519")
+        if isinstance(ed, dict):
+            key_id = pdf_text(str(ed.get("key_id", "")), limit=100)
+            lines.append(f"Ed25519: <b>present</b>, key id {_code(key_id)}")
+        else:
+            lines.append("Ed25519: <b>absent</b>")
+    lines.append(
+        f"This PDF is a rendering of {_code('scan.json')} and carries no signature of its own. "
+        f"Check the report with {_code('probegate verify scan.json --pubkey-file KEY.pub')}: "
+        "only a signature by a pinned key is proof."
+    )
+    return "<br/>".join(lines)
+
+
+def _score_colour(score: float) -> str:
+    if score >= 80:
+        return "#1a7f37"
+    if score >= 60:
+        return "#9a6700"
+    return "#bc4c00" if score >= 40 else "#cf222e"
+
+
+def _rect(x: float, y: float, width: float, height: float, fill: colors.Color) -> Rect:
+    rect = Rect(x, y, width, height)
+    rect.fillColor = fill
+    rect.strokeColor = None
+    return rect
+
+
+def _chart(report: ScanReport) -> list[Flowable]:
+    """Per-ASI scores as horizontal bars, 0-100; undertested categories pale and labelled."""
+    categories = [a for a in ASI_IDS if a in report.asi_scores] + sorted(
+        a for a in report.asi_scores if a not in ASI_IDS
+    )
+    out: list[Flowable] = [_p("OWASP Top 10 for Agentic Applications", "h2")]
+    if not categories:
+        out.append(_p("No category was scored."))
+        return out
+    row, label_width, bar_width = 18.0, 66 * mm, FRAME_WIDTH - 66 * mm - 24 * mm
+    height = row * len(categories) + 4
+    drawing = Drawing(FRAME_WIDTH, height)
+    for index, asi in enumerate(categories):
+        score = float(report.asi_scores[asi])
+        undertested = asi in report.undertested
+        y = height - (index + 1) * row
+        label = f"{asi} {ASI_TITLES.get(asi, '')}".strip()
+        label = label.encode("cp1252", "replace").decode("cp1252")[:48]
+        drawing.add(String(0, y + 4, label, fontName="Helvetica", fontSize=8))
+        drawing.add(_rect(label_width, y + 1, bar_width, row - 5, _CARD))
+        length = max(0.0, min(score, 100.0)) / 100 * bar_width
+        bar = _rect(label_width, y + 1, length, row - 5, colors.HexColor(_score_colour(score)))
+        if undertested:
+            bar.fillOpacity = 0.35
+            bar.strokeColor = _MUTED
+            bar.strokeDashArray = [3, 2]
+        drawing.add(bar)
+        value = number(score) + (" undertested" if undertested else "")
+        drawing.add(
+            String(label_width + bar_width + 4, y + 4, value, fontName="Helvetica", fontSize=8)
+        )
+    out.append(drawing)
+    out.append(
+        _p(
+            "Score per category, 0-100, higher is safer. A pale, dashed bar is an undertested "
+            "category: too few judged attempts to trust its score.",
+            "small",
+        )
+    )
+    return out
+
+
+def _findings(report: ScanReport) -> list[Flowable]:
+    findings = sorted(
+        report.findings,
+        key=lambda f: (
+            f.suppressed is not None,
+            -SEVERITY_RANK[f.severity],
+            -f.aivss_severity,
+            f.probe_id,
+        ),
+    )
+    out: list[Flowable] = [PageBreak(), _p(f"Findings ({len(findings)})", "h2")]
+    if not findings:
+        out.append(_p("No probe succeeded against the agent."))
+        return out
+    for finding in findings[:FINDINGS_DETAILED_MAX]:
+        out += _finding(finding)
+    rest = findings[FINDINGS_DETAILED_MAX:]
+    if rest:
+        out.append(_p(f"Further findings ({len(rest)})", "h2"))
+        rows = [
+            [
+                pdf_text(f.severity.value, limit=10),
+                _code(pdf_text(f.probe_id, limit=80)),
+                pdf_text(f.name, limit=120) + (" (suppressed)" if f.suppressed else ""),
+            ]
+            for f in rest[:RESULT_ROWS_MAX]
+        ]
+        out.append(_table(["Severity", "Probe", "Finding"], rows, [20 * mm, 70 * mm]))
+        if len(rest) > RESULT_ROWS_MAX:
+            out.append(_p(f"{len(rest) - RESULT_ROWS_MAX} more in scan.json.", "small"))
+    return out
+
+
+def _finding(finding: Finding) -> list[Flowable]:
+    colour = _SEVERITY_COLOURS[finding.severity]
+    out: list[Flowable] = [
+        _p(
+            f"<font color='{colour}'>[{finding.severity.value.upper()}]</font> "
+            f"{pdf_text(finding.name, limit=200)} "
+            f"<font size='8' color='#59636e'>{pdf_text(finding.probe_id, limit=200)}</font>",
+            "h3",
+        ),
+        _p(pdf_text(finding.summary)),
+    ]
+    if finding.suppressed is not None:
+        expires = finding.suppressed.expires
+        out.append(
+            _p(
+                f"<b>Suppressed:</b> {pdf_text(finding.suppressed.reason, limit=500)}"
+                + (f" (expires {pdf_text(expires, limit=40)})" if expires else "")
+                + ". No gate counts it.",
+                "warn",
+            )
+        )
+    location = f"{pdf_text(finding.location.path, limit=300)}:{finding.location.line}"
+    out.append(
+        _key_values(
+            [
+                ("ASI", pdf_text(f"{finding.asi} {ASI_TITLES.get(finding.asi, '')}", limit=120)),
+                ("OWASP LLM", pdf_text(", ".join(finding.owasp_llm), limit=120)),
+                ("MITRE ATLAS", pdf_text(", ".join(finding.mitre_atlas), limit=200)),
+                ("CSA", pdf_text(finding.csa_category, limit=120)),
+                ("Channel", pdf_text(finding.channel, limit=60)),
+                ("Severity (0-10)", number(finding.aivss_severity)),
+                ("Attempts", f"{finding.successes} of {finding.attempt_count} succeeded"),
+                ("Confidence", number(finding.confidence)),
+                ("Location", _code(location)),
+            ]
+        )
+    )
+    if finding.evidence:
+        out.append(_p("Evidence", "label"))
+        for ev in finding.evidence:
+            where = _code(f"{pdf_text(ev.path, limit=200)} [{ev.start}:{ev.end}]")
+            out.append(
+                Paragraph(
+                    f"{pdf_text(ev.detector, limit=60)} · {pdf_text(ev.category, limit=80)} · "
+                    f"score {number(ev.score)} · {where}: "
+                    f"<font backColor='#fff8c5'>{pdf_text(ev.subject, limit=SUBJECT_MAX)}</font>",
+                    _STYLES["bullet"],
+                    bulletText="•",
+                )
+            )
+    if finding.trigger_prompt:
+        out.append(_p("Trigger prompt", "label"))
+        out.append(_p(pdf_text(finding.trigger_prompt), "mono"))
+    out.append(_p("Remediation", "label"))
+    out.append(_p(pdf_text(finding.remediation)))
+    reproducer = (
+        f" · reproducer {pdf_text(finding.pov_reference, limit=300)}"
+        if finding.pov_reference
+        else ""
+    )
+    out.append(_p(f"fp {pdf_text(finding.fp)} · id {pdf_text(finding.id)}{reproducer}", "small"))
+    out.append(Spacer(1, 4))
+    return out
+
+
+def _unjudged(report: ScanReport) -> list[Flowable]:
+    if not report.unjudged:
+        return []
+    out: list[Flowable] = [
+        _p(f"Unjudged attempts ({len(report.unjudged)})", "h2"),
+        _p("No oracle could decide these; they are never counted as resisted.", "small"),
+    ]
+    for item in report.unjudged[:UNJUDGED_MAX]:
+        out.append(
+            Paragraph(
+                f"{_code(pdf_text(item.probe_id, limit=200))}: {pdf_text(item.reason, limit=400)}",
+                _STYLES["bullet"],
+                bulletText="•",
+            )
+        )
+    if len(report.unjudged) > UNJUDGED_MAX:
+        out.append(_p(f"{len(report.unjudged) - UNJUDGED_MAX} more in scan.json.", "small"))
+    return out
+
+
+def _results(report: ScanReport) -> list[Flowable]:
+    results = sorted(report.results, key=lambda r: (r.asi, r.probe_id))
+    out: list[Flowable] = [_p(f"Probe outcomes ({len(results)})", "h2")]
+    if not results:
+        out.append(_p("No probe ran."))
+        return out
+    rows = [
+        [
+            _code(pdf_text(r.probe_id, limit=80)),
+            pdf_text(r.asi, limit=10),
+            pdf_text(r.outcome.replace("_", " "), limit=20),
+            f"{r.vulnerable} / {r.resisted} / {r.unjudged}",
+        ]
+        for r in results[:RESULT_ROWS_MAX]
+    ]
+    header = ["Probe", "ASI", "Outcome", "Vulnerable / resisted / unjudged"]
+    out.append(_table(header, rows, [None, 18 * mm, 30 * mm, 52 * mm]))
+    if len(results) > RESULT_ROWS_MAX:
+        out.append(_p(f"{len(results) - RESULT_ROWS_MAX} more in scan.json.", "small"))
+    if report.not_applicable:
+        out.append(
+            _p(
+                f"{len(report.not_applicable)} probe(s) not applicable to this target: "
+                + pdf_text(", ".join(report.not_applicable), limit=1500),
+                "small",
+            )
+        )
+    return out
+
+
+def _guard(report: ScanReport) -> list[Flowable]:
+    if report.guard is None:
+        return []
+    rows = [(pdf_text(k, limit=80), pdf_text(v, limit=200)) for k, v in guard_rows(report.guard)]
+    return [_p("Runtime guard", "h2"), _key_values(rows)]
