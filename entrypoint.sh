@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# probegate GitHub Action: run one scan and publish it (docs/github-action.md).
+# probegate GitHub Action: run one scan (or, with command: run, the scenario suites) and
+# publish it (docs/github-action.md).
 #
 # Inputs arrive as PG_* variables (action.yml maps them in runs.env). Every value reaches
 # probegate as one argv element of a bash array: never eval'ed, never word-split, never
@@ -37,9 +38,18 @@ parse_bool() { # parse_bool VARIABLE INPUT_NAME VALUE DEFAULT
 	esac
 }
 
+command=${PG_COMMAND:-scan}
 out_dir=${PG_OUTPUT_DIR:-probegate-out}
 formats=${PG_FORMATS:-json,sarif,md}
 baseline=${PG_BASELINE:-}
+requirements=${PG_REQUIREMENTS:-}
+case $command in
+scan | run) ;;
+*)
+	command=scan
+	input_error="the command input must be scan or run"
+	;;
+esac
 allow_mismatch=false
 annotations=true
 job_summary=true
@@ -56,25 +66,65 @@ else
 	die "cannot run python3 -m probegate.github"
 fi
 
-cmd=(probegate scan)
+# A baseline file that does not exist yet is the first run of a new repository: a notice, and
+# the scan runs without the baseline gate. Anything else wrong with it is probegate's exit 2.
+missing_baseline=""
+if [[ $command == scan && -n $baseline && ! -e $baseline ]]; then
+	missing_baseline=$baseline
+	baseline=""
+fi
+
 add() { # --flag=value keeps a value that starts with "-" a value
 	if [[ -n $2 ]]; then cmd+=("$1=$2"); fi
 }
-add --config "${PG_CONFIG:-}"
-add --mode "${PG_MODE:-}"
-add --fail-under "${PG_FAIL_UNDER:-}"
-add --fail-on "${PG_FAIL_ON:-}"
-add --baseline "$baseline"
-add --tolerance "${PG_TOLERANCE:-}"
-add --concurrency "${PG_CONCURRENCY:-}"
-add --budget-usd "${PG_BUDGET_USD:-}"
-add --judge "${PG_JUDGE:-}"
-add --shard "${PG_SHARD:-}"
-if [[ $allow_mismatch == true ]]; then cmd+=(--allow-mismatch); fi
-# JSON is always written: the outputs and the summary are read from it.
-cmd+=("--output=json,$formats" "--output-dir=$out_dir")
-cmd+=("${extra[@]}")
-if [[ -n ${PG_TARGET:-} ]]; then cmd+=(-- "$PG_TARGET"); fi
+if [[ $command == run ]]; then
+	# Inputs that only mean something to a scan are refused rather than silently ignored.
+	scan_only=()
+	for pair in "config=${PG_CONFIG:-}" "mode=${PG_MODE:-}" "fail-under=${PG_FAIL_UNDER:-}" \
+		"fail-on=${PG_FAIL_ON:-}" "baseline=$baseline" "tolerance=${PG_TOLERANCE:-}" \
+		"concurrency=${PG_CONCURRENCY:-}" "budget-usd=${PG_BUDGET_USD:-}" \
+		"judge=${PG_JUDGE:-}" "shard=${PG_SHARD:-}"; do
+		if [[ -n ${pair#*=} ]]; then scan_only+=("${pair%%=*}"); fi
+	done
+	if [[ $allow_mismatch == true ]]; then scan_only+=(allow-mismatch); fi
+	if ((${#scan_only[@]})); then
+		input_error="command: run takes no ${scan_only[*]} input (scan only); use args for run's flags"
+	elif [[ -z ${PG_TARGET:-} || -z ${PG_ADAPTER:-} ]]; then
+		input_error="command: run needs the target input (a suite file or directory) and the adapter input (MODULE:ATTR)"
+	fi
+	# probegate run writes json, junit and md; the other formats are scan's.
+	run_formats=json
+	IFS=, read -ra wanted <<<"$formats"
+	for format in "${wanted[@]}"; do
+		format=${format// /}
+		if [[ $format == junit || $format == md ]]; then run_formats+=",$format"; fi
+	done
+	cmd=(probegate run)
+	add --adapter "${PG_ADAPTER:-}"
+	cmd+=("--output=$run_formats" "--output-dir=$out_dir")
+	cmd+=("${extra[@]}")
+	cmd+=(-- "${PG_TARGET:-}")
+else
+	if [[ -n ${PG_ADAPTER:-} ]]; then
+		input_error="the adapter input is for command: run; a scan names a python agent in its config (target.python) or with --python in args"
+	fi
+	cmd=(probegate scan)
+	add --config "${PG_CONFIG:-}"
+	add --mode "${PG_MODE:-}"
+	add --fail-under "${PG_FAIL_UNDER:-}"
+	add --fail-on "${PG_FAIL_ON:-}"
+	add --baseline "$baseline"
+	add --tolerance "${PG_TOLERANCE:-}"
+	add --concurrency "${PG_CONCURRENCY:-}"
+	add --budget-usd "${PG_BUDGET_USD:-}"
+	add --judge "${PG_JUDGE:-}"
+	add --shard "${PG_SHARD:-}"
+	if [[ $allow_mismatch == true ]]; then cmd+=(--allow-mismatch); fi
+	# JSON is always written: the outputs and the summary are read from it.
+	cmd+=("--output=json,$formats" "--output-dir=$out_dir")
+	cmd+=("${extra[@]}")
+	if [[ -n ${PG_TARGET:-} ]]; then cmd+=(-- "$PG_TARGET"); fi
+fi
 
 compare_flags=()
 if [[ -n ${PG_TOLERANCE:-} ]]; then compare_flags+=("--tolerance=$PG_TOLERANCE"); fi
@@ -87,11 +137,37 @@ scan_rc=2
 compare_rc=""
 scan_json="$out_dir/scan.json"
 
-printf '::group::probegate scan\n'
+printf '::group::probegate %s\n' "$command"
 printf '::stop-commands::%s\n' "$token"
+# A python agent's own dependencies (the requirements input): a complete, hash-pinned lock,
+# installed into a directory of its own that goes in front of the image's packages for the
+# scan only. pip's output is inside the block: it echoes names from a file the user wrote.
+agent_packages=""
+if [[ -z $input_error && -n $requirements ]]; then
+	agent_packages="$work/agent-packages"
+	set +e
+	"$py" -m pip install --require-hashes --no-input --disable-pip-version-check \
+		--no-cache-dir --no-compile --target "$agent_packages" -r "$requirements" 2>&1 | tee -a -- "$log"
+	pip_rc=${PIPESTATUS[0]}
+	set -e
+	if [[ $pip_rc != 0 ]]; then
+		input_error="pip could not install the requirements input (its error is in the log above); it must be a complete lock with a --hash for every package (pip install --require-hashes)"
+	elif ! "$py" -m probegate.github check-packages "--packages=$agent_packages" \
+		"--error-file=$work/packages.err" >/dev/null 2>&1; then
+		if [[ -s $work/packages.err ]]; then
+			input_error=$(<"$work/packages.err")
+		else
+			die "cannot run python3 -m probegate.github"
+		fi
+	fi
+fi
 if [[ -z $input_error ]]; then
 	set +e
-	"${cmd[@]}" 2>&1 | tee -a -- "$log"
+	if [[ -n $agent_packages ]]; then
+		PYTHONPATH="$agent_packages${PYTHONPATH:+:$PYTHONPATH}" "${cmd[@]}" 2>&1 | tee -a -- "$log"
+	else
+		"${cmd[@]}" 2>&1 | tee -a -- "$log"
+	fi
 	scan_rc=${PIPESTATUS[0]}
 	# The regression diff for the summary, and the baseline gate, from this run's scan.json.
 	if [[ -n $baseline && $scan_rc =~ ^[013]$ && -f $scan_json && $scan_json -nt $work/start ]]; then
@@ -120,6 +196,8 @@ set +e
 	"--log=$log" \
 	"--since=$work/start" \
 	"--input-error=$input_error" \
+	"--command=$command" \
+	"--missing-baseline=$missing_baseline" \
 	"--result-file=$work/result"
 set -e
 code=""

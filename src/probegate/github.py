@@ -9,6 +9,9 @@ and tested, never in bash. Called as ``python -m probegate.github COMMAND``:
 ``split-args``
     split the ``args`` input (``PG_ARGS``) like a POSIX shell splits words, with no expansion
     of any kind, and write the words NUL-separated for ``mapfile -d ''``.
+``check-packages``
+    after the ``requirements`` input was installed into its own directory, refuse packages the
+    image already has at another version (one interpreter loads one version of a package).
 ``finish``
     read the scan's files and write the step outputs, the job summary and the annotations, make
     the written files readable by the runner user, and exit with the Action's exit code.
@@ -22,6 +25,7 @@ characters first and escaped for wherever it lands (workflow command, Markdown).
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
 import re
 import secrets
@@ -66,6 +70,7 @@ LOG_LINES = 10  # gate and error lines of the scan's log quoted in the summary
 RESERVED_FLAGS = ("--output", "--output-dir")
 DIFF_JSON = "baseline-diff.json"
 DIFF_MD = "baseline-diff.md"
+COMMANDS = ("scan", "run")
 
 AnnotationLevel = Literal["error", "warning", "notice"]
 _LEVEL_OF_SEVERITY: dict[str, AnnotationLevel] = {
@@ -367,6 +372,7 @@ def gate_section(
     messages: Sequence[str] = (),
     annotations: AnnotationPlan | None = None,
     problems: Sequence[str] = (),
+    notices: Sequence[str] = (),
 ) -> str:
     """The Action's verdict: exit code, the scan's own gate lines, what was left out."""
     verdict = {
@@ -381,6 +387,8 @@ def gate_section(
         lines.append(f"> - {md_text(message, limit=300)}")
     for problem in problems:
         lines.append(f"> - Action: {md_text(problem, limit=300)}")
+    for notice in notices:
+        lines.append(f"> - {md_text(notice, limit=400)}")
     if annotations is not None and annotations.hidden > 0:
         lines.append(
             f"> - {len(annotations.shown)} of {sum(annotations.totals.values())} findings are "
@@ -443,7 +451,7 @@ def log_messages(log: Path | None) -> list[str]:
     except OSError:
         return []
     # `gate NAME: STATUS: reason` lines of the scan, its errors, compare's verdict line.
-    keep = ("gate ", "error:", "hint:", "probegate compare:")
+    keep = ("gate ", "error:", "hint:", "probegate compare:", "probegate run:")
     found: list[str] = []
     for line in text.splitlines():
         line = clean_text(line).strip()
@@ -474,6 +482,50 @@ def split_args(text: str) -> list[str]:
                 f"the args input may not set {name}: use the formats and output-dir inputs"
             )
     return words
+
+
+# --------------------------------------------------------------------------- agent packages
+
+
+def _canonical(name: str) -> str:
+    """A distribution name as package indexes compare them (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _versions(paths: Sequence[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for dist in importlib.metadata.distributions(path=list(paths)):
+        name = dist.metadata["Name"]
+        if name:  # a broken dist-info has none; the first on the path wins, as for imports
+            found.setdefault(_canonical(name), dist.version)
+    return found
+
+
+def package_conflicts(packages: Path, interpreter_path: Sequence[str]) -> list[str]:
+    """Packages installed in ``packages`` that the interpreter has at another version.
+
+    The agent's packages are put in front of probegate's for the scan (``PYTHONPATH``), so a
+    package in both would be loaded at the agent's version by probegate too. The same version
+    is harmless; another version is refused rather than breaking probegate mid-scan.
+    """
+    own = str(packages.absolute())
+    theirs = _versions([own])
+    ours = _versions([p for p in interpreter_path if p and os.path.abspath(p) != own])
+    return [
+        f"{name} {theirs[name]} (the image has {ours[name]})"
+        for name in sorted(theirs)
+        if name in ours and ours[name] != theirs[name]
+    ]
+
+
+def check_packages(packages: Path) -> None:
+    conflicts = package_conflicts(packages, sys.path)
+    if conflicts:
+        raise ActionError(
+            "the requirements input pins packages probegate itself uses, at other versions: "
+            + ", ".join(conflicts)
+            + ". Pin the image's versions (requirements/image.txt of this release) in your lock"
+        )
 
 
 # --------------------------------------------------------------------------- finish
@@ -519,6 +571,8 @@ class FinishOptions:
     since: Path | None = None
     input_error: str = ""
     store: Path = Path(".probegate")
+    command: str = "scan"
+    missing_baseline: str = ""
 
 
 def _fresh(path: Path, since: Path | None) -> bool:
@@ -544,11 +598,21 @@ def finish(opts: FinishOptions, env: Mapping[str, str], out: TextIO) -> int:
     notes: list[str] = []  # worth a warning, not a failure
     if opts.input_error:
         out.write(workflow_command("error", opts.input_error, {"title": "probegate inputs"}) + "\n")
+    if opts.missing_baseline:
+        out.write(
+            workflow_command(
+                "notice",
+                missing_baseline_note(opts.missing_baseline),
+                {"title": "probegate baseline"},
+            )
+            + "\n"
+        )
 
     files: dict[str, Path] = {}
     for key, name in (
         ("json", "scan.json"),
         ("sarif", "scan.sarif"),
+        ("junit", "junit.xml"),
         ("md", "summary.md"),
         ("diff_json", DIFF_JSON),
         ("diff_md", DIFF_MD),
@@ -563,7 +627,7 @@ def finish(opts: FinishOptions, env: Mapping[str, str], out: TextIO) -> int:
             scan = load_scan(files["json"])
         except ActionError as exc:
             problems.append(str(exc))
-    elif opts.scan_rc in (EXIT_PASSED, EXIT_GATE_FAILED, EXIT_UNDECIDED):
+    elif opts.command == "scan" and opts.scan_rc in (EXIT_PASSED, EXIT_GATE_FAILED, EXIT_UNDECIDED):
         notes.append(f"the scan wrote no {opts.output_dir / 'scan.json'} (was --dry-run given?)")
 
     comparison: ComparisonView | None = None
@@ -602,6 +666,7 @@ def finish(opts: FinishOptions, env: Mapping[str, str], out: TextIO) -> int:
         "json-path": published_path(files["json"], workspace) if "json" in files else "",
         "sarif-path": published_path(files["sarif"], workspace) if "sarif" in files else "",
         "summary-path": published_path(files["md"], workspace) if "md" in files else "",
+        "junit-path": published_path(files["junit"], workspace) if "junit" in files else "",
         "score": number(scan.aivss) if scan else "",
         "band": scan.band if scan else "",
         "authoritative": ("true" if scan.authority.authoritative else "false") if scan else "",
@@ -630,6 +695,15 @@ def finish(opts: FinishOptions, env: Mapping[str, str], out: TextIO) -> int:
     return code
 
 
+def missing_baseline_note(path: str) -> str:
+    """Why a first run without a baseline file is green, and how to get one."""
+    return (
+        f"no baseline file at {path} yet: this run has no baseline gate and every finding "
+        "counts as new. Commit a scan.json there (probegate compare BASELINE CURRENT "
+        "--write-baseline FILE) or keep main's scan as an artifact (docs/github-action.md)."
+    )
+
+
 def _new_findings(
     opts: FinishOptions, scan: ScanView | None, comparison: ComparisonView | None
 ) -> str:
@@ -654,6 +728,7 @@ def _append_summary(
             messages=log_messages(opts.log),
             annotations=plan,
             problems=[*([opts.input_error] if opts.input_error else []), *problems],
+            notices=[missing_baseline_note(opts.missing_baseline)] if opts.missing_baseline else [],
         )
     ]
     summary_has_diff = False
@@ -712,6 +787,9 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("token", help="print a token for ::stop-commands::")
     a = sub.add_parser("split-args", help="split $PG_ARGS into NUL-separated words")
     a.add_argument("--error-file", type=Path, default=None, help="write a bad input's error here")
+    c = sub.add_parser("check-packages", help="refuse agent packages that clash with the image")
+    c.add_argument("--packages", type=Path, required=True)
+    c.add_argument("--error-file", type=Path, default=None, help="write the refusal here")
     f = sub.add_parser("finish", help="write outputs, summary and annotations")
     f.add_argument("--scan-rc", type=int, required=True)
     f.add_argument("--compare-rc", type=_optional_int, default=None)
@@ -724,6 +802,8 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--input-error", default="")
     f.add_argument("--store", type=Path, default=Path(".probegate"))
     f.add_argument("--result-file", type=Path, default=None, help="write the exit code here too")
+    f.add_argument("--command", dest="probegate_command", choices=COMMANDS, default="scan")
+    f.add_argument("--missing-baseline", default="")
     return parser
 
 
@@ -746,6 +826,15 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
             sys.stdout.buffer.write(b"".join(w.encode("utf-8") + b"\0" for w in words))
             sys.stdout.flush()
             return 0
+        if args.command == "check-packages":
+            try:
+                check_packages(args.packages)
+            except ActionError as exc:
+                if args.error_file is None:
+                    raise
+                args.error_file.write_text(str(exc), encoding="utf-8")
+                return EXIT_USAGE
+            return 0
         options = FinishOptions(
             scan_rc=args.scan_rc,
             compare_rc=args.compare_rc,
@@ -757,6 +846,8 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
             since=args.since,
             input_error=args.input_error,
             store=args.store,
+            command=args.probegate_command,
+            missing_baseline=args.missing_baseline,
         )
         code = finish(options, environ, sys.stdout)
         if args.result_file is not None:

@@ -27,6 +27,7 @@ OUTPUT_NAMES = {
     "sarif-path",
     "json-path",
     "summary-path",
+    "junit-path",
     "score",
     "band",
     "authoritative",

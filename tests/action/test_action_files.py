@@ -117,8 +117,11 @@ def test_workflows_pin_actions_and_keep_tokens_small(path: Path):
         uploads = any(
             str(s.get("uses", "")).startswith("github/codeql-action/upload-sarif") for s in steps
         )
-        writes = (job.get("permissions") or {}).get("security-events") == "write"
+        permissions = job.get("permissions") or {}
+        writes = permissions.get("security-events") == "write"
         assert uploads == writes, f"{name}: security-events: write exactly where SARIF is uploaded"
+        if uploads:  # upload-sarif reads the run's details: refused in private repositories
+            assert permissions.get("actions") == "read", f"{name}: upload-sarif needs actions: read"
         for step in steps:
             uses = step.get("uses")
             if uses is None or uses.startswith("./"):
@@ -152,3 +155,37 @@ def test_docs_cover_every_input_and_output_and_embed_the_examples():
         assert example.read_text(encoding="utf-8") in DOCS, f"{example.name} drifted from the docs"
     for code in range(5):
         assert f"| {code} |" in DOCS
+
+
+PIN_SOURCES = [
+    REPO / "README.md",
+    *sorted((REPO / "docs").glob("*.md")),
+    *WORKFLOW_FILES,
+]
+USES = re.compile(r"uses: ([\w.-]+/[\w./-]+)@([0-9a-f]{40}) # v(\d+)[\d.]*")
+
+
+def test_every_document_pins_each_action_to_one_current_release():
+    """One commit per action across README, docs, examples and CI, and no deprecated major."""
+    pins: dict[str, set[tuple[str, int]]] = {}
+    for path in PIN_SOURCES:
+        for action, sha, major in USES.findall(path.read_text(encoding="utf-8")):
+            if action.startswith("probegate/"):
+                continue
+            pins.setdefault(action, set()).add((sha, int(major)))
+    assert "github/codeql-action/upload-sarif" in pins and "actions/checkout" in pins
+    for action, seen in pins.items():
+        assert len(seen) == 1, f"{action} is pinned to {len(seen)} different commits: {seen}"
+    # codeql-action's changelog deprecates v3 in December 2026; artifact actions before v4 are
+    # retired, and the node20 majors of checkout and setup-python predate node24 runners.
+    minimum = {
+        "github/codeql-action/upload-sarif": 4,
+        "actions/upload-artifact": 6,
+        "actions/download-artifact": 7,
+        "actions/checkout": 5,
+        "actions/setup-python": 6,
+    }
+    for action, lowest in minimum.items():
+        if action in pins:
+            ((_, major),) = pins[action]
+            assert major >= lowest, f"{action} v{major} is deprecated or on node20"

@@ -160,12 +160,34 @@ def test_same_findings_as_the_baseline_pass(tmp_path):
     assert run.outputs["findings"] != "0"
 
 
-def test_missing_baseline_is_an_input_error(tmp_path):
+def test_missing_baseline_is_a_notice_and_the_run_stays_green(tmp_path):
+    """The first run of a new repository: no baseline file yet."""
+    path = "no/such/scan.json\n::error::x,y:z%"
+    run = run_action(tmp_path, {"PG_TARGET": "demo", "PG_BASELINE": path, **formats_input()})
+    assert run.rc == 0, run.stdout
+    assert_only_intended_commands(run.stdout)
+    assert run.outputs["exit-code"] == "0"
+    report = _scan_json(run)
+    assert run.outputs["new-findings"] == str(len(report["findings"])) != "0"
+    (notice,) = [a for a in run.annotations if "title=probegate baseline" in a]
+    assert notice.startswith("::notice title=probegate baseline::no baseline file at ")
+    assert "no/such/scan.json%0A::error::x,y:z%25 yet" in notice  # escaped: one line, inert
+    assert "no baseline file at" in run.summary and "probegate gate: passed" in run.summary
+    assert not (run.workspace / "probegate-out" / "baseline-diff.json").exists()
+    if "sarif" in built_formats():
+        assert (run.workspace / run.outputs["sarif-path"]).is_file()
+
+
+def test_a_baseline_that_exists_but_is_not_a_scan_is_still_exit_2(tmp_path):
+    ws = tmp_path / "workspace"
+    ws.mkdir()
+    (ws / "baseline.json").write_text("{not json", encoding="utf-8")
     run = run_action(
-        tmp_path, {"PG_TARGET": "demo", "PG_BASELINE": "no/such/scan.json", **formats_input()}
+        tmp_path, {"PG_TARGET": "demo", "PG_BASELINE": "baseline.json", **formats_input()}
     )
     assert run.rc == 2, run.stdout
     assert run.outputs["exit-code"] == "2"
+    assert not [a for a in run.annotations if "title=probegate baseline" in a]
 
 
 # --------------------------------------------------------------------------- hostile inputs
