@@ -106,21 +106,15 @@ def test_readme_workflow_has_exactly_the_permissions_and_current_pins(tmp_path: 
     }
     path = tmp_path / "probegate.yml"
     path.write_text(text, encoding="utf-8")
-    check = require_tool("check-jsonschema")
-    proc = subprocess.run(
-        [check, "--builtin-schema", "vendor.github-workflows", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    zizmor = require_tool("zizmor")
-    proc = subprocess.run(
-        [zizmor, "--offline", "--no-progress", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for tool, *args in (
+        ("check-jsonschema", "--builtin-schema", "vendor.github-workflows"),
+        ("zizmor", "--offline", "--no-progress"),
+    ):
+        proc = subprocess.run(
+            [require_tool(tool), *args, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert proc.returncode == 0, f"{tool}: {proc.stdout}{proc.stderr}"

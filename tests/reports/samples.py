@@ -1,7 +1,11 @@
-"""Fixed synthetic reports for the emitter tests: golden files, hostile text, signing."""
+"""Fixed synthetic reports for the emitter tests (golden files, hostile text, signing), and a
+real scan into a temp directory for the tests that read what the CLI wrote."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from probegate.cli import main
 from probegate.models.report import ProbeResult, ScanReport, Suppression, UnjudgedAttempt
 from probegate.models.taxonomy import Severity
 from probegate.models.verdict import Evidence
@@ -129,3 +133,13 @@ def hostile_report() -> ScanReport:
             "unjudged": [UnjudgedAttempt(attempt_id="a1", probe_id="asi02.x.v1", reason=HOSTILE)],
         }
     )
+
+
+def scan_to(tmp_path: Path, formats: str, *argv: str) -> tuple[int, Path]:
+    """A real quiet scan through ``main`` writing ``formats`` into ``tmp_path/out``."""
+    out = tmp_path / "out"
+    code = main(
+        ["scan", *argv, "--quiet", "--output", formats, "--output-dir", str(out),
+         "--store", str(tmp_path / "store")]
+    )  # fmt: skip
+    return code, out

@@ -22,7 +22,7 @@ import xunitparser
 from probegate.cli import main
 from probegate.reports import junit
 from tests.reference import reference_path
-from tests.reports.samples import golden_report, hostile_report
+from tests.reports.samples import golden_report, hostile_report, scan_to
 
 
 @cache
@@ -41,12 +41,7 @@ def assert_xunitparser_reads(data: bytes) -> xunitparser.TestResult:
 
 
 def _scan(tmp_path: Path, *argv: str) -> tuple[int, Path]:
-    out = tmp_path / "out"
-    code = main(
-        ["scan", *argv, "--quiet", "--output", "json,junit", "--output-dir", str(out),
-         "--store", str(tmp_path / "store")]
-    )  # fmt: skip
-    return code, out
+    return scan_to(tmp_path, "json,junit", *argv)
 
 
 def test_the_schema_rejects_what_it_should() -> None:

@@ -19,16 +19,11 @@ from probegate.reports import FORMATS
 from probegate.reports.pdf_report import pdf_text as escape_for_pdf
 from probegate.reports.pdf_report import render
 from tests.reports.pdfpages import pdf_text, read_pdf
-from tests.reports.samples import HOSTILE, golden_report, hostile_report
+from tests.reports.samples import HOSTILE, golden_report, hostile_report, scan_to
 
 
 def _scan(tmp_path: Path, *argv: str) -> tuple[int, Path]:
-    out = tmp_path / "out"
-    code = main(
-        ["scan", *argv, "--quiet", "--output", "json,pdf", "--output-dir", str(out),
-         "--store", str(tmp_path / "store")]
-    )  # fmt: skip
-    return code, out
+    return scan_to(tmp_path, "json,pdf", *argv)
 
 
 def test_pdf_is_registered_as_report_pdf() -> None:

@@ -75,6 +75,24 @@ _LINE = colors.HexColor("#d1d9e0")
 _CARD = colors.HexColor("#f6f8fa")
 
 _BASE = getSampleStyleSheet()
+
+
+def _callout(name: str, *, background: str, border: str) -> ParagraphStyle:
+    """A boxed paragraph: the authority verdict, a suppression."""
+    return ParagraphStyle(
+        name,
+        parent=_BASE["BodyText"],
+        fontSize=9.5,
+        leading=12.5,
+        borderPadding=5,
+        backColor=colors.HexColor(background),
+        borderColor=colors.HexColor(border),
+        borderWidth=0.5,
+        spaceBefore=6,
+        spaceAfter=8,
+    )
+
+
 _STYLES = {
     "title": ParagraphStyle("pg-title", parent=_BASE["Title"], alignment=TA_LEFT, fontSize=18),
     "h2": ParagraphStyle("pg-h2", parent=_BASE["Heading2"], spaceBefore=10),
@@ -112,30 +130,8 @@ _STYLES = {
         bulletIndent=2,
     ),
     "score": ParagraphStyle("pg-score", parent=_BASE["BodyText"], fontSize=28, leading=34),
-    "warn": ParagraphStyle(
-        "pg-warn",
-        parent=_BASE["BodyText"],
-        fontSize=9.5,
-        leading=12.5,
-        borderPadding=5,
-        backColor=colors.HexColor("#ffebe9"),
-        borderColor=colors.HexColor("#cf222e"),
-        borderWidth=0.5,
-        spaceBefore=6,
-        spaceAfter=8,
-    ),
-    "ok": ParagraphStyle(
-        "pg-ok",
-        parent=_BASE["BodyText"],
-        fontSize=9.5,
-        leading=12.5,
-        borderPadding=5,
-        backColor=colors.HexColor("#dafbe1"),
-        borderColor=colors.HexColor("#1a7f37"),
-        borderWidth=0.5,
-        spaceBefore=6,
-        spaceAfter=8,
-    ),
+    "warn": _callout("pg-warn", background="#ffebe9", border="#cf222e"),
+    "ok": _callout("pg-ok", background="#dafbe1", border="#1a7f37"),
     "cell": ParagraphStyle("pg-cell", parent=_BASE["BodyText"], fontSize=8.5, leading=10.5),
 }
 
