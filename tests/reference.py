@@ -2,15 +2,15 @@
 
 Third-party schemas and tools that tests check our files against live there, never in the
 repository. CI lays ``shared/`` beside the clone; a worktree may sit deeper, so every parent of
-the checkout is tried. Missing material skips a test locally and fails it under CI.
+the checkout is tried. Missing material skips a test locally and fails it under CI
+(:func:`tests.tools.tool_missing`).
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-import pytest
+from tests.tools import tool_missing
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -21,7 +21,4 @@ def reference_path(*parts: str) -> Path:
         candidate = parent.joinpath("shared", "reference", *parts)
         if candidate.exists():
             return candidate
-    message = f"shared/reference/{'/'.join(parts)} not found beside the checkout"
-    if os.environ.get("CI"):
-        pytest.fail(message + " (CI lays shared/ beside the clone)")
-    pytest.skip(message)
+    tool_missing(f"shared/reference/{'/'.join(parts)} not found beside the checkout")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-import pytest
+from tests.tools import tool_missing
 
 REPO = Path(__file__).resolve().parents[2]
 ENTRYPOINT = REPO / "entrypoint.sh"
@@ -148,7 +148,6 @@ def write_fake_probegate(bin_dir: Path) -> Path:
 import json, os, shutil, sys
 from pathlib import Path
 
-import pytest
 
 argv = sys.argv[1:]
 log = os.environ.get("FAKE_ARGV_LOG")
@@ -269,11 +268,8 @@ def which(tool: str) -> str | None:
 
 
 def require_tool(tool: str) -> str:
-    """The tool's path; a missing tool skips a local run and fails under CI (never silent)."""
+    """The tool's path; missing, it skips a local run and fails under CI (tests/tools.py)."""
     path = which(tool)
     if path is None:
-        message = f"{tool} is not installed (pip install -e '.[dev]')"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        tool_missing(f"{tool} is not installed (make install)")
     return path

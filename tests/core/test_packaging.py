@@ -2,13 +2,16 @@
 
 ``python -m build --no-isolation`` builds the sdist, then the wheel from that sdist (so a
 wheel that builds proves the sdist is complete), with the setuptools of the dev extras and no
-network. The archives are then read as an index and an installer read them.
+network. It builds from a copy of the checkout: a build writes into its source tree, and
+parallel test workers must not share one. The archives are then read as an index and an
+installer read them.
 """
 
 from __future__ import annotations
 
 import email
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -32,8 +35,17 @@ RELATIVE_LINK = re.compile(r"!?\[[^\]]*\]\((?!https?://|#|mailto:)([^)\s]+)\)")
 @pytest.fixture(scope="module")
 def dists(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     out = tmp_path_factory.mktemp("dist")
+    source = tmp_path_factory.mktemp("source") / "probegate"
+    shutil.copytree(
+        ROOT,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv", "node_modules", "build", "dist", "*.egg-info", "__pycache__",
+            ".probegate", "probegate-out", ".*_cache", ".hypothesis",
+        ),
+    )  # fmt: skip
     proc = subprocess.run(
-        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)],
+        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(source)],
         capture_output=True,
         text=True,
         timeout=300,
