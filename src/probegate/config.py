@@ -1,8 +1,10 @@
 """Flags + ``probegate.yml`` -> one validated :class:`ScanConfig`.
 
 The config file is parsed once at the edge; every error is a :class:`ConfigError` naming the
-file and the key. Flags win over the file's ``scan:`` section. Secrets never live here: the
-file names environment variables (``api_key_env``), and only their values are read, late.
+file and the key. Flags win over the file's ``scan:`` section. The ``target:`` section is
+parsed as its kind's own config (each kind's module declares it; ``targets/registry.py`` lists
+the kinds), so this module sits above the targets. Secrets never live here: the file names
+environment variables (``api_key_env``), and only their values are read, late.
 """
 
 from __future__ import annotations
@@ -14,86 +16,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from probegate.errors import ConfigError
-from probegate.models.taxonomy import Capability, Severity
+from probegate.models.taxonomy import Severity
+from probegate.targets.base import TargetConfig, TargetSettings
+from probegate.targets.registry import default_target, parse_target
 
 DEFAULT_CONFIG = "probegate.yml"
-TargetKind = Literal["demo", "demo-hardened", "openai", "http", "python", "replay", "guard"]
-
-
-class ToolConfig(BaseModel):
-    """A tool the agent under test declares (openai/http/python targets)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
-    description: str = ""
-    capabilities: list[Capability] = Field(default_factory=list)
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
-
-
-class HttpConfig(BaseModel):
-    """How to talk to an agent behind its own HTTP API."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    method: Literal["POST", "PUT", "GET"] = "POST"
-    url: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict)
-    headers_env: dict[str, str] = Field(default_factory=dict)
-    body: Any = None
-    response_text: str = "output"
-    response_tool_calls: str | None = None
-
-
-# What a runtime guard (``kind: guard``) can stand in front of. Not ``replay`` (recorded replies
-# cannot react to a refusal) and not another guard.
-GuardedKind = Literal["demo", "demo-hardened", "openai", "http", "python"]
-
-
-class GuardIdentity(BaseModel):
-    """The identity fields of every GuardEvent sent to the guard (the seed 004 runtime).
-
-    A runtime resolves its policy by ``agent_id``; set these to what your deployed agent
-    asserts so the scan meets the policy production traffic meets. Empty means "no assertion".
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    agent_id: str = ""
-    agent_type: str = ""
-    agent_workspace: str = ""
-    agent_user: str = ""
-
-
-class TargetConfig(BaseModel):
-    """The ``target:`` section of ``probegate.yml`` (PRODUCT.md section 3)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    kind: TargetKind = "demo"
-    endpoint: str | None = None
-    model: str | None = None
-    api_key_env: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict)
-    # header -> name of the environment variable holding its (secret) value
-    headers_env: dict[str, str] = Field(default_factory=dict)
-    # extra request body fields for the openai target (temperature, seed, max_tokens, ...)
-    params: dict[str, Any] = Field(default_factory=dict)
-    system_prompt: str | None = None
-    max_turns: int = Field(default=4, ge=1, le=32)
-    canaries: list[str] = Field(default_factory=list)
-    canaries_env: list[str] = Field(default_factory=list)
-    tools: list[ToolConfig] = Field(default_factory=list)
-    http: HttpConfig | None = None
-    python: str | None = None
-    replay: str | None = None
-    guard: str | None = None
-    # kind: guard -- the agent behind the guard (default: demo, or demo-hardened when scanning
-    # demo-hardened --guard URL), the variable holding the guard's API key, and its identity.
-    behind: GuardedKind | None = None
-    guard_api_key_env: str | None = None
-    guard_identity: GuardIdentity = Field(default_factory=GuardIdentity)
-    prices: dict[str, dict[str, float]] = Field(default_factory=dict)
+# Fields the command line sets from where the target came from; never a ``scan:`` setting.
+_NOT_SCAN_SETTINGS = frozenset({"target", "target_args", "config_path", "base_dir"})
 
 
 class ScanConfig(BaseModel):
@@ -101,8 +30,9 @@ class ScanConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    target: TargetConfig = Field(default_factory=TargetConfig)
-    target_ref: str = "demo"
+    target: TargetConfig = Field(default_factory=default_target)
+    # The target as the command line named it, for a finding's reproducer (registry).
+    target_args: list[str] = Field(default_factory=list)
     config_path: Path | None = None
     base_dir: Path = Field(default_factory=Path.cwd)
     mode: Literal["fast", "smart", "full"] = "fast"
@@ -135,6 +65,11 @@ class ScanConfig(BaseModel):
     store: Path = Path(".probegate")
     quiet: bool = False
 
+    @field_validator("target", mode="before")
+    @classmethod
+    def _target_of_its_kind(cls, value: Any) -> TargetConfig:
+        return parse_target(value)
+
     @field_validator("asi")
     @classmethod
     def _asi_ids(cls, value: list[str]) -> list[str]:
@@ -163,6 +98,17 @@ class ScanConfig(BaseModel):
         if not 1 <= k <= n:
             raise ValueError("--shard K/N needs 1 <= K <= N")
         return value
+
+    def target_settings(self) -> TargetSettings:
+        """The scan-wide settings a target gets; the rest of the config is not its business."""
+        return TargetSettings(
+            timeout=self.timeout,
+            retries=self.retries,
+            concurrency=self.concurrency,
+            seed=self.seed,
+            base_dir=self.base_dir,
+            config_path=self.config_path,
+        )
 
     @property
     def effective_repeat(self) -> int:
@@ -203,6 +149,9 @@ def build_config(file_data: dict[str, Any], flags: dict[str, Any], *, source: st
     if not isinstance(scan_section, dict):
         raise ConfigError(f"{source}: 'scan:' must be a mapping of scan settings")
     merged: dict[str, Any] = {k.replace("-", "_"): v for k, v in scan_section.items()}
+    inner = sorted(_NOT_SCAN_SETTINGS & set(merged))
+    if inner:
+        raise ConfigError(f"{source}: scan.{inner[0]}: not a scan setting")
     merged.update({k: v for k, v in flags.items() if v is not None})
     if "target" in file_data:
         merged["target"] = file_data["target"] or {}

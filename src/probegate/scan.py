@@ -37,7 +37,7 @@ from probegate.reports.redact import redact_report
 from probegate.reports.signing import sign_report, signing_material_from_env
 from probegate.suppressions import SuppressionEntry, apply_suppressions, load_suppressions
 from probegate.targets.base import Target, capabilities_of
-from probegate.targets.registry import build_target, declared_canaries, tool_calls_visible
+from probegate.targets.registry import build_target
 from probegate.terminal import clean
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.pricing import cost_usd, price_table
@@ -95,7 +95,8 @@ def with_extra_probes(library: Library, config: ScanConfig) -> Library:
 
 def _dry_run(plan: Plan, config: ScanConfig, out: TextIO) -> int:
     attempts = plan.all_attempts
-    requests = sum(a.requests_upper_bound for a in attempts) * config.target.max_turns
+    agent = config.target.agent_under_test()
+    requests = sum(a.requests_upper_bound for a in attempts) * agent.max_turns
     out.write(
         f"plan {plan.fingerprint}: mode {plan.mode}, {len(plan.probes)} probes, "
         f"{len(attempts)} attempts (at most {requests} requests)\n"
@@ -113,14 +114,11 @@ def _dry_run(plan: Plan, config: ScanConfig, out: TextIO) -> int:
             out.write(f"  {asi}: {count} attempts\n")
     for probe_id, reason in sorted(plan.not_applicable.items()):
         out.write(f"  not applicable: {probe_id}: {reason}\n")
-    table = price_table(config.target.prices, config.target.model)
+    table = price_table(agent.prices, agent.model)
     if table is not None:
         # An estimate, not a bound: real prompts grow with the conversation and the tools.
         per_request = cost_usd(
-            config.target.prices,
-            config.target.model,
-            ESTIMATE_PROMPT_TOKENS,
-            ESTIMATE_COMPLETION_TOKENS,
+            agent.prices, agent.model, ESTIMATE_PROMPT_TOKENS, ESTIMATE_COMPLETION_TOKENS
         )
         out.write(
             f"  estimated cost: about ${requests * per_request:.2f} at most "
@@ -152,14 +150,15 @@ def execute_scan(config: ScanConfig, *, out: TextIO = sys.stdout, err: TextIO = 
             config.judge,
             timeout=config.timeout,
             limiter=limiter,
-            prices=config.target.prices,
+            prices=config.target.agent_under_test().prices,
             pool_size=config.concurrency,
         )
         if config.judge
         else None
     )
     # A dry run only plans: it must work before the secrets are set up.
-    target = build_target(_without_secrets(config) if config.dry_run else config)
+    target_config = config.target.without_secrets() if config.dry_run else config.target
+    target = build_target(target_config, config.target_settings())
     inputs = _Inputs(library.version, probes, formats, baseline, suppressions, llm_judge, limiter)
     try:
         return _execute(config, target, inputs, out, err)
@@ -167,16 +166,6 @@ def execute_scan(config: ScanConfig, *, out: TextIO = sys.stdout, err: TextIO = 
         target.close()
         if llm_judge is not None:
             llm_judge.close()
-
-
-def _without_secrets(config: ScanConfig) -> ScanConfig:
-    """The config with every environment-held secret left out (nothing is sent in a dry run)."""
-    t = config.target
-    http = t.http.model_copy(update={"headers_env": {}}) if t.http is not None else None
-    target = t.model_copy(
-        update={"api_key_env": None, "guard_api_key_env": None, "headers_env": {}, "http": http}
-    )
-    return config.model_copy(update={"target": target})
 
 
 @dataclass(frozen=True)
@@ -252,8 +241,7 @@ def _execute(
         limiter,
         seed=config.seed,
         concurrency=config.concurrency,
-        declared_canaries=declared_canaries(config),
-        tool_calls_visible=tool_calls_visible(target),
+        declared_canaries=config.target.declared_canaries(),
         record_dir=config.record,
         llm_judge=inputs.llm_judge,
     )
@@ -298,9 +286,9 @@ def _execute(
         store_dir=store.as_posix(),
     )
     report = assemble(list(plan.probes), outcome.attempts, plan.not_applicable, meta)
-    guard_summary = getattr(target, "guard_summary", None)
-    if callable(guard_summary):  # kind: guard -- what the guard evaluated, blocked, missed
-        report = report.model_copy(update={"guard": guard_summary()})
+    section = target.report_section()
+    if section is not None:  # what the kind adds: e.g. what a guard evaluated, blocked, missed
+        report = report.model_copy(update={section.REPORT_FIELD: section})
     report = _finalise(report, config, inputs)
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "scan.json").write_bytes(FORMATS["json"].render(report))
@@ -334,7 +322,7 @@ def _finalise(report: ScanReport, config: ScanConfig, inputs: _Inputs) -> ScanRe
     The order matters: nothing secret may reach the comparison or the signed bytes, and an
     accepted (suppressed) finding is not a new regression.
     """
-    report = redact_report(report, real_secrets(config))
+    report = redact_report(report, config.target.real_secrets())
     report = apply_suppressions(report, inputs.suppressions, now().date())
     if inputs.baseline is not None:
         comparison = compare(
@@ -360,45 +348,10 @@ def _finalise(report: ScanReport, config: ScanConfig, inputs: _Inputs) -> ScanRe
     return report.model_copy(update={"signatures": signed.get("signatures")})
 
 
-def real_secrets(config: ScanConfig) -> dict[str, str]:
-    """Everything the user handed us that must never land in a file, by placeholder name."""
-    values = list(config.target.canaries)
-    for name in config.target.canaries_env:
-        value = os.environ.get(name)
-        if value:
-            values.append(value)
-    secrets = {f"CANARY_{i}": v for i, v in enumerate(values, start=1) if v}
-    if config.target.api_key_env and os.environ.get(config.target.api_key_env):
-        secrets["API_KEY"] = os.environ[config.target.api_key_env]
-    return secrets
-
-
-def _target_args(config: ScanConfig) -> list[str]:
-    """The scan arguments that name this target again, for a reproducer."""
-    t = config.target
-    guard = ["--guard", t.guard] if t.kind == "guard" and t.guard else []
-    if config.target_ref in ("demo", "demo-hardened"):
-        return [config.target_ref, *guard]
-    if config.config_path is not None:
-        return [str(config.config_path.resolve())]
-    args: list[str] = []
-    kind = t.behind if t.kind == "guard" and t.behind else t.kind  # the agent behind a guard
-    if kind in ("openai", "http") and t.endpoint:
-        args += ["--endpoint", t.endpoint, "--protocol", kind]
-    if t.model:
-        args += ["--model", t.model]
-    if t.system_prompt:
-        args += ["--system-prompt", str(Path(t.system_prompt).resolve())]
-    for flag, value in (("--python", t.python), ("--replay", t.replay), ("--guard", t.guard)):
-        if value:
-            args += [flag, value]
-    return args
-
-
 def _write_povs(report: ScanReport, directory: Path, config: ScanConfig) -> None:
     """A reproducer per finding: the command that replays that one probe, same seed."""
     pov_dir = directory / "pov"
-    common = _target_args(config)
+    common = list(config.target_args)
     for extra in config.probe_dirs:
         common += ["--probe-dir", str((config.base_dir / extra).resolve())]
     for finding in report.findings:

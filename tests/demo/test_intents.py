@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from probegate.targets.demo import url_refusal
-from probegate.targets.intents import (
+from probegate.targets.demo.agent import url_refusal
+from probegate.targets.demo.intents import (
     claims_authority,
     is_code_block,
     normalise,

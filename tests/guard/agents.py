@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from probegate.models.report import SourceLocation, TargetInfo
+from probegate.models.sections import KindSection
 from probegate.models.taxonomy import Capability
 from probegate.models.tools import ToolSpec
 from probegate.models.transcript import Turn
+from probegate.targets.base import TargetTraits, ToolDelivery
 from probegate.targets.sandbox import Sandbox
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.usage import Usage
@@ -56,14 +58,18 @@ class ScriptedTarget:
 
     def info(self) -> TargetInfo:
         return TargetInfo(
-            mode="scripted", ref="scripted", definition=SourceLocation(path="agent.py")
+            kind="scripted", ref="scripted", definition=SourceLocation(path="agent.py")
         )
 
     def tools(self) -> list[ToolSpec]:
         return list(TOOLS)
 
-    def system_canaries(self) -> bool:
-        return False
+    def traits(self) -> TargetTraits:
+        # Its calls go through probegate's sandbox, as a python agent's context calls do.
+        return TargetTraits.of(ToolDelivery.CONTEXT, tool_calls_visible=True, system_canaries=False)
+
+    def report_section(self) -> KindSection | None:
+        return None
 
     def open_session(self, sandbox: Sandbox, limiter: RequestLimiter) -> ScriptedSession:
         return ScriptedSession(sandbox, self.script, self.received, self.descriptions)

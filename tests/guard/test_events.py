@@ -9,11 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from probegate.config import GuardIdentity, ScanConfig
+from probegate.models.sections import Percentiles
 from probegate.models.tools import ToolSpec
-from probegate.targets.guard import BENIGN_SET, benign_event, evaluate_url, percentiles
-from probegate.targets.guard_events import (
+from probegate.targets.guard.benign import BENIGN_SET, benign_event
+from probegate.targets.guard.client import evaluate_url
+from probegate.targets.guard.events import (
     GuardEvent,
+    GuardIdentity,
     Span,
     VerdictError,
     apply_spans,
@@ -27,6 +29,7 @@ from probegate.targets.guard_events import (
     tools_payload,
     withholds_the_result,
 )
+from probegate.targets.guard.stats import percentiles
 from tests.guard.agents import TOOLS
 from tests.guard.fake_guard import EVENT_VALIDATOR, VERDICT_VALIDATOR
 
@@ -66,10 +69,10 @@ def test_every_event_is_a_valid_guard_event(name: str) -> None:
 
 
 def test_benign_events_are_valid_and_cover_every_stage() -> None:
-    config = ScanConfig()
+    identity = GuardIdentity()
     stages = set()
     for item in BENIGN_SET:
-        built = benign_event(item, TOOLS, config, "hint")
+        built = benign_event(item, TOOLS, identity, "hint")
         assert list(EVENT_VALIDATOR.iter_errors(built.body)) == [], item.label
         assert built.registered, item.label
         stages.add(item.stage)
@@ -272,14 +275,14 @@ def test_evaluate_url_joins_the_canonical_path_once() -> None:
 
 def test_percentiles_are_nearest_rank() -> None:
     assert percentiles([]) is None
-    assert percentiles([5.0]) == {"p50": 5.0, "p95": 5.0, "n": 1}
+    assert percentiles([5.0]) == Percentiles(p50=5.0, p95=5.0, n=1)
     values = [float(v) for v in range(1, 101)]
-    assert percentiles(values) == {"p50": 50.0, "p95": 95.0, "n": 100}
+    assert percentiles(values) == Percentiles(p50=50.0, p95=95.0, n=100)
 
 
 def test_tool_specs_without_a_schema_still_make_valid_events() -> None:
     bare = [ToolSpec("t", "d", frozenset(), {})]
-    built = benign_event(BENIGN_SET[4], bare, ScanConfig(), "h")
+    built = benign_event(BENIGN_SET[4], bare, GuardIdentity(), "h")
     assert list(EVENT_VALIDATOR.iter_errors(built.body)) == []
     assert built.body["payload"]["tools"][0]["function"]["parameters"] == {
         "type": "object",

@@ -7,10 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from probegate.cli import main
 from probegate.library.loader import load_library
-from probegate.targets.guard import BENIGN_SET
+from probegate.models.sections import GuardSummary
+from probegate.targets.guard.benign import BENIGN_SET
 from tests.guard.fake_guard import FakeGuard
 from tests.servers.configs import write_config
 
@@ -235,6 +237,33 @@ def test_guard_section_shows_in_markdown_and_html(tmp_path: Path) -> None:
     assert "### Runtime guard" in md and f"| attack events evaluated | {evaluated} |" in md
     assert "<h2>Runtime guard</h2>" in html and f"<td>{evaluated}</td>" in html
     assert "benign messages blocked (false positives) | 0 of" in md
+    # The typed section reads a stored report back to the very bytes it was written as.
+    stored = tmp_path / "out" / "scan.json"
+    assert main(["report", str(stored), "--output", "json", "--output-dir", "again"]) == 0
+    assert (tmp_path / "again" / "scan.json").read_bytes() == stored.read_bytes()
+
+
+def test_the_guard_section_keeps_what_it_was_given() -> None:
+    """Numbers stay ints or floats as written; a benign set that never ran has no counts."""
+    counts = dict.fromkeys(("evaluated", "allowed", "blocked", "modified", "unjudged"), 0)
+    section = {
+        "url": "http://127.0.0.1:1/v1/evaluate",
+        "behind": "demo",
+        "events": {**counts, "failed": 0},
+        "by_stage": {"input": {**counts, "failed": 2}},
+        "actions": {},
+        "spans": {"applied": 0, "unresolved": 0},
+        "obligations_ignored": 0,
+        "failures": ["guard: 500"],
+        "timing": {"latency_ms": {"p50": 2, "p95": 2.5, "n": 3}},
+        "http_status": {"500": 2},
+        "refusals": {"500": 2},
+        "benign": {"size": 11, "run": False},
+    }
+    dumped = GuardSummary.model_validate(section).model_dump(mode="json")
+    assert json.dumps(dumped, sort_keys=True) == json.dumps(section, sort_keys=True)
+    with pytest.raises(ValidationError):
+        GuardSummary.model_validate({**section, "benign": {"size": 11, "run": True}})
 
 
 def test_merged_shards_sum_their_guard_counts(tmp_path: Path) -> None:

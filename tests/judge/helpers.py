@@ -8,7 +8,7 @@ from probegate.judge.oracles import JudgeContext
 from probegate.models.canaries import Canaries
 from probegate.models.probe import Probe
 from probegate.models.transcript import ToolCall, Transcript, Turn
-from probegate.targets.demo import DEMO_TOOLS
+from probegate.targets.demo.tools import DEMO_TOOLS
 
 CANARIES = Canaries(
     system="PGSYS-0A1B2C3D4E5F",

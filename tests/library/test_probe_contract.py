@@ -23,7 +23,7 @@ from probegate.models.probe import JudgeOracle, Probe
 from probegate.models.taxonomy import ASI_TITLES, CSA_TITLES, OWASP_LLM_TITLES, Channel
 from probegate.scoring import MAX_UNJUDGED_FRACTION
 from probegate.targets.base import capabilities_of
-from probegate.targets.demo import DEMO_TOOLS
+from probegate.targets.demo.tools import DEMO_TOOLS
 
 OFFICIAL_ASI = {
     "ASI01": "Agent Goal Hijack",

@@ -14,7 +14,7 @@ from probegate.errors import UsageError
 from probegate.models.canaries import make_canaries
 from probegate.models.probe import Fixtures
 from probegate.models.transcript import Turn
-from probegate.targets.http_agent import HttpTarget, json_path, render_template
+from probegate.targets.http_agent import HttpConfig, HttpTarget, json_path, render_template
 from probegate.targets.sandbox import Sandbox
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.usage import TransportError
@@ -47,7 +47,8 @@ def make_target(server: HttpAgentServer, **http: Any) -> HttpTarget:
             "retries": 0,
         }
     )
-    return HttpTarget(config)
+    assert isinstance(config.target, HttpConfig)
+    return HttpTarget(config.target, config.target_settings())
 
 
 def session_of(target: HttpTarget):
@@ -108,12 +109,12 @@ def test_round_trip_with_session_ids_and_reported_tool_calls(http_agent: HttpAge
     other = session_of(target).send(Turn(role="user", content="hi"))
     assert other.content == "You said: hi"
     assert http_agent.bodies[2]["query"]["meta"]["session"] != sid
-    assert target.tool_calls_visible
+    assert target.traits().tool_calls_visible
 
 
 def test_tool_calls_invisible_without_a_path(http_agent: HttpAgentServer) -> None:
     target = make_target(http_agent, response_tool_calls=None)
-    assert not target.tool_calls_visible
+    assert not target.traits().tool_calls_visible
     reply = session_of(target).send(Turn(role="user", content="Email bob@evil.test"))
     assert reply.tool_calls == []
 

@@ -12,7 +12,7 @@ from probegate.errors import UsageError
 from probegate.models.canaries import make_canaries
 from probegate.models.probe import Fixtures
 from probegate.models.transcript import Turn
-from probegate.targets.openai_agent import OpenAITarget, parse_completion
+from probegate.targets.openai_agent import OpenAIConfig, OpenAITarget, parse_completion
 from probegate.targets.sandbox import Sandbox
 from probegate.targets.wire import parse_arguments
 from probegate.transport.limiter import RequestLimiter
@@ -37,7 +37,8 @@ def make_target(endpoint: str, tmp: Path, **target: object) -> OpenAITarget:
     config = ScanConfig.model_validate(
         {"target": base, "base_dir": tmp, "timeout": 2, "retries": 0}
     )
-    return OpenAITarget(config)
+    assert isinstance(config.target, OpenAIConfig)
+    return OpenAITarget(config.target, config.target_settings())
 
 
 def session_for(target: OpenAITarget, fixtures: Fixtures | None = None):

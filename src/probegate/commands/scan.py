@@ -11,24 +11,34 @@ from probegate.config import DEFAULT_CONFIG, build_config, read_config_file
 from probegate.errors import UsageError
 from probegate.reports import FORMATS
 from probegate.scan import execute_scan
+from probegate.targets.registry import (
+    PROTOCOL,
+    TARGETS,
+    apply_flags,
+    endpoint_kinds,
+    positional_kinds,
+    reproducer_args,
+    selecting_flags,
+    target_flags,
+)
 
 
 def add_parser(sub: Any) -> None:
+    kinds = "; ".join(f"{', '.join(spec.kinds)}: {spec.summary}" for spec in TARGETS)
     p = sub.add_parser(
         "scan",
         help="run a scan against an agent",
         description="Scan an agent with the probe library and write reports.",
+        epilog=f"target kinds (docs/targets.md): {kinds}.",
     )
-    p.add_argument("target", nargs="?", help="demo, demo-hardened, or a config file")
+    p.add_argument("target", nargs="?", help=f"{', '.join(positional_kinds())}, or a config file")
     t = p.add_argument_group("target")
     t.add_argument("--config", help="config file (default ./probegate.yml when it exists)")
-    t.add_argument("--endpoint", help="agent endpoint URL")
-    t.add_argument("--protocol", choices=["openai", "http"], help="endpoint protocol")
-    t.add_argument("--model", help="model name for an openai endpoint")
-    t.add_argument("--system-prompt", dest="system_prompt", help="system prompt file")
-    t.add_argument("--python", help="MODULE:ATTR of a Python agent")
-    t.add_argument("--replay", help="directory of recorded transcripts to judge again")
-    t.add_argument("--guard", help="URL of a runtime guard speaking the Verdict protocol")
+    for flag in target_flags():
+        choices = endpoint_kinds() if flag is PROTOCOL else None
+        t.add_argument(
+            flag.flag, dest=flag.key, help=flag.help, metavar=flag.metavar, choices=choices
+        )
     s = p.add_argument_group("scan")
     s.add_argument("--mode", choices=["fast", "smart", "full"])
     s.add_argument("--asi", action="append", help="only these ASI categories (ASI01,ASI03)")
@@ -96,19 +106,22 @@ _SCAN_FLAGS = (
 
 
 def _config_from_args(args: argparse.Namespace) -> Any:
-    target_ref: str | None = args.target
+    named: str | None = args.target
+    kind = named if named in positional_kinds() else None
     config_path: Path | None = Path(args.config) if args.config else None
-    if target_ref and target_ref not in ("demo", "demo-hardened"):
+    if named and kind is None:
         if config_path is not None:
             raise UsageError("give either a config file or --config, not both")
-        config_path = Path(target_ref)
-    if target_ref is None and config_path is None and not _target_flags(args):
+        config_path = Path(named)
+    given: dict[str, str | None] = {f.key: getattr(args, f.key) for f in target_flags()}
+    if named is None and config_path is None and not any(given[f.key] for f in selecting_flags()):
         if Path(DEFAULT_CONFIG).exists():
             config_path = Path(DEFAULT_CONFIG)
         else:
+            kinds = ", ".join(f"'{k}'" for k in positional_kinds())
+            options = "/".join(f.flag for f in selecting_flags())
             raise UsageError(
-                "no target: give 'demo', 'demo-hardened', a config file, or --endpoint/--python/"
-                "--replay (no ./probegate.yml here)"
+                f"no target: give {kinds}, a config file, or {options} (no ./probegate.yml here)"
             )
     file_data: dict[str, Any] = read_config_file(config_path) if config_path else {}
     flags: dict[str, Any] = {k: getattr(args, k) for k in _SCAN_FLAGS}
@@ -126,43 +139,16 @@ def _config_from_args(args: argparse.Namespace) -> Any:
         flags["tolerance"] = args.tolerance
     if args.allow_mismatch is not None:
         flags["allow_mismatch"] = args.allow_mismatch
-    target = dict(file_data.get("target") or {})
-    if target_ref in ("demo", "demo-hardened"):
-        target = {"kind": "demo"}
-    if args.endpoint:
-        target["endpoint"] = args.endpoint
-        target["kind"] = args.protocol or target.get("kind") or "openai"
-    elif args.protocol:
-        target["kind"] = args.protocol
-    if args.model:
-        target["model"] = args.model
-    if args.system_prompt:
-        target["system_prompt"] = args.system_prompt
-    if args.python:
-        target["kind"], target["python"] = "python", args.python
-    if args.replay:
-        target["kind"], target["replay"] = "replay", args.replay
-    if args.guard:
-        # The guard stands in front of whatever agent the rest of the command line names.
-        behind = "demo-hardened" if target_ref == "demo-hardened" else target.get("kind")
-        if behind not in (None, "guard"):
-            target.setdefault("behind", behind)
-        target["kind"], target["guard"] = "guard", args.guard
-    if target:
-        file_data = {**file_data, "target": target}
-    flags["target_ref"] = (
-        target_ref
-        if target_ref in ("demo", "demo-hardened")
-        else (str(config_path) if config_path else target.get("kind", "demo"))
-    )
+    file_target = file_data.get("target")
+    if file_target is None or isinstance(file_target, dict):  # else: validation says what is wrong
+        target = apply_flags(dict(file_target or {}), given, kind)
+        if target:
+            file_data = {**file_data, "target": target}
+    flags["target_args"] = reproducer_args(given, kind, config_path)
     flags["config_path"] = config_path
     flags["base_dir"] = config_path.parent.resolve() if config_path else Path.cwd()
     source = str(config_path) if config_path else "command line"
     return build_config(file_data, flags, source=source)
-
-
-def _target_flags(args: argparse.Namespace) -> bool:
-    return any(getattr(args, k) for k in ("endpoint", "python", "replay", "guard"))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -110,7 +110,6 @@ class Runner:
         concurrency: int,
         declared_canaries: tuple[str, ...] = (),
         llm_judge: LlmJudge | None = None,
-        tool_calls_visible: bool | None = None,
         record_dir: Path | None = None,
     ) -> None:
         self.target = target
@@ -119,15 +118,13 @@ class Runner:
         self.concurrency = concurrency
         self.declared = declared_canaries
         self.llm_judge = llm_judge
-        self.tool_calls_visible = (
-            bool(getattr(target, "tool_calls_visible", True))
-            if tool_calls_visible is None
-            else tool_calls_visible
-        )
+        traits = target.traits()
+        self.traits = traits
+        self.tool_calls_visible = traits.tool_calls_visible
         # Whether the agent's tool calls are answered by probegate's sandbox, so attacks that
         # ride on fixtures (documents, tool results, memory, ...) can reach it at all.
-        self.uses_sandbox = bool(getattr(target, "uses_sandbox", True))
-        self.plants_secrets = target.system_canaries()
+        self.uses_sandbox = traits.uses_sandbox
+        self.plants_secrets = traits.system_canaries
         self.record_dir = record_dir
         self.tools = target.tools()
         self.tools_by_name = {t.name: t for t in self.tools}

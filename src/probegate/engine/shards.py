@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
 
 from probegate.engine.assemble import ScanMeta, Tally, summarise
 from probegate.errors import UsageError
 from probegate.models.report import Budget, ScanReport
+from probegate.models.sections import GuardSummary
 from probegate.models.stored import load_report
 
 _STOP_ORDER = ("early_stop", "cancelled", "budget", "completed")
@@ -168,41 +168,9 @@ def merge_reports(
             "package_version": first.package_version,
             "stale_suppressions": sorted({x for s in shards for x in s.stale_suppressions}),
             "expired_suppressions": sorted({x for s in shards for x in s.expired_suppressions}),
-            "guard": merge_guard([s.guard for s in shards if s.guard is not None]),
+            "guard": GuardSummary.merged([s.guard for s in shards if s.guard is not None]),
         }
     )
-
-
-def _add(a: Any, b: Any) -> Any:
-    """Counts add up; lists concatenate; anything else keeps the first shard's value."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return a
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return a + b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return {k: _add(a[k], b[k]) if k in a and k in b else a.get(k, b.get(k)) for k in a | b}
-    if isinstance(a, list) and isinstance(b, list):
-        return a + b
-    return a
-
-
-def merge_guard(sections: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The guard section of a merged scan: the shards' event counts summed.
-
-    Latency percentiles cannot be combined from percentiles, so ``timing`` is left empty (each
-    shard's report keeps its own); the benign control set ran once per shard against the same
-    guard, so the first shard's result stands for all.
-    """
-    if not sections:
-        return None
-    merged: dict[str, Any] = {}
-    for section in sections:
-        rest = {k: v for k, v in section.items() if k not in ("timing", "benign")}
-        merged = _add(merged, rest) if merged else rest
-    merged["timing"] = {}
-    if "benign" in sections[0]:
-        merged["benign"] = sections[0]["benign"]
-    return merged
 
 
 def load_shards(paths: list[Path]) -> list[tuple[str, ScanReport]]:

@@ -59,7 +59,7 @@ def write_manifest(
     manifest = {
         "kind": MANIFEST_KIND,
         "seed": seed,
-        "target": info.model_dump(mode="json"),
+        "target": info.model_dump(mode="json", by_alias=True),
         "tools": [
             {
                 "name": t.name,

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from probegate.models.sections import GuardSummary
 from probegate.models.taxonomy import Severity
 from probegate.models.transcript import Transcript
 from probegate.models.verdict import Evidence
@@ -72,9 +73,15 @@ class SourceLocation(_Model):
 
 
 class TargetInfo(_Model):
-    """What was scanned. ``mode`` is the target kind (seed 000 name), ``ref`` its reference."""
+    """What was scanned: the target's kind and its reference (``ref``).
 
-    mode: str
+    The kind is written as ``mode`` in the JSON, the field name report consumers already read
+    (docs/report-format.md); in code it is called what it is.
+    """
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    kind: str = Field(alias="mode")
     ref: str
     inferred_goal: str = ""
     profile_source: str = ""
@@ -193,10 +200,8 @@ class ScanReport(_Model):
     seed: int
     shard: str | None = None
     comparison: dict[str, Any] | None = None
-    # Set only for ``kind: guard``: what the runtime guard in front of the agent evaluated,
-    # blocked, could not judge, how fast it answered, and its false positives on a benign set
-    # (docs/guard.md). Absent from the JSON of every other scan.
-    guard: dict[str, Any] | None = None
+    # What a target kind adds (models/sections.py); absent from the JSON of every other kind.
+    guard: GuardSummary | None = None
     stale_suppressions: list[str] = Field(default_factory=list)
     expired_suppressions: list[str] = Field(default_factory=list)
     # Never serialised: set by ``baseline.load_report`` when it mapped a foreign report (seed 000

@@ -125,7 +125,7 @@ def _header(report: ScanReport) -> list[str]:
     authority = report.authority
     out = [
         f'<h1>probegate scan <span class="mono">{esc(report.scan_id)}</span></h1>\n',
-        f'<p class="muted">target {esc(report.target.mode)}: {esc(report.target.ref)} · mode '
+        f'<p class="muted">target {esc(report.target.kind)}: {esc(report.target.ref)} · mode '
         f"{esc(report.mode)} · seed {report.seed} · tier {esc(report.tier)} · "
         f"{esc(report.stopped_reason)}</p>\n",
         f'<p><span class="score">{number(report.aivss)}</span><span class="muted">/100</span> '

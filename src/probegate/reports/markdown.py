@@ -17,6 +17,7 @@ from typing import Any
 
 from probegate.baseline import Comparison
 from probegate.models.report import Finding, ScanReport
+from probegate.models.sections import GuardSummary
 from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, SEVERITY_RANK, Severity
 from probegate.models.transcript import resolve_path
 from probegate.reports.diff_markdown import render_diff
@@ -267,7 +268,7 @@ def _findings_table(title: str, findings: list[Finding], limit: int) -> list[str
     return lines
 
 
-def _guard(guard: dict[str, Any]) -> list[str]:
+def _guard(guard: GuardSummary) -> list[str]:
     rows = guard_rows(guard)
     if not rows:
         return []

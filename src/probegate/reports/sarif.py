@@ -680,7 +680,7 @@ def _invocation(report: ScanReport) -> om.Invocation:
             "evaluation_mode": report.evaluation_mode,
             "created_at": report.created_at,
             "duration_seconds": report.duration_seconds,
-            "target": {"kind": report.target.mode, "ref": report.target.ref},
+            "target": {"kind": report.target.kind, "ref": report.target.ref},
         },
     )
 

@@ -1,23 +1,103 @@
-"""The seam between the engine and an agent.
+"""The Target contract: what every target kind is to the rest of probegate.
+
+A kind is one module exporting one :class:`TargetSpec`: its config model (the ``target:``
+section for that kind), the command-line flags that describe it, and the factory that turns a
+validated config into a :class:`Target`. ``targets/registry.py`` lists the specs; the config
+union, the CLI's target flags and choices, and the docs table check (tests/targets) all derive
+from that list (docs/targets.md says how to add a kind).
 
 A :class:`Target` opens a :class:`Session` per conversation; the engine sends one message at a
 time and gets the agent's reply back with the tool calls it made already answered by the
-:class:`~probegate.targets.sandbox.Sandbox`. Transport failures raise
+:class:`~probegate.targets.sandbox.Sandbox`. What the engine needs to know about a target
+beyond that is declared, typed, in :class:`TargetTraits`. Transport failures raise
 :class:`~probegate.transport.usage.TransportError` so the attempt ends unjudged with a reason,
 never resisted.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Generic, Protocol, Self, TypeVar
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from probegate.errors import UsageError
 from probegate.models.report import TargetInfo
+from probegate.models.sections import KindSection
 from probegate.models.taxonomy import Capability
 from probegate.models.tools import ToolSpec
 from probegate.models.transcript import Turn
 from probegate.targets.sandbox import Sandbox
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.usage import Usage
+
+
+class ToolDelivery(StrEnum):
+    """How the agent under test receives probegate's sandbox tools.
+
+    Attacks that ride on tool results, documents, memory, peer agents and tool descriptions
+    reach an agent only through the sandbox, so this decides which probes can be delivered.
+    """
+
+    # probegate runs the agent's loop and answers every tool call from the sandbox
+    AGENT_LOOP = "agent_loop"
+    # the agent is handed the sandbox (a python agent's ``context``) and calls it itself
+    CONTEXT = "context"
+    # the agent runs its own tools; probegate sees only the calls it reports, if any
+    OWN = "own"
+    # the replies come from a recording; the sandbox answered when it was made, or not
+    RECORDED = "recorded"
+
+
+@dataclass(frozen=True)
+class TargetTraits:
+    """What the engine must know about a target to plan and judge attempts against it."""
+
+    tool_delivery: ToolDelivery
+    # The agent's tool calls show in its replies, so tool-call oracles can look at them.
+    tool_calls_visible: bool
+    # probegate writes the system prompt and plants canaries (synthetic secrets) in it.
+    system_canaries: bool
+    # The agent's tool calls are answered by probegate's sandbox, so fixture-borne attacks
+    # reach it. Follows from ``tool_delivery`` except for a recording, which says so itself.
+    uses_sandbox: bool
+
+    def __post_init__(self) -> None:
+        expected = {ToolDelivery.AGENT_LOOP: True, ToolDelivery.CONTEXT: True}.get(
+            self.tool_delivery, False if self.tool_delivery is ToolDelivery.OWN else None
+        )
+        if expected is not None and expected != self.uses_sandbox:
+            raise ValueError(f"{self.tool_delivery} tools contradict uses_sandbox")
+
+    @classmethod
+    def of(
+        cls, delivery: ToolDelivery, *, tool_calls_visible: bool, system_canaries: bool
+    ) -> TargetTraits:
+        """The traits of a live agent: whether it uses the sandbox follows from the delivery."""
+        return cls(
+            tool_delivery=delivery,
+            tool_calls_visible=tool_calls_visible,
+            system_canaries=system_canaries,
+            uses_sandbox=delivery is not ToolDelivery.OWN,
+        )
+
+
+@dataclass(frozen=True)
+class TargetSettings:
+    """The scan-wide settings a target needs; the rest of the scan's config is not its business."""
+
+    timeout: float = 60.0
+    retries: int = 3
+    concurrency: int = 8
+    seed: int = 0
+    # Paths in the config are relative to its file's directory (else to the working directory).
+    base_dir: Path = Path()
+    config_path: Path | None = None
 
 
 class Session(Protocol):
@@ -39,12 +119,14 @@ class Target(Protocol):
 
     def tools(self) -> list[ToolSpec]: ...
 
-    def system_canaries(self) -> bool:
-        """True when probegate controls the system prompt and can plant canaries in it."""
-        ...
+    def traits(self) -> TargetTraits: ...
 
     def open_session(self, sandbox: Sandbox, limiter: RequestLimiter) -> Session:
         """A new conversation; every request to the agent must pass ``limiter.acquire()``."""
+        ...
+
+    def report_section(self) -> KindSection | None:
+        """What this kind adds to the scan report, read once the attempts have run."""
         ...
 
     def close(self) -> None: ...
@@ -55,3 +137,168 @@ def capabilities_of(tools: list[ToolSpec]) -> set[Capability]:
     for tool in tools:
         caps |= tool.capabilities
     return caps
+
+
+# --------------------------------------------------------------------------- configs
+
+
+class TargetConfig(BaseModel):
+    """The ``target:`` section of ``probegate.yml`` for one kind (each kind subclasses it).
+
+    Secrets never live here: a config names environment variables, and their values are read
+    late, by :meth:`declared_canaries`, :meth:`real_secrets` and the kind's factory.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str
+
+    def agent_under_test(self) -> AgentConfig:
+        """The agent under test (for a kind that wraps another agent, the agent it wraps)."""
+        raise NotImplementedError
+
+    def secret_env(self) -> dict[str, str]:
+        """``{placeholder name: environment variable}`` of the secrets reports must hide."""
+        return {}
+
+    def without_secrets(self) -> Self:
+        """This config with every environment-held secret left out (a dry run sends nothing)."""
+        return self
+
+    @classmethod
+    def yaml_keys(cls) -> frozenset[str]:
+        """The keys a user writes in the ``target:`` section for this kind."""
+        return frozenset(cls.model_fields)
+
+    def declared_canaries(self) -> tuple[str, ...]:
+        """Real secrets the agent holds: literal ``canaries`` plus those named by ``canaries_env``.
+
+        An unset variable is a usage error: a scan must not run believing it can see a leak it
+        cannot. Redaction reads the same secrets through :meth:`real_secrets`.
+        """
+        agent = self.agent_under_test()
+        values = [c for c in agent.canaries if c]
+        values.extend(env_value(name, "target.canaries_env") for name in agent.canaries_env)
+        return tuple(dict.fromkeys(values))
+
+    def real_secrets(self) -> dict[str, str]:
+        """Everything the user handed us that must never land in a file, by placeholder name."""
+        agent = self.agent_under_test()
+        values = list(agent.canaries)
+        values.extend(os.environ.get(name, "") for name in agent.canaries_env)
+        secrets = {f"CANARY_{i}": v for i, v in enumerate(filter(None, values), start=1)}
+        for placeholder, variable in self.secret_env().items():
+            if os.environ.get(variable):
+                secrets[placeholder] = os.environ[variable]
+        return secrets
+
+
+class ToolConfig(BaseModel):
+    """A tool the agent under test declares (docs/targets.md, capabilities)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str = ""
+    capabilities: list[Capability] = Field(default_factory=list)
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+class AgentConfig(TargetConfig):
+    """What every agent kind's config holds: its tools, the secrets it holds, its prices."""
+
+    tools: list[ToolConfig] = Field(default_factory=list)
+    canaries: list[str] = Field(default_factory=list)
+    canaries_env: list[str] = Field(default_factory=list)
+    # Model calls per message (the openai loop's bound; the dry run's request estimate).
+    max_turns: int = Field(default=4, ge=1, le=32)
+    # Replies' token usage is priced by ``model`` in ``prices`` (docs/targets.md); the LLM
+    # judge and the dry run's estimate read the same table.
+    model: str | None = None
+    prices: dict[str, dict[str, float]] = Field(default_factory=dict)
+
+    def agent_under_test(self) -> AgentConfig:
+        return self
+
+
+def env_value(name: str, what: str) -> str:
+    """The value of environment variable ``name``; a clear usage error when it is unset."""
+    value = os.environ.get(name, "")
+    if not value:
+        raise UsageError(
+            f"{what}: environment variable {name} is not set (the config names the variable; "
+            "export it before scanning)"
+        )
+    return value
+
+
+def config_error(loc: tuple[str, ...], message: str, value: Any) -> ValidationError:
+    """A validation error at ``loc`` inside the section being parsed, with our own words."""
+    error = PydanticCustomError("target_config", message.replace("{", "{{").replace("}", "}}"))
+    return ValidationError.from_exception_data(
+        "target", [InitErrorDetails(type=error, loc=loc, input=value)]
+    )
+
+
+# --------------------------------------------------------------------------- specs
+
+C = TypeVar("C", bound=TargetConfig)
+
+
+@dataclass(frozen=True)
+class TargetFlag:
+    """A ``probegate scan`` flag that describes a target; it sets one key of ``target:``."""
+
+    flag: str  # "--python"
+    key: str  # the config key it sets ("python"); also the argparse dest
+    help: str
+    metavar: str | None = None
+    # Giving the flag selects its spec's kind (``--python`` means ``kind: python``).
+    selects: bool = False
+    # A path as the user typed it, relative to where they stand: resolved for a reproducer.
+    path: bool = False
+
+
+class KindTable(Protocol):
+    """The registry as a kind's config sees it (a guard's config parses the agent behind it)."""
+
+    def parse(self, data: Any) -> TargetConfig: ...
+
+    def spec(self, kind: str) -> TargetSpec[Any] | None: ...
+
+    def kinds(self) -> Sequence[str]: ...
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """What a factory gets beside its own config."""
+
+    settings: TargetSettings
+    # Builds another kind's target from its config (a guard builds the agent behind it).
+    build: Callable[[TargetConfig], Target]
+
+
+@dataclass(frozen=True)
+class TargetSpec(Generic[C]):
+    """One target kind, complete: everything else about a kind derives from this."""
+
+    # The ``kind:`` values this spec answers to (the first is its name in help and docs).
+    kinds: tuple[str, ...]
+    config: type[C]
+    # One line for the docs table and ``--help``.
+    summary: str
+    build: Callable[[C, BuildContext], Target]
+    flags: tuple[TargetFlag, ...] = ()
+    # The kind may be named as ``probegate scan KIND`` (the bundled agents).
+    positional: bool = False
+    # Reachable as ``--endpoint URL --protocol KIND``.
+    endpoint: bool = False
+    # Answers live, so it can react to what it is sent (a recording cannot).
+    live: bool = True
+    # Stands in front of another agent: its selecting flag wraps whatever the command line
+    # named so far (``probegate scan demo --guard URL``).
+    wraps: bool = False
+
+    @property
+    def kind(self) -> str:
+        return self.kinds[0]

@@ -1,27 +1,26 @@
-"""What the config-defined targets (openai, http, python) share: tools, secrets, paths.
+"""What the config-defined kinds (openai, http, python, guard) share: clients, tools, paths.
 
-These read the validated :class:`~probegate.config.ScanConfig` once, when the target is built,
-so a missing environment variable or an unreadable prompt file is a usage error (exit 2) before
-the first request, never an unjudged attempt halfway through a scan.
+These read a kind's validated config once, when its target is built, so a missing environment
+variable or an unreadable prompt file is a usage error (exit 2) before the first request, never
+an unjudged attempt halfway through a scan.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from probegate.config import ScanConfig
 from probegate.errors import UsageError
 from probegate.models.report import SourceLocation, TargetInfo
 from probegate.models.tools import ToolSpec
+from probegate.targets.base import AgentConfig, TargetSettings, env_value
 from probegate.transport.http import HttpClient
 
 
 def http_client(
-    config: ScanConfig,
+    settings: TargetSettings,
     url: str,
     *,
     headers: Mapping[str, str],
@@ -36,10 +35,10 @@ def http_client(
     is a secret too: all of them are registered so no error message or log line repeats them.
     """
     http = client or HttpClient(
-        timeout=config.timeout,
-        retries=config.retries,
-        pool_size=config.concurrency,
-        seed=config.seed,
+        timeout=settings.timeout,
+        retries=settings.retries,
+        pool_size=settings.concurrency,
+        seed=settings.seed,
         peer=peer,
     )
     out = {"Accept": "application/json", **headers}
@@ -53,11 +52,11 @@ def http_client(
     return http, out
 
 
-def tool_specs(config: ScanConfig) -> list[ToolSpec]:
+def tool_specs(config: AgentConfig) -> list[ToolSpec]:
     """The tools the agent declares, as the sandbox and the oracles see them."""
     seen: set[str] = set()
     specs: list[ToolSpec] = []
-    for tool in config.target.tools:
+    for tool in config.tools:
         if tool.name in seen:
             raise UsageError(f"target.tools: tool {tool.name!r} is declared twice")
         seen.add(tool.name)
@@ -72,40 +71,19 @@ def tool_specs(config: ScanConfig) -> list[ToolSpec]:
     return specs
 
 
-def env_value(name: str, what: str) -> str:
-    """The value of environment variable ``name``; a clear usage error when it is unset."""
-    value = os.environ.get(name, "")
-    if not value:
-        raise UsageError(
-            f"{what}: environment variable {name} is not set (the config names the variable; "
-            "export it before scanning)"
-        )
-    return value
-
-
 def env_headers(names: dict[str, str], what: str) -> dict[str, str]:
     """``{header: ENV_VAR}`` -> ``{header: value}``; every value is a secret."""
     return {header: env_value(var, f"{what} header {header}") for header, var in names.items()}
 
 
-def declared_canaries(config: ScanConfig) -> tuple[str, ...]:
-    """Real secrets the agent holds: literal ``canaries`` plus those named by ``canaries_env``.
-
-    Reports must show these only as placeholders; redaction reads the same tuple.
-    """
-    values = [c for c in config.target.canaries if c]
-    values.extend(env_value(name, "target.canaries_env") for name in config.target.canaries_env)
-    return tuple(dict.fromkeys(values))
-
-
-def config_file(config: ScanConfig, value: str, what: str) -> Path:
+def config_file(settings: TargetSettings, value: str, what: str) -> Path:
     """A path from the config, relative to the config file's directory (or the cwd)."""
     path = Path(value).expanduser()
-    candidates = [path] if path.is_absolute() else [config.base_dir / path, Path.cwd() / path]
+    candidates = [path] if path.is_absolute() else [settings.base_dir / path, Path.cwd() / path]
     for candidate in candidates:
         if candidate.is_file():
             return candidate
-    raise UsageError(f"{what}: file {value} does not exist (relative to {config.base_dir})")
+    raise UsageError(f"{what}: file {value} does not exist (relative to {settings.base_dir})")
 
 
 def repo_relative(path: Path) -> str:
@@ -117,7 +95,7 @@ def repo_relative(path: Path) -> str:
 
 
 def target_info(
-    config: ScanConfig,
+    settings: TargetSettings,
     *,
     kind: str,
     ref: str,
@@ -129,9 +107,10 @@ def target_info(
     caps = sorted({c.value for t in tools for c in t.capabilities})
     definition = SourceLocation(path=f".probegate/targets/{kind}.yml", line=1)
     locations: dict[str, SourceLocation] = {}
-    if config.config_path is not None and config.config_path.is_file():
-        rel = repo_relative(config.config_path)
-        text = config.config_path.read_text(encoding="utf-8", errors="replace")
+    config_path = settings.config_path
+    if config_path is not None and config_path.is_file():
+        rel = repo_relative(config_path)
+        text = config_path.read_text(encoding="utf-8", errors="replace")
         definition = SourceLocation(path=rel, line=_line_of(text, r"^target\s*:") or 1)
         for tool in tools:
             line = _line_of(text, rf"^\s*-?\s*name\s*:\s*['\"]?{re.escape(tool.name)}['\"]?\s*$")
@@ -140,10 +119,10 @@ def target_info(
     elif fallback is not None:
         definition = SourceLocation(path=repo_relative(fallback), line=1)
     return TargetInfo(
-        mode=kind,
+        kind=kind,
         ref=ref,
         inferred_goal=goal,
-        profile_source="config" if config.config_path is not None else "flags",
+        profile_source="config" if config_path is not None else "flags",
         capabilities=caps,
         tools=[t.name for t in tools],
         definition=definition,

@@ -4,7 +4,7 @@ The agent runs its own tools here, so probegate sees only what the API returns: 
 and, when the config names where they are, the tool calls. Without them every tool-call oracle
 says "cannot tell" (unjudged), never "resisted". Probes that attack through the sandbox's
 fixtures (documents, tool results, memory) cannot reach such an agent either; the runner marks
-those unjudged with that reason (``uses_sandbox = False``).
+those unjudged with that reason (its traits say ``ToolDelivery.OWN``).
 
 The attack text goes into the request by walking the body template as data and replacing the
 placeholders inside string values, in one pass. The JSON text is never built by string
@@ -20,14 +20,24 @@ import re
 import secrets
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote
 
-from probegate.config import HttpConfig, ScanConfig
+from pydantic import BaseModel, ConfigDict, Field
+
 from probegate.errors import UsageError
 from probegate.models.report import TargetInfo
+from probegate.models.sections import KindSection
 from probegate.models.tools import ToolSpec
 from probegate.models.transcript import ToolCall, Turn
+from probegate.targets.base import (
+    AgentConfig,
+    BuildContext,
+    TargetSettings,
+    TargetSpec,
+    TargetTraits,
+    ToolDelivery,
+)
 from probegate.targets.configured import http_client, target_info, tool_specs
 from probegate.targets.sandbox import Sandbox
 from probegate.targets.wire import as_text, peer_message, reported_tool_calls
@@ -92,26 +102,54 @@ def _tokens(data: Any) -> tuple[int, int]:
     return out[0], out[1]
 
 
+class HttpApi(BaseModel):
+    """The ``target.http`` section: how to talk to an agent behind its own HTTP API."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: Literal["POST", "PUT", "GET"] = "POST"
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    headers_env: dict[str, str] = Field(default_factory=dict)
+    body: Any = None
+    response_text: str = "output"
+    response_tool_calls: str | None = None
+
+
+class HttpConfig(AgentConfig):
+    """``kind: http``: the agent's API (``http``), or just its URL (``endpoint``)."""
+
+    kind: Literal["http"] = "http"
+    endpoint: str | None = None
+    http: HttpApi | None = None
+
+    def without_secrets(self) -> HttpConfig:
+        if self.http is None:
+            return self
+        return self.model_copy(update={"http": self.http.model_copy(update={"headers_env": {}})})
+
+
 class HttpTarget:
     """An agent behind its own API, described by the config's ``target.http`` section."""
 
-    uses_sandbox = False
-
-    def __init__(self, config: ScanConfig, client: HttpClient | None = None) -> None:
-        http = config.target.http or HttpConfig()
-        url = http.url or config.target.endpoint
+    def __init__(
+        self, config: HttpConfig, settings: TargetSettings, client: HttpClient | None = None
+    ) -> None:
+        http = config.http or HttpApi()
+        url = http.url or config.endpoint
         if not url:
             raise UsageError("the http target needs target.http.url (or --endpoint)")
         if not url.startswith(("http://", "https://")):
             raise UsageError(f"target.http.url {public_url(url)!r} is not an http(s) URL")
         self.config = config
+        self.settings = settings
         self.http = http
         self.url = url
         self.body = DEFAULT_BODY if http.body is None else http.body
         if http.method == "GET" and not isinstance(self.body, dict):
             raise UsageError("target.http.body must be a mapping for GET (it is sent as query)")
         self.client, self.headers = http_client(
-            config,
+            settings,
             url,
             headers=http.headers,
             headers_env=http.headers_env,
@@ -125,20 +163,24 @@ class HttpTarget:
         self._counter = itertools.count(1)
         self._lock = threading.Lock()
 
-    @property
-    def tool_calls_visible(self) -> bool:
-        return self.http.response_tool_calls is not None
+    def traits(self) -> TargetTraits:
+        # The agent runs its own tools; its calls show only where the config says they are.
+        return TargetTraits.of(
+            ToolDelivery.OWN,
+            tool_calls_visible=self.http.response_tool_calls is not None,
+            system_canaries=False,
+        )
 
     def info(self) -> TargetInfo:
         return target_info(
-            self.config, kind="http", ref=f"http:{public_url(self.url)}", tools=self._tools
+            self.settings, kind="http", ref=f"http:{public_url(self.url)}", tools=self._tools
         )
 
     def tools(self) -> list[ToolSpec]:
         return list(self._tools)
 
-    def system_canaries(self) -> bool:
-        return False
+    def report_section(self) -> KindSection | None:
+        return None
 
     def new_session_id(self) -> str:
         with self._lock:
@@ -206,12 +248,7 @@ class HttpSession:
                 items = None  # an agent that made no tool call often leaves the field out
             calls = reported_tool_calls(items, {t.name for t in target.tools()})
         prompt_tokens, completion_tokens = _tokens(data)
-        cost = cost_usd(
-            target.config.target.prices,
-            target.config.target.model,
-            prompt_tokens,
-            completion_tokens,
-        )
+        cost = cost_usd(target.config.prices, target.config.model, prompt_tokens, completion_tokens)
         self.usage.prompt_tokens += prompt_tokens
         self.usage.completion_tokens += completion_tokens
         self.usage.cost_usd += cost
@@ -221,3 +258,16 @@ class HttpSession:
 
     def close(self) -> None:
         return None
+
+
+def _build(config: HttpConfig, context: BuildContext) -> HttpTarget:
+    return HttpTarget(config, context.settings)
+
+
+SPEC = TargetSpec(
+    kinds=("http",),
+    config=HttpConfig,
+    summary="an agent behind its own HTTP API",
+    build=_build,
+    endpoint=True,
+)

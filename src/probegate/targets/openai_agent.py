@@ -17,20 +17,26 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from probegate.config import ScanConfig
+from pydantic import Field
+
 from probegate.errors import UsageError
 from probegate.models.report import TargetInfo
+from probegate.models.sections import KindSection
 from probegate.models.tools import ToolSpec
 from probegate.models.transcript import ToolCall, Turn
-from probegate.targets.configured import (
-    config_file,
+from probegate.targets.base import (
+    AgentConfig,
+    BuildContext,
+    TargetFlag,
+    TargetSettings,
+    TargetSpec,
+    TargetTraits,
+    ToolDelivery,
     env_value,
-    http_client,
-    target_info,
-    tool_specs,
 )
+from probegate.targets.configured import config_file, http_client, target_info, tool_specs
 from probegate.targets.sandbox import Sandbox
 from probegate.targets.wire import parse_arguments, peer_message
 from probegate.transport.http import HttpClient, public_url
@@ -38,6 +44,8 @@ from probegate.transport.limiter import RequestLimiter
 from probegate.transport.pricing import cost_usd
 from probegate.transport.usage import TransportError, Usage
 
+# probegate runs the loop, answers every call and writes the system prompt.
+TRAITS = TargetTraits.of(ToolDelivery.AGENT_LOOP, tool_calls_visible=True, system_canaries=True)
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant. Use the available tools when they help."
 # Appended to the user's system prompt: secrets an attacker wants, unique to each attempt.
 CANARY_PROMPT = (
@@ -124,21 +132,43 @@ def parse_completion(data: Any, excerpt: Any = str) -> Completion:
     )
 
 
+class OpenAIConfig(AgentConfig):
+    """``kind: openai``: the endpoint, how to authenticate, the system prompt (docs/targets.md)."""
+
+    kind: Literal["openai"] = "openai"
+    endpoint: str | None = None
+    api_key_env: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    # header -> name of the environment variable holding its (secret) value
+    headers_env: dict[str, str] = Field(default_factory=dict)
+    # extra request body fields (temperature, seed, max_tokens, ...)
+    params: dict[str, Any] = Field(default_factory=dict)
+    system_prompt: str | None = None
+
+    def secret_env(self) -> dict[str, str]:
+        return {"API_KEY": self.api_key_env} if self.api_key_env else {}
+
+    def without_secrets(self) -> OpenAIConfig:
+        return self.model_copy(update={"api_key_env": None, "headers_env": {}})
+
+
 class OpenAITarget:
     """A chat-completions endpoint plus the config's system prompt and tools."""
 
-    tool_calls_visible = True
-    uses_sandbox = True
-
-    def __init__(self, config: ScanConfig, client: HttpClient | None = None) -> None:
-        target = config.target
+    def __init__(
+        self,
+        target: OpenAIConfig,
+        settings: TargetSettings,
+        client: HttpClient | None = None,
+    ) -> None:
         if not target.endpoint:
             raise UsageError("the openai target needs an endpoint (target.endpoint or --endpoint)")
         if not target.endpoint.startswith(("http://", "https://")):
             raise UsageError(f"endpoint {public_url(target.endpoint)!r} is not an http(s) URL")
         if not target.model:
             raise UsageError("the openai target needs a model (target.model or --model)")
-        self.config = config
+        self.config = target
+        self.settings = settings
         self.model = target.model
         endpoint = target.endpoint.rstrip("/")
         self.url = (
@@ -147,7 +177,7 @@ class OpenAITarget:
         self.max_turns = target.max_turns
         self.params = dict(target.params)
         self.client, self.headers = http_client(
-            config,
+            settings,
             target.endpoint,
             headers=target.headers,
             headers_env=target.headers_env,
@@ -159,7 +189,7 @@ class OpenAITarget:
             self.client.add_secret(key)
             self.headers["Authorization"] = f"Bearer {key}"
         self.prompt_path = (
-            config_file(config, target.system_prompt, "target.system_prompt")
+            config_file(settings, target.system_prompt, "target.system_prompt")
             if target.system_prompt
             else None
         )
@@ -168,11 +198,11 @@ class OpenAITarget:
             if self.prompt_path is not None
             else DEFAULT_SYSTEM_PROMPT
         )
-        self._tools = tool_specs(config)
+        self._tools = tool_specs(target)
 
     def info(self) -> TargetInfo:
         return target_info(
-            self.config,
+            self.settings,
             kind="openai",
             ref=f"openai:{self.model}@{public_url(self.url)}",
             tools=self._tools,
@@ -182,14 +212,17 @@ class OpenAITarget:
     def tools(self) -> list[ToolSpec]:
         return list(self._tools)
 
-    def system_canaries(self) -> bool:
-        return True
+    def traits(self) -> TargetTraits:
+        return TRAITS
 
     def open_session(self, sandbox: Sandbox, limiter: RequestLimiter) -> OpenAISession:
         return OpenAISession(self, sandbox, limiter)
 
+    def report_section(self) -> KindSection | None:
+        return None
+
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
-        return cost_usd(self.config.target.prices, self.model, prompt_tokens, completion_tokens)
+        return cost_usd(self.config.prices, self.model, prompt_tokens, completion_tokens)
 
     def close(self) -> None:
         self.client.close()
@@ -303,3 +336,20 @@ class OpenAISession:
 
     def close(self) -> None:
         return None
+
+
+def _build(config: OpenAIConfig, context: BuildContext) -> OpenAITarget:
+    return OpenAITarget(config, context.settings)
+
+
+SPEC = TargetSpec(
+    kinds=("openai",),
+    config=OpenAIConfig,
+    summary="an OpenAI-compatible chat-completions model, run as an agent by probegate",
+    build=_build,
+    flags=(
+        TargetFlag("--model", "model", "model name for an openai endpoint"),
+        TargetFlag("--system-prompt", "system_prompt", "system prompt file", path=True),
+    ),
+    endpoint=True,
+)

@@ -2,9 +2,9 @@
 
 ``ATTR`` is a function ``f(input, context)`` (or ``f(input)``), or a class with
 ``run(input, context)`` that is instantiated with no arguments once per conversation, so an
-agent keeping history on ``self`` never mixes two attempts. The reply is an AgentResult in the
-seed 002 shape (``output``, ``tool_calls[{name, arguments, result}]``, ``token_usage``, ...), as
-an object with those attributes, a dict, or a plain string.
+agent keeping history on ``self`` never mixes two attempts. The reply is an AgentResult
+(``output``, ``tool_calls[{name, arguments, result}]``, ``token_usage``, ...; docs/targets.md),
+as an object with those attributes, a dict, or a plain string.
 
 The ``context`` is probegate's sandbox offered to the agent: ``context.tools`` lists the tools
 the config declares, ``context.call_tool(name, args)`` answers a call with the probe's fixture
@@ -23,14 +23,23 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from probegate.config import ScanConfig
 from probegate.errors import UsageError
 from probegate.inprocess import call_with_timeout
 from probegate.models.report import TargetInfo
+from probegate.models.sections import KindSection
 from probegate.models.tools import ToolSpec
 from probegate.models.transcript import ToolCall, Turn
+from probegate.targets.base import (
+    AgentConfig,
+    BuildContext,
+    TargetFlag,
+    TargetSettings,
+    TargetSpec,
+    TargetTraits,
+    ToolDelivery,
+)
 from probegate.targets.configured import target_info, tool_specs
 from probegate.targets.sandbox import Sandbox
 from probegate.targets.wire import peer_message, reported_tool_calls
@@ -119,18 +128,26 @@ class AgentContext:
         return (call.result or "") if call.error is None else f"ERROR: {call.error}"
 
 
+class PythonConfig(AgentConfig):
+    """``kind: python``: the agent's ``MODULE:ATTR``."""
+
+    kind: Literal["python"] = "python"
+    python: str | None = None
+
+
 class PythonTarget:
     """An in-process agent; each conversation gets a fresh instance when ATTR is a class."""
 
-    tool_calls_visible = True
-
-    def __init__(self, config: ScanConfig, obj: Any | None = None) -> None:
-        spec = config.target.python
+    def __init__(
+        self, config: PythonConfig, settings: TargetSettings, obj: Any | None = None
+    ) -> None:
+        spec = config.python
         if obj is None:
             if not spec:
                 raise UsageError("the python target needs --python MODULE:ATTR (or target.python)")
-            obj = load_object(spec, [config.base_dir, Path.cwd()])
+            obj = load_object(spec, [settings.base_dir, Path.cwd()])
         self.config = config
+        self.settings = settings
         self.spec = spec or getattr(obj, "__qualname__", "agent")
         self._factory: Callable[[], Callable[..., Any]]
         if inspect.isclass(obj):
@@ -157,8 +174,6 @@ class PythonTarget:
             self.with_context = _accepts_context(func)
         else:
             raise UsageError(f"{self.spec} is neither a function nor a class with run()")
-        # An agent that never receives the context cannot read probegate's fixtures.
-        self.uses_sandbox = self.with_context
         self._tools = tool_specs(config)
         self._source = self._source_file(obj)
 
@@ -170,9 +185,18 @@ class PythonTarget:
             return None
         return Path(source) if source else None
 
+    def traits(self) -> TargetTraits:
+        # An agent that never receives the context cannot read probegate's fixtures; the calls
+        # it makes through the context are recorded, and it reports the others itself.
+        return TargetTraits.of(
+            ToolDelivery.CONTEXT if self.with_context else ToolDelivery.OWN,
+            tool_calls_visible=True,
+            system_canaries=False,
+        )
+
     def info(self) -> TargetInfo:
         return target_info(
-            self.config,
+            self.settings,
             kind="python",
             ref=f"python:{self.spec}",
             tools=self._tools,
@@ -182,8 +206,8 @@ class PythonTarget:
     def tools(self) -> list[ToolSpec]:
         return list(self._tools)
 
-    def system_canaries(self) -> bool:
-        return False
+    def report_section(self) -> KindSection | None:
+        return None
 
     def open_session(self, sandbox: Sandbox, limiter: RequestLimiter) -> PythonSession:
         try:
@@ -230,7 +254,7 @@ class PythonSession:
         run = self.run
         outcome = call_with_timeout(
             (lambda: run(text, context)) if self.target.with_context else (lambda: run(text)),
-            self.target.config.timeout,
+            self.target.settings.timeout,
         )
         if outcome.error is not None:
             self.limiter.record_failure()
@@ -262,9 +286,8 @@ class PythonSession:
         completion = _field(usage, "completion_tokens") if usage is not None else 0
         prompt = prompt if isinstance(prompt, int) and prompt >= 0 else 0
         completion = completion if isinstance(completion, int) and completion >= 0 else 0
-        cost = cost_usd(
-            self.target.config.target.prices, self.target.config.target.model, prompt, completion
-        )
+        config = self.target.config
+        cost = cost_usd(config.prices, config.model, prompt, completion)
         self.usage.prompt_tokens += prompt
         self.usage.completion_tokens += completion
         self.usage.cost_usd += cost
@@ -277,3 +300,16 @@ class PythonSession:
 
 def _key(arguments: dict[str, Any]) -> str:
     return json.dumps(arguments, sort_keys=True, default=str)
+
+
+def _build(config: PythonConfig, context: BuildContext) -> PythonTarget:
+    return PythonTarget(config, context.settings)
+
+
+SPEC = TargetSpec(
+    kinds=("python",),
+    config=PythonConfig,
+    summary="a function or class in your code (MODULE:ATTR)",
+    build=_build,
+    flags=(TargetFlag("--python", "python", "MODULE:ATTR of a Python agent", selects=True),),
+)

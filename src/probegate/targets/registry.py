@@ -1,79 +1,178 @@
-"""The explicit registry of target kinds: ``kind -> factory(config) -> Target``.
+"""The one list of target kinds, and everything derived from it.
 
-A test checks that these names, the config schema's ``kind`` values and the README agree.
+Each line of :data:`TARGETS` is one kind module's spec. From that list come the ``target:``
+config union (:func:`parse_target`), the factory (:func:`build_target`), the command line's
+target flags, ``--protocol`` choices and positional kinds, the reproducer's target arguments,
+and the docs check (tests/targets/test_registry.py: every kind has a row in docs/targets.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
-from probegate.config import ScanConfig
-from probegate.errors import UsageError
-from probegate.targets.base import Target
-from probegate.targets.configured import declared_canaries
-from probegate.targets.demo import DemoTarget
-from probegate.targets.guard import GuardTarget
-from probegate.targets.http_agent import HttpTarget
-from probegate.targets.openai_agent import OpenAITarget
-from probegate.targets.python_agent import PythonTarget
-from probegate.targets.replay import ReplayTarget
+from probegate.targets import demo, guard, http_agent, openai_agent, python_agent, replay
+from probegate.targets.base import (
+    BuildContext,
+    Target,
+    TargetConfig,
+    TargetFlag,
+    TargetSettings,
+    TargetSpec,
+    config_error,
+)
 
-__all__ = [
-    "TARGET_KINDS",
-    "build_target",
-    "declared_canaries",
-    "tool_calls_visible",
-    "uses_sandbox",
-]
+TARGETS: tuple[TargetSpec[Any], ...] = (
+    demo.SPEC,
+    openai_agent.SPEC,
+    http_agent.SPEC,
+    python_agent.SPEC,
+    replay.SPEC,
+    guard.SPEC,
+)
+DEFAULT_KIND = "demo"
 
-
-def _demo(config: ScanConfig) -> Target:
-    return DemoTarget(hardened=False)
-
-
-def _demo_hardened(config: ScanConfig) -> Target:
-    return DemoTarget(hardened=True)
-
-
-def _guard(config: ScanConfig) -> Target:
-    """The agent ``behind`` (built like any target) wrapped by the guard at ``target.guard``."""
-    behind = config.target.behind or (
-        "demo-hardened" if config.target_ref == "demo-hardened" else "demo"
-    )
-    inner_config = config.model_copy(
-        update={"target": config.target.model_copy(update={"kind": behind})}
-    )
-    inner = TARGET_KINDS[behind](inner_config)
-    try:
-        return GuardTarget(config, inner, behind)
-    except UsageError:
-        inner.close()
-        raise
+# The flags every kind reachable over the network shares: ``--endpoint URL --protocol KIND``.
+ENDPOINT = TargetFlag("--endpoint", "endpoint", "agent endpoint URL")
+PROTOCOL = TargetFlag("--protocol", "protocol", "endpoint protocol")
 
 
-TARGET_KINDS: dict[str, Callable[[ScanConfig], Target]] = {
-    "demo": _demo,
-    "demo-hardened": _demo_hardened,
-    "openai": OpenAITarget,
-    "http": HttpTarget,
-    "python": PythonTarget,
-    "replay": ReplayTarget,
-    "guard": _guard,
-}
+class _Kinds:
+    """The registry as :class:`~probegate.targets.base.KindTable` (a guard parses through it)."""
+
+    def __init__(self, specs: Sequence[TargetSpec[Any]]) -> None:
+        self._specs = {kind: spec for spec in specs for kind in spec.kinds}
+        self._keys = frozenset(key for spec in specs for key in spec.config.yaml_keys())
+
+    def kinds(self) -> Sequence[str]:
+        return tuple(self._specs)
+
+    def spec(self, kind: str) -> TargetSpec[Any] | None:
+        return self._specs.get(kind)
+
+    def parse(self, data: Any) -> TargetConfig:
+        if isinstance(data, TargetConfig):
+            return data
+        if data is None:
+            data = {}
+        if not isinstance(data, Mapping):
+            raise config_error((), "must be a mapping (kind: ... and its settings)", data)
+        kind = data.get("kind", DEFAULT_KIND)
+        spec = self._specs.get(kind) if isinstance(kind, str) else None
+        if spec is None:
+            shown = ", ".join(self._specs)
+            raise config_error(("kind",), f"unknown kind {kind!r} (one of {shown})", kind)
+        values = {"kind": kind, **data}
+        if not spec.wraps:
+            # Keys another kind uses are not this kind's business; they were always accepted
+            # and ignored, so a config that switches kinds keeps working. Unknown keys fail.
+            own = spec.config.yaml_keys()
+            values = {k: v for k, v in values.items() if k in own or k not in self._keys}
+        config: TargetConfig = spec.config.model_validate(values, context={"target_kinds": self})
+        return config
 
 
-def build_target(config: ScanConfig) -> Target:
-    kind = config.target.kind
-    if kind == "demo" and config.target_ref == "demo-hardened":
-        kind = "demo-hardened"
-    return TARGET_KINDS[kind](config)
+KINDS = _Kinds(TARGETS)
 
 
-def tool_calls_visible(target: Target) -> bool:
-    """Whether the target shows its tool calls; targets say so with ``tool_calls_visible``."""
-    return bool(getattr(target, "tool_calls_visible", True))
+def spec_of(config: TargetConfig) -> TargetSpec[Any]:
+    spec = KINDS.spec(config.kind)
+    assert spec is not None, f"a parsed config of an unregistered kind {config.kind!r}"
+    return spec
 
 
-def uses_sandbox(target: Target) -> bool:
-    """Whether the agent's tool calls are answered by probegate's sandbox (``uses_sandbox``)."""
-    return bool(getattr(target, "uses_sandbox", True))
+def parse_target(data: Any) -> TargetConfig:
+    """The ``target:`` section as its kind's config; a ValidationError located in the section."""
+    return KINDS.parse(data)
+
+
+def default_target() -> TargetConfig:
+    return KINDS.parse({})
+
+
+def build_target(config: TargetConfig, settings: TargetSettings) -> Target:
+    """The target a validated config describes (a wrapping kind builds the one it wraps)."""
+
+    def build(inner: TargetConfig) -> Target:
+        return spec_of(inner).build(inner, context)
+
+    context = BuildContext(settings=settings, build=build)
+    return build(config)
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def positional_kinds() -> list[str]:
+    """The kinds ``probegate scan KIND`` names directly (the bundled agents)."""
+    return [kind for spec in TARGETS if spec.positional for kind in spec.kinds]
+
+
+def endpoint_kinds() -> list[str]:
+    """The ``--protocol`` choices: kinds reachable as ``--endpoint URL``."""
+    return [kind for spec in TARGETS if spec.endpoint for kind in spec.kinds]
+
+
+def target_flags() -> list[TargetFlag]:
+    """Every target flag once, in registry order after ``--endpoint``/``--protocol``."""
+    flags = [ENDPOINT, PROTOCOL]
+    for spec in TARGETS:
+        flags += [f for f in spec.flags if f.flag not in {g.flag for g in flags}]
+    return flags
+
+
+def selecting_flags() -> list[TargetFlag]:
+    """The flags that name a target on their own (without them a scan needs a config file)."""
+    return [ENDPOINT, *(f for spec in TARGETS for f in spec.flags if f.selects)]
+
+
+def apply_flags(
+    target: dict[str, Any], given: Mapping[str, str | None], positional: str | None
+) -> dict[str, Any]:
+    """The ``target:`` section as the command line changes it; flags win over the file.
+
+    ``probegate scan KIND`` replaces the file's target. ``--endpoint`` keeps the file's kind
+    unless ``--protocol`` names one (the first endpoint kind by default). A selecting flag
+    (``--python``, ``--replay``) switches the kind; a wrapping kind's flag (``--guard``) stands
+    in front of whatever the command line named so far.
+    """
+    out = dict(target)
+    if positional is not None:
+        out = {"kind": positional}
+    endpoint, protocol = given.get(ENDPOINT.key), given.get(PROTOCOL.key)
+    if endpoint:
+        out["endpoint"] = endpoint
+        out["kind"] = protocol or out.get("kind") or endpoint_kinds()[0]
+    elif protocol:
+        out["kind"] = protocol
+    for spec in TARGETS:
+        for flag in spec.flags:
+            value = given.get(flag.key)
+            if not value:
+                continue
+            if spec.wraps and flag.selects:
+                behind = out.get("kind")
+                if behind is not None and behind not in spec.kinds:
+                    out.setdefault("behind", behind)
+            out[flag.key] = value
+            if flag.selects:
+                out["kind"] = spec.kind
+    return out
+
+
+def reproducer_args(
+    given: Mapping[str, str | None], positional: str | None, config_path: Path | None
+) -> list[str]:
+    """The target arguments a finding's reproducer passes: what the user gave, paths resolved."""
+    args: list[str] = []
+    if positional is not None:
+        args.append(positional)
+    if config_path is not None:
+        resolved = str(config_path.resolve())
+        args += ["--config", resolved] if positional is not None else [resolved]
+    for flag in target_flags():
+        value = given.get(flag.key)
+        if value:
+            args += [flag.flag, str(Path(value).resolve()) if flag.path else value]
+    return args

@@ -12,53 +12,78 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
-from probegate.config import ScanConfig
 from probegate.errors import UsageError
 from probegate.models.recording import Recording, read_manifest, read_recording
 from probegate.models.report import TargetInfo
+from probegate.models.sections import KindSection
 from probegate.models.tools import ToolSpec
 from probegate.models.transcript import Turn
+from probegate.targets.base import (
+    AgentConfig,
+    BuildContext,
+    TargetFlag,
+    TargetSettings,
+    TargetSpec,
+    TargetTraits,
+    ToolDelivery,
+)
 from probegate.targets.sandbox import Sandbox
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.usage import TransportError, Usage
 
 
+class ReplayConfig(AgentConfig):
+    """``kind: replay``: the recording directory. Declared ``canaries`` must be those the
+    recorded scan declared: the planted canaries derive from them."""
+
+    kind: Literal["replay"] = "replay"
+    replay: str | None = None
+
+
 class ReplayTarget:
     """Answers from a recording directory; never opens a connection."""
 
-    def __init__(self, config: ScanConfig) -> None:
-        raw = config.target.replay
+    def __init__(self, config: ReplayConfig, settings: TargetSettings) -> None:
+        raw = config.replay
         if not raw:
             raise UsageError("the replay target needs --replay DIR (or target.replay)")
         directory = Path(raw).expanduser()
         if not directory.is_absolute() and not directory.is_dir():
-            directory = config.base_dir / directory
+            directory = settings.base_dir / directory
         manifest = read_manifest(directory, shown_as=raw)
         self._info = manifest.target
         self._tools = list(manifest.tools)
         self.seed = manifest.seed
-        if self.seed != config.seed:
+        if self.seed != settings.seed:
             raise UsageError(
                 f"{raw} was recorded with --seed {self.seed}; replay it with --seed {self.seed} "
                 "(the planted canaries and mutated payloads depend on the seed)"
             )
         self.directory = directory
-        self.tool_calls_visible = manifest.tool_calls_visible
-        self.uses_sandbox = manifest.uses_sandbox
-        self._system_canaries = manifest.system_canaries
+        # The recorded agent's traits: the same oracles must see the same transcript the same way.
+        self._traits = TargetTraits(
+            tool_delivery=ToolDelivery.RECORDED,
+            tool_calls_visible=manifest.tool_calls_visible,
+            system_canaries=manifest.system_canaries,
+            uses_sandbox=manifest.uses_sandbox,
+        )
         self._ref = raw
 
     def info(self) -> TargetInfo:
         return self._info.model_copy(
-            update={"mode": "replay", "ref": f"replay:{self._ref}", "profile_source": "recording"}
+            update={"kind": "replay", "ref": f"replay:{self._ref}", "profile_source": "recording"}
         )
 
     def tools(self) -> list[ToolSpec]:
         return list(self._tools)
 
-    def system_canaries(self) -> bool:
-        return self._system_canaries
+    def traits(self) -> TargetTraits:
+        return self._traits
+
+    def report_section(self) -> KindSection | None:
+        return None
 
     def load(self, attempt_id: str) -> Recording | None:
         return read_recording(self.directory, attempt_id)
@@ -102,3 +127,26 @@ class ReplaySession:
 
     def close(self) -> None:
         return None
+
+
+def _build(config: ReplayConfig, context: BuildContext) -> ReplayTarget:
+    return ReplayTarget(config, context.settings)
+
+
+SPEC = TargetSpec(
+    kinds=("replay",),
+    config=ReplayConfig,
+    summary="a recorded scan (--record DIR), judged again with no target at all",
+    build=_build,
+    flags=(
+        TargetFlag(
+            "--replay",
+            "replay",
+            "directory of recorded transcripts to judge again",
+            metavar="DIR",
+            selects=True,
+            path=True,
+        ),
+    ),
+    live=False,
+)

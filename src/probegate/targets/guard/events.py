@@ -1,4 +1,4 @@
-"""The wire protocol of a runtime guard (seed 004): GuardEvents out, Verdicts in.
+"""The wire protocol of a runtime guard (docs/guard.md): GuardEvents out, Verdicts in.
 
 Pure functions and models, no I/O, so every rule here is testable without a server.
 
@@ -16,8 +16,9 @@ Paths. Every text in an event is *registered* under its payload path
 ``unjudged`` entries, ``modifications.spans`` and ``continuation.paths`` name these paths, and
 a span whose path was never registered is unresolvable and counted, never guessed at.
 
-Verdicts are parsed once, at the edge, into :class:`Verdict`: both the 1.0 schema's shape and
-the newer fields the seed adds (``continuation``, ``timing``, ``obligations``) are accepted,
+Verdicts are parsed once, at the edge, into :class:`GuardVerdict` (the guard's answer, not an
+attempt's verdict): both the 1.0 schema's shape and the newer fields (``continuation``,
+``timing``, ``obligations``) are accepted,
 unknown keys are ignored (a newer runtime may add more), and anything that is not a verdict
 (no ``decision``, a finding with a negative offset) is a :class:`VerdictError`.
 """
@@ -33,7 +34,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from probegate import __version__
-from probegate.config import GuardIdentity
 from probegate.models.transcript import GuardFinding, GuardStage, walk_strings
 from probegate.models.verdict import SUBJECT_MAX
 
@@ -42,6 +42,23 @@ INTEGRATION = f"probegate/{__version__}"
 STEP_REQUEST_STAGES: frozenset[GuardStage] = frozenset({"tools", "input", "tool_result"})
 MESSAGE_PATH = "payload.messages.0.content"
 TEXT_PATH = "payload.text"
+# The parameters of a tool that declares none, as a tool definition must carry some.
+EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+class GuardIdentity(BaseModel):
+    """The identity fields of every GuardEvent sent to the guard (``target.guard_identity``).
+
+    A runtime resolves its policy by ``agent_id``; set these to what your deployed agent
+    asserts so the scan meets the policy production traffic meets. Empty means "no assertion".
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent_id: str = ""
+    agent_type: str = ""
+    agent_workspace: str = ""
+    agent_user: str = ""
 
 
 class VerdictError(Exception):
@@ -79,7 +96,7 @@ class Modifications(_Lenient):
 
 
 class Continuation(_Lenient):
-    """How to say no to an agent loop: a rendering, never a decision (seed 004)."""
+    """How to say no to an agent loop: a rendering, never a decision (docs/guard.md)."""
 
     style: str = ""
     paths: list[str] = Field(default_factory=list)
@@ -99,7 +116,7 @@ class Timing(_Lenient):
         return (self.responded_at - self.received_at).total_seconds() * 1000.0
 
 
-class Verdict(_Lenient):
+class GuardVerdict(_Lenient):
     """The runtime's one composed decision about one GuardEvent."""
 
     event_id: str = ""
@@ -133,12 +150,12 @@ class Verdict(_Lenient):
         return kept
 
 
-def parse_verdict(data: Any) -> Verdict:
+def parse_verdict(data: Any) -> GuardVerdict:
     """Validate a 200 body as a Verdict; :class:`VerdictError` with a short reason otherwise."""
     if not isinstance(data, dict):
         raise VerdictError(f"the guard's answer is not a Verdict (JSON {type(data).__name__})")
     try:
-        return Verdict.model_validate(data)
+        return GuardVerdict.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "verdict"
@@ -310,11 +327,11 @@ def names_position(paths: list[str], position: str) -> bool:
     return any(p == position or p.startswith(position + ".") for p in paths)
 
 
-# The seed's own example names a dropped call by its provider path (openai.chat response).
+# The protocol's own example names a dropped call by its provider path (openai.chat response).
 _PROVIDER_CALL = "payload.choices.0.message.tool_calls.0"
 
 
-def drops_the_call(verdict: Verdict) -> bool:
+def drops_the_call(verdict: GuardVerdict) -> bool:
     """A block rendered as ``drop_calls`` that names the one call this event carried."""
     c = verdict.continuation
     if c is None or c.style != "drop_calls":
@@ -324,7 +341,7 @@ def drops_the_call(verdict: Verdict) -> bool:
     )
 
 
-def withholds_the_result(verdict: Verdict) -> bool:
+def withholds_the_result(verdict: GuardVerdict) -> bool:
     """A block rendered as ``withhold`` that names the one tool result this event carried."""
     c = verdict.continuation
     if c is None or c.style != "withhold":

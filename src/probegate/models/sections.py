@@ -1,0 +1,146 @@
+"""What a target kind adds to the scan report: one typed section per kind that has one.
+
+Today one kind does: ``guard`` reports what the runtime guard in front of the agent evaluated,
+blocked and could not judge, how fast it answered, and its false positives on a benign control
+set (``ScanReport.guard``, docs/guard.md). The models read a stored report's section once, at
+the edge, so the emitters render typed values and never re-parse loose JSON.
+
+The JSON is the one documented in docs/guard.md, field for field: a section read from a stored
+report dumps to the same bytes it was read from (the signature covers them). That is why
+numbers that may be written either way are ``int | float`` and optional parts are left out of
+the JSON rather than written as ``null``.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from probegate.models.transcript import GuardAction, GuardStage
+
+Number = int | float
+TimingKey = Literal["latency_ms", "round_trip_ms", "handler_ms", "network_delay_ms"]
+K = TypeVar("K", bound=str)
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class GuardEventCounts(_Section):
+    """Guard events of one stage (or of all): verdicts received and what they decided."""
+
+    evaluated: int = 0  # verdicts received
+    allowed: int = 0
+    blocked: int = 0
+    modified: int = 0  # allowed with at least one span applied
+    unjudged: int = 0  # verdicts naming paths they could not judge
+    failed: int = 0  # no verdict: refusal status, 5xx, timeout, not a Verdict
+
+    def plus(self, other: GuardEventCounts) -> GuardEventCounts:
+        return GuardEventCounts(
+            **{name: getattr(self, name) + getattr(other, name) for name in type(self).model_fields}
+        )
+
+
+class Percentiles(_Section):
+    """Nearest-rank p50/p95 of a measurement, in ms, and how many samples they summarise."""
+
+    p50: Number
+    p95: Number
+    n: int
+
+
+class GuardSpans(_Section):
+    applied: int = 0
+    unresolved: int = 0
+
+
+class BenignNotRun(_Section):
+    """The benign control set before it ran (no conversation was opened)."""
+
+    size: int
+    run: Literal[False] = False
+
+
+class BenignRun(_Section):
+    """What the guard did with the benign control set: every block is a false positive."""
+
+    size: int
+    run: Literal[True] = True
+    blocked: int
+    allowed: int
+    modified: int
+    unjudged: int
+    failed: int
+    not_run: int
+    false_positives: list[str]
+    # Over the items that got a verdict at all; None when none did.
+    false_positive_rate: Number | None
+
+
+class GuardSummary(_Section):
+    """The report's ``guard`` section (docs/guard.md)."""
+
+    REPORT_FIELD: ClassVar[str] = "guard"
+
+    url: str
+    behind: str
+    events: GuardEventCounts
+    by_stage: dict[GuardStage, GuardEventCounts]
+    actions: dict[GuardAction, int]
+    spans: GuardSpans
+    obligations_ignored: int
+    failures: list[str]
+    timing: dict[TimingKey, Percentiles]
+    http_status: dict[str, int]
+    refusals: dict[str, int]
+    benign: BenignRun | BenignNotRun
+
+    @classmethod
+    def merged(cls, sections: list[GuardSummary]) -> GuardSummary | None:
+        """The section of a merged scan: the shards' counts summed.
+
+        Latency percentiles cannot be combined from percentiles, so ``timing`` is left empty
+        (each shard's report keeps its own); the benign control set ran once per shard against
+        the same guard, so the first shard's result stands for all.
+        """
+        if not sections:
+            return None
+        first, *rest = sections
+        merged = first.model_copy(update={"timing": {}})
+        for other in rest:
+            merged = merged.model_copy(
+                update={
+                    "events": merged.events.plus(other.events),
+                    "by_stage": _sum_by_key(merged.by_stage, other.by_stage),
+                    "actions": _add_counts(merged.actions, other.actions),
+                    "spans": GuardSpans(
+                        applied=merged.spans.applied + other.spans.applied,
+                        unresolved=merged.spans.unresolved + other.spans.unresolved,
+                    ),
+                    "obligations_ignored": merged.obligations_ignored + other.obligations_ignored,
+                    "failures": [*merged.failures, *other.failures],
+                    "http_status": _add_counts(merged.http_status, other.http_status),
+                    "refusals": _add_counts(merged.refusals, other.refusals),
+                }
+            )
+        return merged
+
+
+def _add_counts(a: dict[K, int], b: dict[K, int]) -> dict[K, int]:
+    return {key: a.get(key, 0) + b.get(key, 0) for key in a | b}
+
+
+def _sum_by_key(
+    a: dict[GuardStage, GuardEventCounts], b: dict[GuardStage, GuardEventCounts]
+) -> dict[GuardStage, GuardEventCounts]:
+    out = dict(a)
+    for key, counts in b.items():
+        out[key] = out[key].plus(counts) if key in out else counts
+    return out
+
+
+# Every section a target kind may add, one ``ScanReport`` field each (``REPORT_FIELD``).
+KindSection = GuardSummary

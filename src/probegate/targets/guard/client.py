@@ -1,0 +1,64 @@
+"""``POST /v1/evaluate``: one GuardEvent out, the guard's verdict back (docs/guard.md).
+
+The request goes over the shared HTTP client (retries, deadlines, body cap, secret scrubbing)
+and spends from the scan's request limiter like every request to the agent.
+"""
+
+from __future__ import annotations
+
+import time
+
+from probegate.targets.guard.events import GuardEvent, GuardVerdict, VerdictError, parse_verdict
+from probegate.transport.http import HttpClient
+from probegate.transport.limiter import RequestLimiter
+from probegate.transport.usage import TransportError, Usage
+
+EVALUATE_PATH = "/v1/evaluate"
+
+
+def evaluate_url(base: str) -> str:
+    """``{base}/v1/evaluate``; a URL that already names the endpoint (or ``/v1``) is completed.
+
+    The runtime API joins canonical paths to one configured base URL, which may carry a
+    deployment prefix (``https://host/api/public/ogr``).
+    """
+    base = base.rstrip("/")
+    if base.endswith(EVALUATE_PATH):
+        return base
+    if base.endswith("/v1"):  # given the way OpenAI-style base URLs are usually written
+        return base + "/evaluate"
+    return base + EVALUATE_PATH
+
+
+class GuardClient:
+    """The guard's endpoint, its client and its headers (the API key among them)."""
+
+    def __init__(self, url: str, http: HttpClient, headers: dict[str, str]) -> None:
+        self.url = url
+        self.http = http
+        self.headers = headers
+
+    def evaluate(
+        self, event: GuardEvent, limiter: RequestLimiter, usage: Usage
+    ) -> tuple[GuardVerdict, float]:
+        """The verdict and the round trip in ms (retries included); TransportError otherwise."""
+        start = time.monotonic()
+        try:
+            data = self.http.request_json(
+                "POST",
+                self.url,
+                body=event.body,
+                headers=self.headers,
+                limiter=limiter,
+                usage=usage,
+            )
+        except TransportError as exc:
+            raise TransportError(f"guard: {exc.reason}", fatal=exc.fatal) from None
+        round_trip = (time.monotonic() - start) * 1000.0
+        # A guard request has no token cost; recording it as priced keeps the dollar budget's
+        # in-flight estimate from counting every guard request as a model call still pending.
+        limiter.record_usage(0, 0, 0.0)
+        try:
+            return parse_verdict(data), round_trip
+        except VerdictError as exc:
+            raise TransportError(f"guard: {exc}") from None
