@@ -170,7 +170,7 @@ def synthetic_report(count: int = FINDINGS) -> ScanReport:
         stopped_reason="completed",
         sub_scores={"asi_mean": 45.0},
         target=TargetInfo(
-            mode="openai",
+            kind="openai",
             ref="http://127.0.0.1:8000/v1",
             definition=SourceLocation(path="agents/support/probegate.yml", line=1),
         ),

@@ -147,7 +147,7 @@ def make_report(findings: list[Finding] | None = None, *, mode: str = "fast") ->
         stopped_reason="completed",
         sub_scores={"asi_mean": 50.0},
         target=TargetInfo(
-            mode="demo",
+            kind="demo",
             ref="demo",
             definition=SourceLocation(path="probegate.yml", line=1),
         ),

@@ -1,4 +1,4 @@
-"""A loopback runtime guard speaking the seed 004 protocol, with one policy per variant.
+"""A loopback runtime guard speaking the guard protocol (docs/guard.md), one policy a variant.
 
 Every request is checked against the reference GuardEvent schema (1.0, Apache-2.0, copied in
 ``tests/data/openguardrails/``): an invalid event is answered ``400 invalid_event`` as a real
@@ -164,7 +164,7 @@ class FakeGuard(LoopbackServer):
         if self.policy == "allow":
             return base
         now = datetime.now(tz=UTC)
-        # The seed's newer fields: the runtime's own two instants.
+        # The protocol's newer fields: the runtime's own two instants.
         base["timing"] = {
             "received_at": now.isoformat().replace("+00:00", "Z"),
             "responded_at": (now + timedelta(milliseconds=3)).isoformat().replace("+00:00", "Z"),

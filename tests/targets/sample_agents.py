@@ -27,7 +27,7 @@ def weak_agent(input: str, context: Any) -> dict[str, Any]:
 
 
 def reporting_agent(input: str, context: Any) -> Any:
-    """Uses its own tools and reports them as seed-002 tool calls, as an object."""
+    """Uses its own tools and reports them as AgentResult tool calls, as an object."""
 
     @dataclass
     class Call:

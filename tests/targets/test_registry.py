@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 import typing
 from pathlib import Path
 from typing import Any, Literal
@@ -26,8 +27,8 @@ from probegate.models.transcript import Turn
 from probegate.targets import registry
 from probegate.targets.base import (
     AgentConfig,
-    BuildContext,
     TargetFlag,
+    TargetSettings,
     TargetSpec,
     TargetTraits,
     ToolDelivery,
@@ -41,7 +42,7 @@ from probegate.transport.usage import Usage
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "targets.md"
-PRODUCT_EXAMPLE = """
+DOCUMENTED_EXAMPLE = """
 target:
   kind: openai
   endpoint: http://127.0.0.1:8000/v1
@@ -85,6 +86,14 @@ def test_every_kind_has_a_docs_row_and_a_config_example() -> None:
         assert re.search(rf"```yaml\ntarget:\n  kind: {kind}\n", text), kind
 
 
+def test_every_kind_module_is_in_the_independence_contract() -> None:
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    (kinds,) = [
+        c for c in contracts["tool"]["importlinter"]["contracts"] if c["id"] == "target-kinds"
+    ]
+    assert set(kinds["modules"]) == {spec.config.__module__ for spec in TARGETS}
+
+
 def test_each_spec_config_answers_to_exactly_its_kinds() -> None:
     seen: set[str] = set()
     for spec in TARGETS:
@@ -121,7 +130,7 @@ def test_help_and_choices_come_from_the_registry() -> None:
 
 
 def test_the_documented_config_keys_keep_working() -> None:
-    data = yaml.safe_load(PRODUCT_EXAMPLE)
+    data = yaml.safe_load(DOCUMENTED_EXAMPLE)
     config = build_config(data, {}, source="probegate.yml")
     assert isinstance(config.target, OpenAIConfig)
     assert config.target.model == "gpt-4o-mini" and config.target.tools[0].name == "send_email"
@@ -221,8 +230,8 @@ class EchoConfig(AgentConfig):
 class EchoTarget:
     """Says back what it is told, after its configured prefix; no tools, no secrets."""
 
-    def __init__(self, prefix: str) -> None:
-        self.prefix = prefix
+    def __init__(self, config: EchoConfig, settings: TargetSettings) -> None:
+        self.prefix = config.echo or ""
 
     def info(self) -> TargetInfo:
         return TargetInfo(
@@ -258,15 +267,11 @@ class _EchoSession:
         return None
 
 
-def _build_echo(config: EchoConfig, context: BuildContext) -> EchoTarget:
-    return EchoTarget(config.echo or "")
-
-
 ECHO = TargetSpec(
     kinds=("echo",),
     config=EchoConfig,
     summary="an agent that says back what it is told",
-    build=_build_echo,
+    build=EchoTarget,
     flags=(TargetFlag("--echo", "echo", "prefix of every reply", selects=True),),
 )
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from probegate.config import DEFAULT_CONFIG, build_config, read_config_file
+from probegate.config import DEFAULT_CONFIG, ScanConfig, build_config, read_config_file
 from probegate.errors import UsageError
 from probegate.reports import FORMATS
 from probegate.scan import execute_scan
@@ -105,7 +105,7 @@ _SCAN_FLAGS = (
 )
 
 
-def _config_from_args(args: argparse.Namespace) -> Any:
+def _config_from_args(args: argparse.Namespace) -> ScanConfig:
     named: str | None = args.target
     kind = named if named in positional_kinds() else None
     config_path: Path | None = Path(args.config) if args.config else None

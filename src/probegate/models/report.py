@@ -1,8 +1,9 @@
 """The scan report, ``schema: probegate-scan-v1``.
 
-Every top-level field and every Finding field of seed 000 is present with the meaning given
-there, so a consumer written against that field list reads this report unchanged; additions are
-documented in ``docs/report-format.md``. The report is the one thing every emitter reads.
+Every top-level field and every Finding field of the seed report format is present with its
+meaning, so a consumer written against that field list reads this report unchanged; the fields
+and the additions are documented in ``docs/report-format.md``. The report is the one thing
+every emitter reads.
 """
 
 from __future__ import annotations
@@ -155,7 +156,7 @@ class UnjudgedAttempt(_Model):
 
 
 class Authority(_Model):
-    """Why the score is or is not authoritative (PRODUCT.md section 5)."""
+    """Why the score is or is not authoritative (docs/scoring.md)."""
 
     authoritative: bool
     failed: list[str] = Field(default_factory=list)
@@ -204,8 +205,9 @@ class ScanReport(_Model):
     guard: GuardSummary | None = None
     stale_suppressions: list[str] = Field(default_factory=list)
     expired_suppressions: list[str] = Field(default_factory=list)
-    # Never serialised: set by ``baseline.load_report`` when it mapped a foreign report (seed 000
-    # shape) and had to guess or drop something, so a comparison can say what it could not match.
+    # Never serialised: set by ``baseline.load_report`` when it mapped a foreign report (the
+    # seed report format, docs/report-format.md) and had to guess or drop something, so a
+    # comparison can say what it could not match.
     import_notes: list[str] = Field(default_factory=list, exclude=True)
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)

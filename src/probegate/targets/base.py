@@ -41,7 +41,9 @@ class ToolDelivery(StrEnum):
     """How the agent under test receives probegate's sandbox tools.
 
     Attacks that ride on tool results, documents, memory, peer agents and tool descriptions
-    reach an agent only through the sandbox, so this decides which probes can be delivered.
+    reach an agent only through the sandbox, so this decides which probes can be delivered. A
+    kind that serves the sandbox's tools another way (say, from an MCP server probegate hosts
+    for the scan) is one more member here, and every kind may use it.
     """
 
     # probegate runs the agent's loop and answers every tool call from the sandbox
@@ -270,15 +272,6 @@ class KindTable(Protocol):
 
 
 @dataclass(frozen=True)
-class BuildContext:
-    """What a factory gets beside its own config."""
-
-    settings: TargetSettings
-    # Builds another kind's target from its config (a guard builds the agent behind it).
-    build: Callable[[TargetConfig], Target]
-
-
-@dataclass(frozen=True)
 class TargetSpec(Generic[C]):
     """One target kind, complete: everything else about a kind derives from this."""
 
@@ -287,7 +280,12 @@ class TargetSpec(Generic[C]):
     config: type[C]
     # One line for the docs table and ``--help``.
     summary: str
-    build: Callable[[C, BuildContext], Target]
+    # The factory: a target from its validated config (often the target class itself).
+    build: Callable[[C, TargetSettings], Target] | None = None
+    # Instead, for a kind that stands in front of another agent: the target around the one built
+    # for the agent its config wraps (``agent_under_test()``). Its selecting flag wraps whatever
+    # the command line named so far (``probegate scan demo --guard URL``).
+    wrap: Callable[[C, TargetSettings, Target], Target] | None = None
     flags: tuple[TargetFlag, ...] = ()
     # The kind may be named as ``probegate scan KIND`` (the bundled agents).
     positional: bool = False
@@ -295,10 +293,15 @@ class TargetSpec(Generic[C]):
     endpoint: bool = False
     # Answers live, so it can react to what it is sent (a recording cannot).
     live: bool = True
-    # Stands in front of another agent: its selecting flag wraps whatever the command line
-    # named so far (``probegate scan demo --guard URL``).
-    wraps: bool = False
+
+    def __post_init__(self) -> None:
+        if (self.build is None) == (self.wrap is None):
+            raise ValueError(f"target kind {self.kinds[0]!r}: give exactly one of build, wrap")
 
     @property
     def kind(self) -> str:
         return self.kinds[0]
+
+    @property
+    def wraps(self) -> bool:
+        return self.wrap is not None

@@ -32,7 +32,6 @@ from probegate.models.tools import ToolSpec
 from probegate.models.transcript import ToolCall, Turn
 from probegate.targets.base import (
     AgentConfig,
-    BuildContext,
     TargetSettings,
     TargetSpec,
     TargetTraits,
@@ -260,14 +259,10 @@ class HttpSession:
         return None
 
 
-def _build(config: HttpConfig, context: BuildContext) -> HttpTarget:
-    return HttpTarget(config, context.settings)
-
-
 SPEC = TargetSpec(
     kinds=("http",),
     config=HttpConfig,
     summary="an agent behind its own HTTP API",
-    build=_build,
+    build=HttpTarget,
     endpoint=True,
 )

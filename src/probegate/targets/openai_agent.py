@@ -28,7 +28,6 @@ from probegate.models.tools import ToolSpec
 from probegate.models.transcript import ToolCall, Turn
 from probegate.targets.base import (
     AgentConfig,
-    BuildContext,
     TargetFlag,
     TargetSettings,
     TargetSpec,
@@ -338,15 +337,11 @@ class OpenAISession:
         return None
 
 
-def _build(config: OpenAIConfig, context: BuildContext) -> OpenAITarget:
-    return OpenAITarget(config, context.settings)
-
-
 SPEC = TargetSpec(
     kinds=("openai",),
     config=OpenAIConfig,
     summary="an OpenAI-compatible chat-completions model, run as an agent by probegate",
-    build=_build,
+    build=OpenAITarget,
     flags=(
         TargetFlag("--model", "model", "model name for an openai endpoint"),
         TargetFlag("--system-prompt", "system_prompt", "system prompt file", path=True),

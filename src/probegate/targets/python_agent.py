@@ -33,7 +33,6 @@ from probegate.models.tools import ToolSpec
 from probegate.models.transcript import ToolCall, Turn
 from probegate.targets.base import (
     AgentConfig,
-    BuildContext,
     TargetFlag,
     TargetSettings,
     TargetSpec,
@@ -302,14 +301,10 @@ def _key(arguments: dict[str, Any]) -> str:
     return json.dumps(arguments, sort_keys=True, default=str)
 
 
-def _build(config: PythonConfig, context: BuildContext) -> PythonTarget:
-    return PythonTarget(config, context.settings)
-
-
 SPEC = TargetSpec(
     kinds=("python",),
     config=PythonConfig,
     summary="a function or class in your code (MODULE:ATTR)",
-    build=_build,
+    build=PythonTarget,
     flags=(TargetFlag("--python", "python", "MODULE:ATTR of a Python agent", selects=True),),
 )

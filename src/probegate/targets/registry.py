@@ -14,7 +14,6 @@ from typing import Any
 
 from probegate.targets import demo, guard, http_agent, openai_agent, python_agent, replay
 from probegate.targets.base import (
-    BuildContext,
     Target,
     TargetConfig,
     TargetFlag,
@@ -92,13 +91,17 @@ def default_target() -> TargetConfig:
 
 
 def build_target(config: TargetConfig, settings: TargetSettings) -> Target:
-    """The target a validated config describes (a wrapping kind builds the one it wraps)."""
-
-    def build(inner: TargetConfig) -> Target:
-        return spec_of(inner).build(inner, context)
-
-    context = BuildContext(settings=settings, build=build)
-    return build(config)
+    """The target a validated config describes (a wrapping kind around the one it wraps)."""
+    spec = spec_of(config)
+    if spec.build is not None:
+        return spec.build(config, settings)
+    assert spec.wrap is not None
+    inner = build_target(config.agent_under_test(), settings)
+    try:
+        return spec.wrap(config, settings, inner)
+    except BaseException:
+        inner.close()
+        raise
 
 
 # --------------------------------------------------------------------------- command line

@@ -22,7 +22,6 @@ from probegate.models.tools import ToolSpec
 from probegate.models.transcript import Turn
 from probegate.targets.base import (
     AgentConfig,
-    BuildContext,
     TargetFlag,
     TargetSettings,
     TargetSpec,
@@ -129,15 +128,11 @@ class ReplaySession:
         return None
 
 
-def _build(config: ReplayConfig, context: BuildContext) -> ReplayTarget:
-    return ReplayTarget(config, context.settings)
-
-
 SPEC = TargetSpec(
     kinds=("replay",),
     config=ReplayConfig,
     summary="a recorded scan (--record DIR), judged again with no target at all",
-    build=_build,
+    build=ReplayTarget,
     flags=(
         TargetFlag(
             "--replay",

@@ -29,7 +29,7 @@ from probegate.models.sections import KindSection
 from probegate.models.tools import ToolSpec
 from probegate.targets.base import (
     AgentConfig,
-    BuildContext,
+    TargetSettings,
     TargetSpec,
     TargetTraits,
     ToolDelivery,
@@ -88,7 +88,7 @@ class DemoTarget:
         return None
 
 
-def _build(config: DemoConfig, context: BuildContext) -> DemoTarget:
+def _build(config: DemoConfig, settings: TargetSettings) -> DemoTarget:
     return DemoTarget(hardened=config.kind == "demo-hardened")
 
 

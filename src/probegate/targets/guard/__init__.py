@@ -16,7 +16,7 @@ deployment's enforcement point stands, asking the guard before anything crosses 
 Then the ordinary oracles judge the transcript: an attack that got through the guard and made
 the agent act is a finding; one the guard stopped is resisted. Calls the guard refused were
 never executed, so they leave ``tool_calls`` (the agent's actions) for
-``turn.guard.refused_calls``, and every verdict is kept on the turn or call it concerns
+``turn.guard.refused_calls``, and every guard verdict is kept on the turn or call it concerns
 (``guard`` fields), so the evidence shows what the guard did.
 
 How a block is rendered follows the protocol, because the rendering changes what the agent does
@@ -51,7 +51,6 @@ from pydantic import Field, ValidationInfo, model_validator
 
 from probegate.targets.base import (
     AgentConfig,
-    BuildContext,
     KindTable,
     TargetConfig,
     TargetFlag,
@@ -128,21 +127,12 @@ class GuardConfig(TargetConfig):
         )
 
 
-def _build(config: GuardConfig, context: BuildContext) -> GuardTarget:
-    inner = context.build(config.agent)
-    try:
-        return GuardTarget(config, context.settings, inner)
-    except Exception:
-        inner.close()
-        raise
-
-
 SPEC = TargetSpec(
     kinds=("guard",),
     config=GuardConfig,
     summary="a runtime guard (docs/guard.md) measured in front of another agent, "
     "behind: demo by default",
-    build=_build,
+    wrap=GuardTarget,
     flags=(
         TargetFlag(
             "--guard",
@@ -152,5 +142,4 @@ SPEC = TargetSpec(
             selects=True,
         ),
     ),
-    wraps=True,
 )

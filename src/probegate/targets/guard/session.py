@@ -1,4 +1,4 @@
-"""One conversation through the guard: every crossing asked about, every verdict enforced.
+"""One conversation through the guard: every crossing asked about, every guard verdict enforced.
 
 The session stands where a deployment's enforcement point stands. Five things cross it (the
 user's or a peer's message, the tool definitions, each tool call, each tool result, the reply),
