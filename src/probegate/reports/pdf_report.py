@@ -311,7 +311,7 @@ def _summary(report: ScanReport) -> list[Flowable]:
     out: list[Flowable] = [
         _p(f"probegate scan {pdf_text(report.scan_id, limit=200)}", "title"),
         _p(
-            f"target {pdf_text(report.target.mode)}: {pdf_text(report.target.ref, limit=300)}"
+            f"target {pdf_text(report.target.kind)}: {pdf_text(report.target.ref, limit=300)}"
             f" · mode {pdf_text(report.mode)} · seed {report.seed} · tier "
             f"{pdf_text(report.tier)} · {pdf_text(report.stopped_reason)}",
             "small",
