@@ -25,91 +25,16 @@ reach :func:`compare`.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from probegate.errors import ReportError, UsageError
+from probegate.files import read_bytes, write_atomic
+from probegate.models.comparison import AsiDelta, Comparison, FindingRef, ReportRef
 from probegate.models.report import ScanReport
-from probegate.models.taxonomy import SEVERITY_RANK, Severity
-
-COMPARISON_SCHEMA = "probegate-compare-v1"
+from probegate.models.taxonomy import SEVERITY_RANK
 
 # --------------------------------------------------------------------------- comparing
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class FindingRef(_Frozen):
-    """What a comparison says about one finding; enough to render it without the report."""
-
-    fp: str
-    id: str
-    probe_id: str
-    name: str
-    asi: str
-    severity: Severity
-    summary: str
-    suppressed: bool = False
-    suppression_reason: str | None = None
-
-
-class ReportRef(_Frozen):
-    """Which scan a side of the comparison is."""
-
-    scan_id: str
-    schema_: str = Field(alias="schema")
-    mode: str
-    probe_library_version: str
-    aivss: int
-    band: str
-    created_at: str
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-
-class AsiDelta(_Frozen):
-    """One ASI category's score on both sides; ``None`` where a side did not score it."""
-
-    asi: str
-    baseline: float | None
-    current: float | None
-    delta: float | None
-
-
-class Comparison(_Frozen):
-    """The result of :func:`compare`: every bucket, the deltas, and whether it regressed."""
-
-    schema_: str = Field(default=COMPARISON_SCHEMA, alias="schema")
-    baseline: ReportRef
-    current: ReportRef
-    tolerance: float
-    mismatch: list[str]
-    common_probes_only: bool
-    new: list[FindingRef]
-    new_suppressed: list[FindingRef]
-    fixed: list[FindingRef]
-    persisting: list[FindingRef]
-    unconfirmed: list[FindingRef]
-    not_compared: list[FindingRef]
-    aivss_delta: int
-    score_gated: bool
-    score_regression: bool
-    asi_deltas: list[AsiDelta]
-    regression: bool
-    reasons: list[str]
-    notes: list[str]
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form (``--output json``), field names as documented."""
-        return self.model_dump(mode="json", by_alias=True)
 
 
 def compare(
@@ -314,18 +239,8 @@ def _asi_deltas(baseline: dict[str, float], current: dict[str, float]) -> list[A
 def write_baseline(current: Path, destination: Path) -> None:
     """Make ``current`` the new baseline: its exact bytes, so signatures stay verifiable.
 
-    Written to a temporary file and renamed, so an interrupted refresh never leaves a torn
-    baseline that would fail (or, worse, pass) the next comparison.
+    Written atomically, so an interrupted refresh never leaves a torn baseline that would fail
+    (or, worse, pass) the next comparison.
     """
-    try:
-        data = current.read_bytes()
-    except OSError as exc:
-        raise ReportError(f"{current}: cannot read report: {exc.strerror or exc}") from exc
-    tmp = destination.with_name(destination.name + ".tmp")
-    try:
-        if destination.parent != Path():
-            destination.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(data)
-        os.replace(tmp, destination)
-    except OSError as exc:
-        raise ReportError(f"{destination}: cannot write baseline: {exc.strerror or exc}") from exc
+    data = read_bytes(current, what="report", error=ReportError)
+    write_atomic(destination, data, error=ReportError)

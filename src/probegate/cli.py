@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from probegate import __version__
-from probegate.errors import ProbegateError
+from probegate.errors import ExitCode, ProbegateError, exit_code_help
 
 # name -> one-line help; the module is probegate.commands.<name>.
 COMMANDS: dict[str, str] = {
@@ -30,7 +30,7 @@ COMMANDS: dict[str, str] = {
     "merge": "combine shard reports of one scan into one report",
     "probes": "browse the probe library",
     "keys": "manage Ed25519 signing keys",
-    "run": "run scenario suites (seed 002)",
+    "run": "run scenario suites against your agent",
 }
 
 
@@ -54,6 +54,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="probegate",
         description="Red-team AI agents in CI with evidence-judged attack probes.",
+        epilog=exit_code_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"probegate {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
@@ -77,7 +79,7 @@ def _command_in(args: list[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command and return its exit code (PRODUCT.md section 2)."""
+    """Run one command and return its exit code (:data:`probegate.errors.EXIT_CODES`)."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args_list or bool(os.environ.get("PROBEGATE_DEBUG"))
     parser = build_parser(only=_command_in(args_list) or "")
@@ -85,18 +87,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(args_list)
     except _ArgError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     except SystemExit as exc:  # --help / --version
         return int(exc.code or 0)
     if not args.command:
         parser.print_help(sys.stderr)
-        return 2
+        return ExitCode.USAGE
     try:
         code: int = command_module(args.command).run(args)
         return code
     except ProbegateError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
-        if debug and exc.exit_code == 4:
+        if debug and exc.exit_code == ExitCode.INTERNAL:
             traceback.print_exc()
         return exc.exit_code
     except BrokenPipeError:
@@ -104,10 +106,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(OSError):
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
-        return 141
+        return ExitCode.CLOSED_PIPE
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
-        return 130
+        return ExitCode.INTERRUPTED
     except Exception as exc:
         if debug:
             traceback.print_exc()
@@ -116,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "hint: this is a bug in probegate; rerun with --debug for the traceback",
             file=sys.stderr,
         )
-        return 4
+        return ExitCode.INTERNAL
 
 
 def entry_point() -> None:

@@ -12,13 +12,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from probegate.errors import ConfigError
+from probegate.files import read_yaml
+from probegate.models.shard import parse_shard
 from probegate.models.taxonomy import Severity
 from probegate.targets.base import TargetConfig, TargetSettings
 from probegate.targets.registry import default_target, parse_target
+from probegate.validation import describe
 
 DEFAULT_CONFIG = "probegate.yml"
 # Fields the command line sets from where the target came from; never a ``scan:`` setting.
@@ -89,15 +91,7 @@ class ScanConfig(BaseModel):
     @field_validator("shard")
     @classmethod
     def _shard_shape(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        try:
-            k, n = (int(x) for x in value.split("/"))
-        except ValueError:
-            raise ValueError("--shard takes K/N, e.g. 1/4") from None
-        if not 1 <= k <= n:
-            raise ValueError("--shard K/N needs 1 <= K <= N")
-        return value
+        return None if value is None else str(parse_shard(value))
 
     def target_settings(self) -> TargetSettings:
         """The scan-wide settings a target gets; the rest of the config is not its business."""
@@ -119,18 +113,7 @@ class ScanConfig(BaseModel):
 
 def read_config_file(path: Path) -> dict[str, Any]:
     """Parse the YAML file into a plain mapping; one clear error for any problem."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"config file {path} does not exist") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise ConfigError(f"config file {path} is not valid YAML{where}") from exc
+    data = read_yaml(path, what="config file", error=ConfigError)
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -158,7 +141,4 @@ def build_config(file_data: dict[str, Any], flags: dict[str, Any], *, source: st
     try:
         return ScanConfig.model_validate(merged)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        msg = str(err["msg"]).removeprefix("Value error, ")
-        raise ConfigError(f"{source}: {loc}: {msg}") from None
+        raise ConfigError(f"{source}: {describe(exc, data=merged)}") from None

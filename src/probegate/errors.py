@@ -1,17 +1,96 @@
-"""One error root for probegate.
+"""One error root for probegate, and the one table of exit codes.
 
 Every failure a user can cause or meet is a :class:`ProbegateError` whose message says what to
-do, and whose ``exit_code`` is the documented one (PRODUCT.md section 2). Adapters turn
-third-party exceptions into these at the boundary so the CLI never shows a traceback for them.
+do, and whose ``exit_code`` is the documented one. Adapters turn third-party exceptions into
+these at the boundary so the CLI never shows a traceback for them.
+
+:data:`EXIT_CODES` is the exit-code contract: the README's table, the ``--help`` text, the
+gates, ``probegate run`` and the GitHub Action all read it, and a test checks that the README
+says the same (docs/architecture.md).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """What a probegate process exits with. Never depends on the output format."""
+
+    PASSED = 0
+    GATE_FAILED = 1
+    USAGE = 2
+    UNDECIDED = 3
+    INTERNAL = 4
+    # Not verdicts: how shells report an interrupt and a reader that went away.
+    INTERRUPTED = 130
+    CLOSED_PIPE = 141
+
+
+@dataclass(frozen=True)
+class ExitMeaning:
+    """One row of the exit-code table: a short label and the README's full sentence."""
+
+    code: ExitCode
+    label: str
+    meaning: str
+
+
+EXIT_CODES: tuple[ExitMeaning, ...] = (
+    ExitMeaning(
+        ExitCode.PASSED,
+        "every gate asked for passed",
+        "the scan ran and every gate asked for passed (or none was asked for)",
+    ),
+    ExitMeaning(
+        ExitCode.GATE_FAILED,
+        "a gate failed",
+        "a gate failed: score below `--fail-under`, a finding at or above `--fail-on`, or a "
+        "regression against `--baseline` / in `compare`",
+    ),
+    ExitMeaning(
+        ExitCode.USAGE,
+        "usage or input error",
+        "usage or input error: bad flag, invalid config, probe or report file, unreadable "
+        "path; one clear message, no traceback",
+    ),
+    ExitMeaning(
+        ExitCode.UNDECIDED,
+        "the gate could not be decided",
+        "the gate could not be decided: `--fail-under` on a scan that is not authoritative, or "
+        "the target could not be judged (unreachable, most attempts unjudged)",
+    ),
+    ExitMeaning(
+        ExitCode.INTERNAL,
+        "internal error",
+        "internal error: a bug; the message says to rerun with `--debug` for the traceback",
+    ),
+)
+EXIT_LABELS: dict[int, str] = {row.code: row.label for row in EXIT_CODES}
+
+
+def exit_code_table() -> str:
+    """The README's Markdown table of :data:`EXIT_CODES` (a test compares the two)."""
+    lines = ["| code | meaning |", "|---|---|"]
+    lines += [f"| {row.code.value} | {row.meaning} |" for row in EXIT_CODES]
+    return "\n".join(lines) + "\n"
+
+
+def exit_code_help() -> str:
+    """The exit codes as plain text for ``probegate --help``."""
+    rows = [f"  {row.code.value}  {row.meaning.replace('`', '')}" for row in EXIT_CODES]
+    rows.append(
+        f"  {ExitCode.CLOSED_PIPE.value}  the output was cut off by a closed pipe "
+        f"({ExitCode.INTERRUPTED.value} when interrupted)"
+    )
+    return "exit codes:\n" + "\n".join(rows)
 
 
 class ProbegateError(Exception):
     """Root of every error probegate raises on purpose."""
 
-    exit_code: int = 4
+    exit_code: int = ExitCode.INTERNAL
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -21,7 +100,7 @@ class ProbegateError(Exception):
 class UsageError(ProbegateError):
     """A bad flag, config, probe, report or path: the user can fix it (exit 2)."""
 
-    exit_code = 2
+    exit_code = ExitCode.USAGE
 
 
 class ConfigError(UsageError):
@@ -39,7 +118,7 @@ class ReportError(UsageError):
 class UndecidedError(ProbegateError):
     """The gate cannot be decided: non-authoritative scan or unjudgeable target (exit 3)."""
 
-    exit_code = 3
+    exit_code = ExitCode.UNDECIDED
 
 
 class TargetError(UndecidedError):
@@ -49,4 +128,4 @@ class TargetError(UndecidedError):
 class InternalError(ProbegateError):
     """A bug in probegate (exit 4)."""
 
-    exit_code = 4
+    exit_code = ExitCode.INTERNAL

@@ -28,16 +28,12 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from probegate.baseline import Comparison
-from probegate.errors import UsageError
+from probegate.errors import ExitCode, UsageError
+from probegate.models.comparison import Comparison
 from probegate.models.report import Finding, ScanReport
 from probegate.models.taxonomy import SEVERITY_RANK, Severity
 
 GateStatus = Literal["passed", "failed", "undecided"]
-
-EXIT_PASSED = 0
-EXIT_FAILED = 1
-EXIT_UNDECIDED = 3
 
 _LISTED = 5  # findings named in a reason before "and N more"
 
@@ -60,7 +56,7 @@ class GateResult:
 
     @property
     def passed(self) -> bool:
-        return self.exit_code == EXIT_PASSED
+        return self.exit_code == ExitCode.PASSED
 
     @property
     def reasons(self) -> tuple[str, ...]:
@@ -97,11 +93,11 @@ def evaluate_gates(
 
     statuses = {o.status for o in outcomes}
     if "failed" in statuses:
-        code = EXIT_FAILED
+        code = ExitCode.GATE_FAILED
     elif "undecided" in statuses:
-        code = EXIT_UNDECIDED
+        code = ExitCode.UNDECIDED
     else:
-        code = EXIT_PASSED
+        code = ExitCode.PASSED
     return GateResult(exit_code=code, outcomes=tuple(outcomes))
 
 

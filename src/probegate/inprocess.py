@@ -1,19 +1,30 @@
-"""Calling user code in-process: bounded errors and a timeout it cannot escape.
+"""Loading and calling user code in-process: one import rule, bounded errors, a timeout.
 
-Python agents (``--python``) and scenario adapters (``probegate run``) are the user's code run
-inside probegate. Whatever they raise, even ``SystemExit``, is their error, reported in one
-bounded line; a call that hangs is abandoned after its timeout on a daemon thread (Python
-cannot kill a thread), so it never blocks the scan or keeps the process alive.
+Python agents (``--python``) and scenario adapters (``probegate run --adapter``) are the user's
+code run inside probegate, named as ``MODULE:ATTR`` and imported by :func:`load_attribute`.
+Whatever they raise, even ``SystemExit``, is their error, reported in one bounded line; a call
+that hangs is abandoned after its timeout on a daemon thread (Python cannot kill a thread), so
+it never blocks the scan or keeps the process alive.
 """
 
 from __future__ import annotations
 
+import importlib
+import re
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from probegate.errors import UsageError
+
 ERROR_MAX = 300
+# A dotted Python name: what `import` and attribute access accept, nothing relative.
+_DOTTED = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")
+# sys.path is process-wide: two targets importing at once must not undo each other's entries.
+_IMPORT_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -66,3 +77,51 @@ def call_with_timeout(func: Callable[[], Any], timeout: float | None) -> Outcome
     if not done.wait(timeout):
         return Outcome(error=f"timed out after {timeout:g}s", timed_out=True)
     return box[0]
+
+
+def split_spec(spec: str, *, flag: str, dotted_form: bool = False) -> tuple[str, str]:
+    """``MODULE:ATTR`` -> ``(MODULE, ATTR)``, both dotted Python names.
+
+    ``dotted_form`` also reads ``package.module.Attr`` as module and attribute split at the
+    last dot: the form AgenticAssure's ``--adapter`` and project file use.
+    """
+    module, sep, attr = spec.strip().partition(":")
+    if not sep and dotted_form:
+        module, sep, attr = spec.strip().rpartition(".")
+    if not sep or not _DOTTED.fullmatch(module) or not _DOTTED.fullmatch(attr):
+        example = "my_agent:MyAgent" if dotted_form else "my_agent:run"
+        raise UsageError(f"{flag} takes MODULE:ATTR (e.g. {example}), got {spec!r}")
+    return module, attr
+
+
+def load_attribute(
+    spec: str, *, flag: str, search: Sequence[Path] = (), dotted_form: bool = False
+) -> Any:
+    """Import ``MODULE:ATTR`` and return ATTR; every failure is one usage-error line (exit 2).
+
+    ``search`` directories are put in front of ``sys.path`` for the import only (an agent that
+    imports its own helpers later needs them there for longer: see ``importable_from`` in
+    probegate.scenarios.adapter). An import runs arbitrary code, so whatever it raises is the
+    user's error, shown as its type and bounded message.
+    """
+    module_name, attr = split_spec(spec, flag=flag, dotted_form=dotted_form)
+    with _IMPORT_LOCK:
+        added = list(dict.fromkeys(str(p) for p in search if str(p) not in sys.path))
+        sys.path[:0] = added
+        try:
+            module = importlib.import_module(module_name)
+        except (Exception, SystemExit) as exc:  # an exit in a module body is its error too
+            raise UsageError(
+                f"{flag}: cannot import {module_name!r}: {describe_exception(exc)}"
+            ) from None
+        finally:
+            for path in added:
+                if path in sys.path:
+                    sys.path.remove(path)
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise UsageError(f"{flag}: module {module_name!r} has no attribute {attr!r}") from None
+    return obj

@@ -15,14 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from probegate.baseline import Comparison, compare
+from probegate.baseline import compare
 from probegate.clock import iso, new_scan_id, now
 from probegate.config import ScanConfig
 from probegate.engine.assemble import ScanMeta, assemble
 from probegate.engine.journal import Journal, read_journal, scan_dir
 from probegate.engine.plan import Plan, build_plan
 from probegate.engine.runner import Progress, Runner
-from probegate.errors import TargetError, UsageError
+from probegate.errors import ReportError, TargetError, UsageError
+from probegate.files import write_atomic
 from probegate.gate import evaluate_gates
 from probegate.judge.llm import build_judge
 from probegate.judge.oracles import LlmJudge
@@ -290,8 +291,7 @@ def _execute(
     if section is not None:  # what the kind adds: e.g. what a guard evaluated, blocked, missed
         report = report.model_copy(update={section.REPORT_FIELD: section})
     report = _finalise(report, config, inputs)
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "scan.json").write_bytes(FORMATS["json"].render(report))
+    write_atomic(directory / "scan.json", FORMATS["json"].render(report), error=ReportError)
     _write_povs(report, directory, config)
     written = write_outputs(report, formats, config.output_dir)
     _print_summary(report, written, out, quiet=config.quiet)
@@ -309,7 +309,7 @@ def _execute(
         report,
         fail_under=config.fail_under,
         fail_on=Severity(config.fail_on) if config.fail_on else None,
-        comparison=Comparison.model_validate(report.comparison) if report.comparison else None,
+        comparison=report.comparison,
     )
     for line in result.reasons:
         err.write(f"gate {clean(line)}\n")
@@ -331,7 +331,7 @@ def _finalise(report: ScanReport, config: ScanConfig, inputs: _Inputs) -> ScanRe
             tolerance=config.tolerance,
             allow_mismatch=config.allow_mismatch,
         )
-        report = report.model_copy(update={"comparison": comparison.to_dict()})
+        report = report.model_copy(update={"comparison": comparison})
     if config.sign is False:
         return report
     secret, key_pem = signing_material_from_env(

@@ -15,14 +15,16 @@ scan) decides what "today" is.
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from probegate.errors import UsageError
+from probegate.files import parse_yaml, read_text
 from probegate.models.report import ScanReport, Suppression
+from probegate.validation import first_problem
 
 DEFAULT_SUPPRESSIONS_FILE = Path(".probegate-suppressions.yml")
 
@@ -80,26 +82,14 @@ def load_suppressions(path: Path | None, *, explicit: bool) -> tuple[Suppression
     every finding.
     """
     file = DEFAULT_SUPPRESSIONS_FILE if path is None else path
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        if explicit:
-            raise UsageError(f"{file}: suppression file not found") from exc
+    if not explicit and not file.exists():
         return ()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{file}: cannot read suppression file: {exc}") from exc
-    return parse_suppressions(text, source=str(file))
+    return parse_suppressions(read_text(file, what="suppression file"), source=str(file))
 
 
 def parse_suppressions(text: str, *, source: str) -> tuple[SuppressionEntry, ...]:
     """Validate the YAML text of a suppression file; ``source`` names it in error messages."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise UsageError(f"{source}: invalid YAML{where}: {problem}") from exc
+    data = parse_yaml(text, source=source)
     if data is None:
         return ()
     if not isinstance(data, dict):
@@ -109,7 +99,7 @@ def parse_suppressions(text: str, *, source: str) -> tuple[SuppressionEntry, ...
     try:
         parsed = SuppressionFile.model_validate(data)
     except ValidationError as exc:
-        raise UsageError(f"{source}: {_first_problem(exc)}") from exc
+        raise UsageError(f"{source}: {_first_problem(exc)}") from None
     seen: set[str] = set()
     for index, entry in enumerate(parsed.suppressions):
         if entry.fp in seen:
@@ -120,21 +110,17 @@ def parse_suppressions(text: str, *, source: str) -> tuple[SuppressionEntry, ...
 
 
 def _first_problem(exc: ValidationError) -> str:
-    errors = exc.errors()
-    first = errors[0]
-    loc = ""
-    for part in first["loc"]:
-        loc += f"[{part}]" if isinstance(part, int) else (f".{part}" if loc else str(part))
-    message = str(first["msg"]).removeprefix("Value error, ")
-    if first["type"] == "extra_forbidden":
-        message = "unknown key (expected suppressions: [{fp, reason, expires}])"
-    elif first["type"] == "tuple_type":
-        message = "expected a list of {fp, reason, expires} entries"
-    elif first["type"] == "string_type" and first["loc"][-1] == "fp":
+    """The first problem, reworded where pydantic's words would not help a YAML author."""
+    problem = first_problem(exc)
+    reason = problem.reason
+    if problem.kind == "extra_forbidden":
+        reason = "unknown key (expected suppressions: [{fp, reason, expires}])"
+    elif problem.kind == "tuple_type":
+        reason = "expected a list of {fp, reason, expires} entries"
+    elif problem.kind == "string_type" and problem.path.endswith(".fp"):
         # YAML reads an unquoted all-digit fingerprint as a number.
-        message = f"expected a string, got {first['input']!r} (quote the fp)"
-    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
-    return f"{loc or 'file'}: {message}{more}"
+        reason = f"expected a string, got {problem.value!r} (quote the fp)"
+    return replace(problem, reason=reason).line("file")
 
 
 def apply_suppressions(

@@ -7,9 +7,10 @@ import math
 
 import pytest
 
-from probegate.baseline import Comparison, compare
+from probegate.baseline import compare
 from probegate.errors import UsageError
 from probegate.gate import GateResult, authority_failures, evaluate_gates
+from probegate.models.comparison import Comparison
 from probegate.models.report import Authority, ScanReport, UnjudgedAttempt
 from probegate.models.taxonomy import Severity
 from probegate.suppressions import SuppressionEntry, apply_suppressions

@@ -359,7 +359,7 @@ def test_the_adapter_comes_from_agenticassure_yaml_and_path_defaults_to_here(
     ("text", "message"),
     [
         ("adapter: [a, b]\n", "agenticassure.yaml: adapter: expected a dotted path"),
-        ("adapter: x\n  bad: [\n", "agenticassure.yaml: not valid YAML"),
+        ("adapter: x\n  bad: [\n", "agenticassure.yaml: invalid YAML"),
         ("- adapter\n", "agenticassure.yaml: expected a mapping with adapter:"),
     ],
 )

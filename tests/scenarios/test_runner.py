@@ -100,7 +100,7 @@ def test_an_adapter_that_hangs_times_out(release_hung: None) -> None:
         ("returns_none", "adapter returned None instead of an AgentResult"),
         (
             "bad_tool_calls",
-            "adapter returned an invalid AgentResult: tool_calls.0.name: Field required",
+            "adapter returned an invalid AgentResult: tool_calls[0].name: Field required",
         ),
         ("exits", "SystemExit: 3"),
     ],

@@ -9,20 +9,17 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from probegate.baseline import compare, write_baseline
 from probegate.canonical import pretty_bytes
-from probegate.errors import ReportError
+from probegate.errors import ExitCode, ReportError
+from probegate.files import write_atomic
 from probegate.models.stored import load_report
 from probegate.reports.diff_markdown import render_diff
 from probegate.suppressions import apply_suppressions, load_suppressions
-
-EXIT_NO_REGRESSION = 0
-EXIT_REGRESSION = 1
 
 
 def add_parser(sub: Any) -> None:
@@ -85,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         text = render_diff(comparison)
 
     if args.output_path is not None:
-        _write_text(args.output_path, text)
+        write_atomic(args.output_path, text, error=ReportError)
         verdict = "regression" if comparison.regression else "no regression"
         print(f"probegate compare: {verdict}; wrote {args.output_path}")
     else:
@@ -93,15 +90,4 @@ def run(args: argparse.Namespace) -> int:
     if args.write_baseline is not None:
         write_baseline(args.current, args.write_baseline)
         print(f"probegate compare: wrote baseline {args.write_baseline}", file=sys.stderr)
-    return EXIT_REGRESSION if comparison.regression else EXIT_NO_REGRESSION
-
-
-def _write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        if path.parent != Path():
-            path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise ReportError(f"{path}: cannot write: {exc.strerror or exc}") from exc
+    return ExitCode.GATE_FAILED if comparison.regression else ExitCode.PASSED

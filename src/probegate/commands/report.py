@@ -1,9 +1,9 @@
 """`probegate report SCAN`: re-emit any format from a stored scan.
 
 SCAN is a path to a scan JSON or a scan id, looked up as ``<store>/scans/<id>/scan.json``.
-The report is parsed once into the :class:`ScanReport` model and handed to the same pure
-emitters ``scan`` uses, so the bytes are identical to what the scan wrote (signatures included:
-they are carried, never recomputed here).
+The report is read by the one stored-report reader (:mod:`probegate.models.stored`: strict,
+either schema) and handed to the same pure emitters ``scan`` uses, so the bytes are identical to
+what the scan wrote (signatures included: they are carried, never recomputed here).
 """
 
 from __future__ import annotations
@@ -14,11 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from probegate.errors import ReportError, UsageError
-from probegate.models.report import ScanReport
-from probegate.models.stored import load_report_json
+from probegate.files import write_atomic
+from probegate.models.stored import load_report
 from probegate.reports import FORMATS, parse_formats, write_outputs
 
 DEFAULT_STORE = ".probegate"
@@ -64,6 +62,8 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     formats = parse_formats(args.output)
     report = load_report(resolve_scan(args.scan, Path(args.store)))
+    for note in report.import_notes:  # a report of the agentguardian-scan-v1 shape, mapped
+        print(f"note: {note}", file=sys.stderr)
     if args.output_path is not None:
         if len(formats) != 1:
             raise UsageError("--output-path takes exactly one --output format")
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.buffer.write(data)
             sys.stdout.flush()
             return 0
-        _write(Path(args.output_path), data)
+        write_atomic(Path(args.output_path), data, error=ReportError)
         print(args.output_path)
         return 0
     for path in write_outputs(report, formats, Path(args.output_dir)).values():
@@ -91,28 +91,3 @@ def resolve_scan(scan: str, store: Path) -> Path:
             return stored
         raise UsageError(f"no scan {scan!r}: neither a file nor {stored}")
     raise UsageError(f"no scan file {scan}")
-
-
-def load_report(path: Path) -> ScanReport:
-    """Parse and validate a scan JSON, or raise one :class:`ReportError` line (exit 2)."""
-    data = load_report_json(path)
-    try:
-        return ScanReport.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "<root>"
-        raise ReportError(
-            f"{path} is not a probegate scan report: {exc.error_count()} error(s), "
-            f"first at {where}: {first['msg']}"
-        ) from exc
-
-
-def _write(path: Path, data: bytes) -> None:
-    try:
-        if path.parent != Path():
-            path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(data)
-        tmp.replace(path)
-    except OSError as exc:
-        raise ReportError(f"cannot write {path}: {exc.strerror}") from exc

@@ -1,4 +1,4 @@
-"""``probegate run PATH --adapter MODULE:ATTR``: run scenario suites (seed 002).
+"""``probegate run PATH --adapter MODULE:ATTR``: run scenario suites against your agent.
 
 Only wiring: parse and check flags, load every suite and baseline (all usage errors surface
 before the agent is called once), load the adapter, run, write the outputs, compare, and turn
@@ -10,7 +10,6 @@ its users' commands work unchanged (docs/scenarios.md).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 from probegate import clock
 from probegate.errors import ReportError, UsageError
+from probegate.files import write_atomic
 from probegate.scenarios import console
 from probegate.scenarios.adapter import importable_from, load_adapter
 from probegate.scenarios.compare import (
@@ -67,7 +67,7 @@ def _non_negative_int(text: str) -> int:
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "run",
-        help="run scenario suites (seed 002)",
+        help="run scenario suites against your agent",
         description=(
             "Run scenario suites (AgenticAssure 0.4 files, unchanged) through your agent's "
             "adapter, score every scenario and write results_{run_id}.json per suite. Exit 0 "
@@ -250,7 +250,7 @@ def run(args: argparse.Namespace) -> int:
         output = FORMATS[name]
         for file_name, data in output.render(runs, regressions):
             path = args.output_dir / file_name
-            _write(path, data)
+            write_atomic(path, data, error=ReportError)
             print(f"{output.label} written to {path}")
     for regression in regressions:
         print(console.regression_line(regression))
@@ -264,13 +264,3 @@ def run(args: argparse.Namespace) -> int:
     verdict = "FAILED: " + "; ".join(decision.reasons) if decision.reasons else "passed"
     print(f"probegate run: {total} scenarios, pass rate {decision.pass_rate:.1%}, {verdict}")
     return decision.exit_code
-
-
-def _write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise ReportError(f"{path}: cannot write: {exc.strerror or exc}") from None

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from probegate.library.mutators import MUTATORS, mutate
 from probegate.models.probe import Probe
+from probegate.models.shard import parse_shard
 from probegate.models.taxonomy import Capability
 
 SEED_VARIANT = "seed"
@@ -71,9 +72,9 @@ def _in_shard(probe_id: str, shard: str | None) -> bool:
     """Shards split by probe (hash of its id), so a probe's attempts never straddle shards."""
     if shard is None:
         return True
-    k, n = (int(x) for x in shard.split("/"))
-    bucket = int(hashlib.sha256(probe_id.encode()).hexdigest()[:8], 16) % n
-    return bucket == k - 1
+    number, total = parse_shard(shard)
+    bucket = int(hashlib.sha256(probe_id.encode()).hexdigest()[:8], 16) % total
+    return bucket == number - 1
 
 
 def build_plan(

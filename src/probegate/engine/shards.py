@@ -20,19 +20,19 @@ from probegate.engine.assemble import ScanMeta, Tally, summarise
 from probegate.errors import UsageError
 from probegate.models.report import Budget, ScanReport
 from probegate.models.sections import GuardSummary
+from probegate.models.shard import Shard, parse_shard
 from probegate.models.stored import load_report
 
 _STOP_ORDER = ("early_stop", "cancelled", "budget", "completed")
 
 
-def parse_shard(value: str | None, source: str) -> tuple[int, int]:
-    if value is None:
+def _shard_of(report: ScanReport, source: str) -> Shard:
+    if report.shard is None:
         raise UsageError(f"{source} is not a shard report (it was scanned without --shard)")
     try:
-        k, n = (int(x) for x in value.split("/"))
-    except ValueError:
-        raise UsageError(f"{source}: invalid shard {value!r}") from None
-    return k, n
+        return parse_shard(report.shard)
+    except ValueError as exc:
+        raise UsageError(f"{source}: shard: {exc}") from None
 
 
 def check_shards(reports: list[tuple[str, ScanReport]]) -> int:
@@ -44,7 +44,7 @@ def check_shards(reports: list[tuple[str, ScanReport]]) -> int:
     total: int | None = None
     owner: dict[str, str] = {}
     for source, report in reports:
-        k, n = parse_shard(report.shard, source)
+        k, n = _shard_of(report, source)
         if total is None:
             total = n
         elif n != total:
@@ -115,7 +115,7 @@ def merge_reports(
     selected everything (an authority condition) only when it covers all of them.
     """
     check_shards(reports)
-    shards = [r for _, r in sorted(reports, key=lambda item: parse_shard(item[1].shard, "")[0])]
+    shards = [r for _, r in sorted(reports, key=lambda item: _shard_of(item[1], item[0]).number)]
     first = shards[0]
     results = [r for s in shards for r in s.results]
     findings = [f for s in shards for f in s.findings]
@@ -174,11 +174,5 @@ def merge_reports(
 
 
 def load_shards(paths: list[Path]) -> list[tuple[str, ScanReport]]:
-    """Read shard reports; anything but a probegate report is refused."""
-    out = []
-    for path in paths:
-        report = load_report(path)
-        if report.import_notes:
-            raise UsageError(f"{path} is not a probegate shard report")
-        out.append((str(path), report))
-    return out
+    """Read shard reports through the one stored-report reader; merging checks the rest."""
+    return [(str(path), load_report(path)) for path in paths]

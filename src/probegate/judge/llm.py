@@ -38,6 +38,7 @@ from probegate.transport.http import HttpClient
 from probegate.transport.limiter import BudgetExhausted, RequestLimiter
 from probegate.transport.pricing import Prices, cost_usd
 from probegate.transport.usage import TransportError
+from probegate.validation import describe
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 ENV_BASE_URL = "PROBEGATE_JUDGE_BASE_URL"
@@ -95,9 +96,8 @@ def parse_verdict(content: str) -> JudgeVerdict:
     try:
         return JudgeVerdict.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "answer"
-        raise JudgeFailure(f"the judge's answer is malformed at {where}: {err['msg']}") from None
+        problem = describe(exc, top="answer")
+        raise JudgeFailure(f"the judge's answer is malformed at {problem}") from None
 
 
 def render_transcript(transcript: Transcript, ctx: JudgeContext) -> list[dict[str, Any]]:

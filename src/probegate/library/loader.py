@@ -14,20 +14,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from probegate.errors import ProbeLibraryError
+from probegate.files import read_yaml
 from probegate.models.probe import Probe
+from probegate.validation import describe
 
 LIBRARY_RELEASE = "2026.11"
 PROBES_DIR = Path(__file__).parent / "probes"
 ATLAS_FILE = Path(__file__).parent / "data" / "ATLAS.yaml"
-
-# libyaml's loader parses the library several times faster; the pure-Python one is the fallback.
-_Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -61,16 +58,7 @@ class Library:
 
 def parse_probe_file(path: Path) -> Probe:
     """One YAML file -> one validated probe, or one clear error naming the file."""
-    try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506 - safe loader
-    except OSError as exc:
-        raise ProbeLibraryError(f"cannot read probe file {path}: {exc.strerror}") from exc
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None)
-        detail = f" ({problem})" if problem else ""
-        raise ProbeLibraryError(f"probe file {path}{where}: invalid YAML{detail}") from exc
+    raw = read_yaml(path, what="probe file", error=ProbeLibraryError)
     if not isinstance(raw, dict):
         raise ProbeLibraryError(f"probe file {path}: expected a mapping of probe fields")
     try:
@@ -82,9 +70,8 @@ def parse_probe_file(path: Path) -> Probe:
             f"probe file {path}: invalid regular expression {exc.pattern!r}: {exc.msg}"
         ) from exc
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"]) or "(probe)"
-        raise ProbeLibraryError(f"probe file {path}: {loc}: {err['msg']}") from exc
+        problem = describe(exc, data=raw, top="(probe)")
+        raise ProbeLibraryError(f"probe file {path}: {problem}") from None
 
 
 def load_directory(directory: Path) -> Library:
@@ -133,10 +120,7 @@ def load_atlas() -> AtlasData:
     Loaded only where titles are shown (docs, ``probes show``) and by the contract test that
     checks every probe's ids, never on the scan path.
     """
-    try:
-        raw = yaml.load(ATLAS_FILE.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506
-    except (OSError, yaml.YAMLError) as exc:
-        raise ProbeLibraryError(f"cannot read the bundled MITRE ATLAS data {ATLAS_FILE}") from exc
+    raw = read_yaml(ATLAS_FILE, what="bundled MITRE ATLAS data", error=ProbeLibraryError)
     names: dict[str, str] = {}
     parents: dict[str, str] = {}
     for matrix in raw.get("matrices", []):

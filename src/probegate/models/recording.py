@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from probegate.errors import UsageError
+from probegate.files import write_atomic
 from probegate.models.report import TargetInfo
 from probegate.models.taxonomy import Capability
 from probegate.models.tools import ToolSpec
@@ -36,11 +36,9 @@ def recording_name(attempt_id: str) -> str:
     return f"{safe}-{digest}.json"
 
 
-def _write_atomic(path: Path, data: dict[str, Any]) -> None:
-    """Write then rename, so a kill mid-write never leaves half a recording."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, sort_keys=True, indent=1), encoding="utf-8")
-    tmp.replace(path)
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    """Atomic, so a kill mid-write never leaves half a recording."""
+    write_atomic(path, json.dumps(data, sort_keys=True, indent=1))
 
 
 # --------------------------------------------------------------------------- writing
@@ -75,7 +73,7 @@ def write_manifest(
     }
     _refuse_foreign_recording(directory, manifest)
     directory.mkdir(parents=True, exist_ok=True)
-    _write_atomic(directory / MANIFEST, manifest)
+    _write_json(directory / MANIFEST, manifest)
 
 
 def _refuse_foreign_recording(directory: Path, manifest: dict[str, Any]) -> None:
@@ -107,7 +105,7 @@ def _refuse_foreign_recording(directory: Path, manifest: dict[str, Any]) -> None
 
 def write_recording(directory: Path, attempt: Attempt, seed: int) -> None:
     directory.mkdir(parents=True, exist_ok=True)
-    _write_atomic(
+    _write_json(
         directory / recording_name(attempt.attempt_id),
         {
             "attempt_id": attempt.attempt_id,

@@ -1,9 +1,9 @@
 """The scan report, ``schema: probegate-scan-v1``.
 
-Every top-level field and every Finding field of the seed report format is present with its
-meaning, so a consumer written against that field list reads this report unchanged; the fields
-and the additions are documented in ``docs/report-format.md``. The report is the one thing
-every emitter reads.
+Every top-level field and every Finding field of the ``agentguardian-scan-v1`` report format
+is present with its meaning there, so a consumer written against that field list reads this
+report unchanged; the field list and probegate's additions are in ``docs/report-format.md``.
+The report is the one thing every emitter reads.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from probegate.models.comparison import Comparison
 from probegate.models.sections import GuardSummary
 from probegate.models.taxonomy import Severity
 from probegate.models.transcript import Transcript
@@ -50,7 +51,7 @@ class Budget(_Model):
 
 
 class Completeness(_Model):
-    """Seed 000 names: an "agent" here is one attempt, a "turn" one request to the target."""
+    """The report format's names: an "agent" is one attempt, a "turn" one request to the target."""
 
     agents_planned: int
     agents_completed: int
@@ -200,14 +201,15 @@ class ScanReport(_Model):
     not_applicable: list[str]
     seed: int
     shard: str | None = None
-    comparison: dict[str, Any] | None = None
+    # Set by a scan run with ``--baseline``: what changed against it (docs/gating.md).
+    comparison: Comparison | None = None
     # What a target kind adds (models/sections.py); absent from the JSON of every other kind.
     guard: GuardSummary | None = None
     stale_suppressions: list[str] = Field(default_factory=list)
     expired_suppressions: list[str] = Field(default_factory=list)
-    # Never serialised: set by ``baseline.load_report`` when it mapped a foreign report (the
-    # seed report format, docs/report-format.md) and had to guess or drop something, so a
-    # comparison can say what it could not match.
+    # Never serialised: set by ``models.stored.load_report`` when it mapped a foreign report (the
+    # agentguardian-scan-v1 shape) and had to guess or drop something, so a comparison can say
+    # what it could not match.
     import_notes: list[str] = Field(default_factory=list, exclude=True)
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)

@@ -1,30 +1,43 @@
-"""Reading a stored scan report: the file a scan wrote, parsed back into a :class:`ScanReport`.
+"""The one reader of stored scan reports: a file a scan wrote, parsed back into a ScanReport.
 
-Reports are untrusted input (a baseline may come from anywhere), parsed once at the edge into
-a validated model or one :class:`~probegate.errors.ReportError` line naming the file (exit 2).
-:func:`load_report` reads ``probegate-scan-v1`` and maps an older ``agentguardian-scan-v1``
-report onto it where the fields allow, recording what could not be mapped in
-``report.import_notes`` (docs/gating.md). :func:`load_report_json` is the strict JSON reader
-the signature checks need: no duplicate keys, no NaN (docs/signing.md).
+Reports are untrusted input (a baseline may come from anywhere), so every command that reads
+one (``report``, ``verify``, ``compare``, ``merge``, ``scan --baseline``), the engine's shard
+merge and the GitHub Action read it here, the same strict way, into a validated model or one
+:class:`~probegate.errors.ReportError` line naming the file (exit 2):
 
-Every command that reads a stored report (``compare``, ``merge``, ``report``, ``verify``,
-``scan --baseline``) and the engine's shard merge read it through this module, which sits
-below all of them.
+- the bytes must be UTF-8 JSON holding one object, with no key twice in any object (parsers
+  disagree on which copy wins, so a file could show one score to a dashboard and another to the
+  verifier: docs/signing.md), no ``NaN``/``Infinity`` and no number too large for a float
+  (``1e999``), nested at most :data:`MAX_DEPTH` deep (what probegate itself can write);
+- ``probegate-scan-v1`` is validated as it is; an ``agentguardian-scan-v1`` report (the field
+  set probegate's report extends) is mapped onto it where the fields allow, recording what could
+  not be mapped in ``report.import_notes`` (docs/gating.md).
+
+Signatures are not checked here: ``probegate verify`` does that on :func:`load_report_json`'s
+plain data, the exact object that was signed.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from probegate.errors import ReportError
+from probegate.files import read_bytes
 from probegate.models.report import SCHEMA, Budget, Completeness, Engine, ScanReport, finding_fp
 from probegate.perf import gc_paused
+from probegate.validation import describe
 
 SEED_SCHEMA = "agentguardian-scan-v1"
+SCHEMAS = (SCHEMA, SEED_SCHEMA)
+# Containers inside containers, the report object itself counted: the deepest JSON probegate's
+# own serializer writes (pydantic stops at 255 levels below the report), so every report a scan
+# wrote reads back, and nothing deeper reaches the emitters.
+MAX_DEPTH = 256
 
 # The aivss_severity a seed report does not carry: the midpoint of each CVSS-style band, so a
 # mapped finding sorts and renders like a native one of the same severity.
@@ -36,47 +49,55 @@ _SEED_AIVSS_SEVERITY: dict[str, float] = {
 }
 
 
-# --------------------------------------------------------------------------- loading
+# --------------------------------------------------------------------------- reading
 
 
 def load_report(path: Path) -> ScanReport:
-    """Read a scan report: ``probegate-scan-v1``, or seed-000 ``agentguardian-scan-v1``.
-
-    Any problem (missing file, bad JSON, unknown schema, invalid fields) is one
-    :class:`~probegate.errors.ReportError` line naming the file, exit 2. Signatures are not
-    verified here; ``probegate verify`` does that, and a baseline whose origin matters should
-    be verified before it is trusted.
-    """
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise ReportError(f"{path}: report file not found") from exc
-    except OSError as exc:
-        raise ReportError(f"{path}: cannot read report: {exc.strerror or exc}") from exc
-    return parse_report(raw, source=str(path))
+    """Read and validate a stored report (either schema), or raise one :class:`ReportError`."""
+    return parse_report(_read(path), source=str(path))
 
 
 def parse_report(raw: bytes, *, source: str) -> ScanReport:
-    """Validate report bytes; ``source`` names the report in error messages."""
+    """:func:`load_report` for bytes already in memory; ``source`` names them in errors."""
+    return report_from_data(parse_report_json(raw, source), source=source)
+
+
+def load_report_json(path: Path) -> dict[str, Any]:
+    """The report file as plain JSON data, strictly parsed but not validated (``verify``)."""
+    return parse_report_json(_read(path), str(path))
+
+
+def parse_report_json(raw: bytes, source: str = "report") -> dict[str, Any]:
+    """Strict JSON: UTF-8, one object, no duplicate key, finite numbers, bounded nesting."""
     try:
-        # Fast path: pydantic-core parses and validates our own schema in one native pass,
-        # several times faster than json.loads + model_validate on a 10,000-finding report.
-        with gc_paused():
-            fast = ScanReport.model_validate_json(raw)
-        if fast.schema_ == SCHEMA:
-            return fast
-    except ValidationError:
-        pass  # the slow path below names the problem, or maps a seed-000 report
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ReportError(f"{source}: not a UTF-8 JSON report") from None
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise ReportError(f"{source}: not a UTF-8 JSON report") from exc
+        with gc_paused():  # a 10,000-finding report is a million objects for the collector
+            data = json.loads(
+                text,
+                object_pairs_hook=_no_duplicates,
+                parse_float=_finite,
+                parse_constant=_no_constant,
+            )
     except json.JSONDecodeError as exc:
         raise ReportError(
             f"{source}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-        ) from exc
+        ) from None
+    except ValueError as exc:  # the hooks' refusals, and integers too long to read
+        raise ReportError(f"{source}: invalid JSON: {exc}") from None
+    except RecursionError:
+        raise ReportError(f"{source}: invalid JSON: nested more than {MAX_DEPTH} deep") from None
     if not isinstance(data, dict):
         raise ReportError(f"{source}: expected a JSON object, got {type(data).__name__}")
+    if _depth(data) > MAX_DEPTH:
+        raise ReportError(f"{source}: invalid JSON: nested more than {MAX_DEPTH} deep")
+    return data
+
+
+def report_from_data(data: dict[str, Any], *, source: str) -> ScanReport:
+    """Validate parsed report data of either schema into a :class:`ScanReport`."""
     schema = data.get("schema")
     if schema == SCHEMA:
         notes: list[str] = []
@@ -88,30 +109,64 @@ def parse_report(raw: bytes, *, source: str) -> ScanReport:
             f"(expected {SCHEMA!r} or {SEED_SCHEMA!r})"
         )
     try:
-        report = ScanReport.model_validate(data)
+        with gc_paused():
+            report = ScanReport.model_validate(data)
     except ValidationError as exc:
-        raise ReportError(f"{source}: invalid report: {_first_problem(exc)}") from exc
+        raise ReportError(f"{source}: invalid report: {describe(exc, top='report')}") from None
     if notes:
         report = report.model_copy(update={"import_notes": notes})
     return report
 
 
-def _first_problem(exc: ValidationError) -> str:
-    errors = exc.errors()
-    first = errors[0]
-    loc = ""
-    for part in first["loc"]:
-        loc += f"[{part}]" if isinstance(part, int) else (f".{part}" if loc else str(part))
-    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
-    return f"{loc or 'report'}: {first['msg']}{more}"
+def _read(path: Path) -> bytes:
+    return read_bytes(path, what="report file", error=ReportError)
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"duplicate key {key!r}")
+            seen.add(key)
+    return out
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text} is too large for a report")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed in a report")
+
+
+def _depth(data: dict[str, Any]) -> int:
+    """How deep containers nest in parsed JSON; stops counting once past :data:`MAX_DEPTH`."""
+    level: list[Any] = [data]
+    depth = 0
+    while level and depth <= MAX_DEPTH:
+        depth += 1
+        below: list[Any] = []
+        for node in level:
+            values = node.values() if type(node) is dict else node
+            below += [v for v in values if type(v) is dict or type(v) is list]
+        level = below
+    return depth
+
+
+# --------------------------------------------------------------------------- seed reports
 
 
 def _map_seed_report(data: dict[str, Any], *, source: str) -> tuple[dict[str, Any], list[str]]:
-    """Map a seed-000 report onto probegate's fields; return it with notes on every guess.
+    """Map an ``agentguardian-scan-v1`` report onto probegate's fields, with a note per guess.
 
-    Seed fields keep their meaning (our report is a superset of the seed field list); only our
-    additions are missing, and each one that has to be invented is named in a note so the
-    comparison can say what it could not match.
+    Its fields keep their meaning (probegate's report is a superset of its field list); only
+    probegate's additions are missing, and each one that has to be invented is named in a note
+    so a comparison can say what it could not match.
     """
     notes = [f"{source} is an {SEED_SCHEMA} report, mapped onto {SCHEMA}"]
     out = dict(data)
@@ -121,6 +176,9 @@ def _map_seed_report(data: dict[str, Any], *, source: str) -> tuple[dict[str, An
     if not isinstance(out["findings"], list):
         raise ReportError(f"{source}: 'findings' must be a list")
 
+    if out.pop("signatures", None) is not None:
+        # They sign the file as it is, not this mapping: carried over, they could only fail.
+        notes.append("its signatures cover the original file (check them with probegate verify)")
     dropped = sorted(k for k in out if k not in ScanReport.model_fields and k != "schema")
     for key in dropped:
         del out[key]
@@ -292,48 +350,3 @@ def _seed_authority(data: dict[str, Any]) -> dict[str, Any]:
         failed.append("undertested")
         reasons.append(f"undertested: {', '.join(map(str, data['undertested']))}")
     return {"authoritative": not failed, "failed": failed, "reasons": reasons}
-
-
-# --------------------------------------------------------------------------- strict JSON
-
-
-def load_report_json(path: Path) -> dict[str, Any]:
-    """Parse a report file strictly: valid UTF-8 JSON, an object, no duplicate keys, no NaN.
-
-    Duplicate keys matter for signatures: parsers disagree on which copy wins, so a file with
-    ``"aivss": 99`` before the signed ``"aivss": 42`` could show one number to a dashboard and
-    another to the verifier.
-    """
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ReportError(f"cannot read {path}: {exc.strerror}") from exc
-    return parse_report_json(raw, str(path))
-
-
-def parse_report_json(raw: bytes, source: str = "report") -> dict[str, Any]:
-    """:func:`load_report_json` for bytes already in memory."""
-    try:
-        data = json.loads(
-            raw.decode("utf-8"),
-            object_pairs_hook=_no_duplicates,
-            parse_constant=_no_constants,
-        )
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ReportError(f"{source} is not valid JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ReportError(f"{source} is not a JSON object")
-    return data
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not allowed in a report")

@@ -1,9 +1,9 @@
 """Emitters: one module per format, each a pure ``render(report) -> bytes``.
 
-:data:`FORMATS` is the explicit registry of output formats and their file names (PRODUCT.md
-section 2); the CLI choices, the docs and the Action read it. ``pdf`` needs the optional
-``pdf`` extra (ReportLab): its module is imported only when a PDF is rendered, and asking for
-the format without the extra is one usage error before any work starts.
+:data:`FORMATS` is the explicit registry of output formats and their file names
+(docs/report-format.md); the CLI choices, the docs and the Action read it. ``pdf`` needs the
+optional ``pdf`` extra (ReportLab): its module is imported only when a PDF is rendered, and
+asking for the format without the extra is one usage error before any work starts.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probegate.errors import ReportError, UsageError
+from probegate.files import write_atomic
 from probegate.models.report import ScanReport
 from probegate.perf import gc_paused
 from probegate.reports import html_report, json_report, junit, markdown, sarif
@@ -84,11 +85,6 @@ def write_outputs(report: ScanReport, formats: list[str], output_dir: Path) -> d
     written: dict[str, Path] = {}
     for name, data in rendered.items():
         path = output_dir / FORMATS[name].filename
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        try:
-            tmp.write_bytes(data)
-            tmp.replace(path)
-        except OSError as exc:
-            raise ReportError(f"cannot write {path}: {exc}") from exc
+        write_atomic(path, data, error=ReportError)
         written[name] = path
     return written

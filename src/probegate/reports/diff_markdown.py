@@ -9,7 +9,7 @@ its own (so no ``::`` workflow command), no terminal escapes, no bidi overrides.
 
 from __future__ import annotations
 
-from probegate.baseline import Comparison, FindingRef
+from probegate.models.comparison import Comparison, FindingRef
 from probegate.reports.escape import md_text
 
 MAX_CELL = 160

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from probegate.baseline import Comparison
 from probegate.models.report import Finding, ScanReport
 from probegate.models.sections import GuardSummary
 from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, SEVERITY_RANK, Severity
@@ -48,7 +47,7 @@ def render_summary(
     out.add(_header(report))
     if report.comparison is not None:
         # With a baseline, what changed is the first thing a reviewer needs.
-        diff = render_diff(Comparison.model_validate(report.comparison))
+        diff = render_diff(report.comparison)
         out.add([*diff.rstrip("\n").split("\n"), ""])
     out.add(_asi_table(report))
     if report.guard is not None:

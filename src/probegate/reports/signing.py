@@ -1,4 +1,4 @@
-"""Signing and verifying the JSON report (seed 000 signing model, PRODUCT.md section 6).
+"""Signing and verifying the JSON report (docs/signing.md).
 
 Both signatures cover :func:`probegate.canonical.canonical_bytes` of the report *without* its
 ``signatures`` key, so re-signing a signed report reproduces the same bytes (Ed25519 is
@@ -35,19 +35,20 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PrivateKey,
     Ed25519PublicKey,
 )
-from pydantic import ValidationError
 
 from probegate.canonical import canonical_bytes
-from probegate.errors import UsageError
-from probegate.models.report import SCHEMA, ScanReport
+from probegate.errors import ReportError, UsageError
+from probegate.models.report import SCHEMA
+from probegate.models.stored import report_from_data
 
 SECRET_ENV = "PROBEGATE_SIGNING_SECRET"  # noqa: S105 - a variable name, not a secret
 KEY_ENV = "PROBEGATE_SIGNING_KEY"
 MIN_SECRET_BYTES = 16
+_SOURCE = "the report"
 
 
 class Check(StrEnum):
-    """The status words ``probegate verify`` prints (fixed by PRODUCT.md section 6)."""
+    """The status words ``probegate verify`` prints (a contract: docs/signing.md)."""
 
     OK = "OK"
     FAIL = "FAIL"
@@ -252,15 +253,13 @@ def verify_report(
 
     schema = Check.OK
     try:
-        ScanReport.model_validate(dict(data))
-        if data.get("schema") != SCHEMA:
-            schema = Check.FAIL
-            notes["schema"] = f"schema is {data.get('schema')!r}, expected {SCHEMA!r}"
-    except ValidationError as exc:
+        # The one stored-report reader decides what a valid report is, for every command.
+        report = report_from_data(dict(data), source=_SOURCE)
+        if report.schema_ != SCHEMA:
+            notes["schema"] = f"an {report.schema_} report, read as {SCHEMA}"
+    except ReportError as exc:
         schema = Check.FAIL
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "<root>"
-        notes["schema"] = f"{exc.error_count()} error(s), first at {where}: {first['msg']}"
+        notes["schema"] = exc.message.removeprefix(f"{_SOURCE}: ")
 
     signatures = data.get("signatures")
     if signatures is not None and not isinstance(signatures, Mapping):

@@ -15,7 +15,6 @@ abandoned call keeps running in the background until it returns or the process e
 from __future__ import annotations
 
 import contextlib
-import importlib
 import inspect
 import sys
 from collections.abc import Callable, Iterator
@@ -23,11 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from probegate import inprocess
 from probegate.errors import UsageError
-from probegate.inprocess import describe_exception
 from probegate.scenarios.models import json_safe
 
 AgentCall = Callable[[str, dict[str, Any]], Any]
+FLAG = "--adapter"
 
 
 @dataclass(frozen=True)
@@ -58,32 +58,13 @@ def importable_from(directory: Path) -> Iterator[None]:
 
 
 def split_spec(spec: str) -> tuple[str, str]:
-    """``MODULE:ATTR``; the seed's ``module.Attr`` form is read as the last dot."""
-    module, sep, attr = spec.partition(":")
-    if not sep:
-        module, sep, attr = spec.rpartition(".")
-    if not sep or not module or not attr:
-        raise UsageError(f"--adapter takes MODULE:ATTR (e.g. my_agent:MyAgent), got {spec!r}")
-    return module, attr
+    """``MODULE:ATTR``; AgenticAssure's ``module.Attr`` form is read as the last dot."""
+    return inprocess.split_spec(spec, flag=FLAG, dotted_form=True)
 
 
 def load_adapter(spec: str) -> Adapter:
     """Import the adapter and check that it can be called as ``(input, context)``."""
-    module_name, attr = split_spec(spec)
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # an import runs arbitrary user code: any failure is theirs
-        raise UsageError(
-            f"--adapter: cannot import {module_name!r}: {describe_exception(exc)}"
-        ) from None
-    obj: Any = module
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise UsageError(
-                f"--adapter: module {module_name!r} has no attribute {attr!r}"
-            ) from None
+    obj = inprocess.load_attribute(spec, flag=FLAG, dotted_form=True)
     return Adapter(spec=spec, new_agent=_factory(spec, obj), model_info=_model_info(spec, obj))
 
 

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from probegate.errors import UsageError
 from probegate.scenarios.models import RunResult, ScenarioRunResult
 from probegate.scenarios.scorers import SIMILARITY_FALLBACK, SimilarityScorer, uses_fallback
+from probegate.validation import describe
 
 SIMILARITY = SimilarityScorer.name
 
@@ -92,9 +93,8 @@ def load_baseline(path: Path) -> BaselineRun:
     try:
         return BaselineRun.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-        raise UsageError(f"--compare {path}: not a results file: {where}: {first['msg']}") from None
+        problem = describe(exc, data=data)
+        raise UsageError(f"--compare {path}: not a results file: {problem}") from None
 
 
 def check_suites(baselines: list[tuple[Path, BaselineRun]], suite_names: list[str]) -> None:

@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from probegate.errors import UsageError
+from probegate.files import parse_yaml, read_text
 
 FILES = ("agenticassure.yaml", "agenticassure.toml")
 
@@ -45,15 +44,15 @@ def configured_adapter(directory: Path) -> ConfiguredAdapter | None:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read: {exc}") from None
-    try:
-        data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
-    except (yaml.YAMLError, tomllib.TOMLDecodeError) as exc:
-        problem = " ".join(str(exc).split())
-        raise UsageError(f"{path}: not valid {path.suffix[1:].upper()}: {problem}") from None
+    text = read_text(path)
+    if path.suffix == ".toml":
+        try:
+            data: Any = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            problem = " ".join(str(exc).split())
+            raise UsageError(f"{path}: invalid TOML: {problem}") from None
+    else:
+        data = parse_yaml(text, source=str(path))
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from probegate.errors import ExitCode
 from probegate.scenarios.compare import Regression
 from probegate.scenarios.models import RunResult
-
-EXIT_PASSED = 0
-EXIT_GATE_FAILED = 1
 
 
 @dataclass(frozen=True)
@@ -41,4 +39,4 @@ def decide(
         )
     if regressions:
         reasons.append(f"{len(regressions)} regression(s) against the baseline")
-    return GateDecision(EXIT_GATE_FAILED if reasons else EXIT_PASSED, pass_rate, reasons)
+    return GateDecision(ExitCode.GATE_FAILED if reasons else ExitCode.PASSED, pass_rate, reasons)

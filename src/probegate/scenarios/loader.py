@@ -21,10 +21,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from probegate.errors import UsageError
+from probegate.files import read_yaml
 from probegate.scenarios.models import (
     SUITE_MAPPING,
     SUITE_NAME,
@@ -34,11 +34,14 @@ from probegate.scenarios.models import (
     SuiteHeader,
 )
 from probegate.scenarios.scorers import SCORERS
+from probegate.validation import describe
 
 SUFFIXES = (".yml", ".yaml")
 # Configuration files that live beside suites and are not suites themselves.
 CONFIG_FILES = frozenset({"agenticassure.yaml", "probegate.yml"})
 DEFAULT_SCORERS = ["passfail"]
+# Which form of `suite:` pydantic tried: a label in the error location, not a field.
+_UNION_BRANCHES = (SUITE_MAPPING, SUITE_NAME)
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,7 @@ def load_suite(path: Path) -> Suite:
     try:
         parsed = SuiteFile.model_validate(data)
     except ValidationError as exc:
-        raise UsageError(f"{path}: {_describe(exc, data)}") from None
+        raise UsageError(f"{path}: {describe(exc, data=data, hidden=_UNION_BRANCHES)}") from None
     header = parsed.suite if isinstance(parsed.suite, SuiteHeader) else None
     if header is not None and (parsed.name is not None or parsed.description is not None):
         top = "name" if parsed.name is not None else "description"
@@ -185,54 +188,10 @@ def select(suites: list[Suite], suite_name: str | None, tags: list[str]) -> list
 
 
 def _read_yaml(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise UsageError(f"{path}: not UTF-8 text") from None
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-        raise UsageError(f"{path}: invalid YAML: {problem}{where}") from None
+    data = read_yaml(path)
     if not isinstance(data, dict):
         kind = "empty" if data is None else f"a {type(data).__name__}"
         raise UsageError(
             f"{path}: the file is {kind}; expected a mapping with suite: and scenarios:"
         )
     return data
-
-
-def _describe(exc: ValidationError, data: Any) -> str:
-    """The first validation error as ``scenarios[2] ('name').field: message``."""
-    errors = exc.errors()
-    first = errors[0]
-    loc = list(first["loc"])
-    parts: list[str] = []
-    node: Any = data
-    for key in loc:
-        if key in (SUITE_MAPPING, SUITE_NAME):  # which form of `suite:` was tried
-            continue
-        if isinstance(key, int):
-            part = f"[{key}]"
-            item = node[key] if isinstance(node, list) and key < len(node) else None
-            if (
-                parts == ["scenarios"]
-                and isinstance(item, dict)
-                and isinstance(item.get("name"), str)
-            ):
-                part += f" ({item['name']!r})"
-            parts.append(part)
-            node = item
-        else:
-            parts.append(("." if parts else "") + str(key))
-            node = node.get(key) if isinstance(node, dict) else None
-    field = "".join(parts) or "(top level)"
-    message = first["msg"]
-    if first["type"] == "extra_forbidden":
-        message = "unknown field"
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"{field}: {message}{more}"

@@ -36,6 +36,7 @@ from probegate.scenarios.models import (
     ScoreResult,
 )
 from probegate.scenarios.scorers import SCORERS, ScorerError
+from probegate.validation import describe
 
 DEFAULT_TIMEOUT = 60.0
 MAX_RETRY_DELAY = 30.0
@@ -208,11 +209,7 @@ def to_agent_result(value: Any) -> tuple[AgentResult, str | None]:
             value = value.model_dump()
         return AgentResult.model_validate(value, from_attributes=True), None
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-        return AgentResult(), bounded(
-            f"adapter returned an invalid AgentResult: {where}: {first['msg']}"
-        )
+        return AgentResult(), bounded(f"adapter returned an invalid AgentResult: {describe(exc)}")
     except Exception as exc:  # a property of the agent's object raised while being read
         return AgentResult(), bounded(
             f"adapter returned an unreadable AgentResult: {describe_exception(exc)}"

@@ -15,18 +15,15 @@ agent's failure, not a verdict.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import json
-import sys
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from probegate.errors import UsageError
-from probegate.inprocess import call_with_timeout
+from probegate.inprocess import call_with_timeout, describe_exception, load_attribute
 from probegate.models.report import TargetInfo
 from probegate.models.sections import KindSection
 from probegate.models.tools import ToolSpec
@@ -45,41 +42,6 @@ from probegate.targets.wire import peer_message, reported_tool_calls
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.pricing import cost_usd
 from probegate.transport.usage import TransportError, Usage
-
-MAX_ERROR_CHARS = 300
-_IMPORT_LOCK = threading.Lock()
-
-
-def load_object(spec: str, search: list[Path]) -> Any:
-    """Import ``MODULE:ATTR``; every failure is one usage-error line (exit 2)."""
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise UsageError(f"--python takes MODULE:ATTR (e.g. my_agent:run), got {spec!r}")
-    with _IMPORT_LOCK:
-        added = [str(p) for p in search if str(p) not in sys.path]
-        sys.path[:0] = added
-        try:
-            module = importlib.import_module(module_name)
-        except Exception as exc:  # an import runs arbitrary code: any error is the user's
-            raise UsageError(
-                f"cannot import {module_name!r}: {type(exc).__name__}: {_bounded(str(exc))}"
-            ) from None
-        finally:
-            for path in added:
-                if path in sys.path:
-                    sys.path.remove(path)
-    obj: Any = module
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise UsageError(f"module {module_name!r} has no attribute {attr!r}") from None
-    return obj
-
-
-def _bounded(text: str) -> str:
-    text = " ".join(text.split())
-    return text[:MAX_ERROR_CHARS] + ("..." if len(text) > MAX_ERROR_CHARS else "")
 
 
 def _accepts_context(func: Callable[..., Any], *, unbound: bool = False) -> bool:
@@ -144,7 +106,7 @@ class PythonTarget:
         if obj is None:
             if not spec:
                 raise UsageError("the python target needs --python MODULE:ATTR (or target.python)")
-            obj = load_object(spec, [settings.base_dir, Path.cwd()])
+            obj = load_attribute(spec, flag="--python", search=[settings.base_dir, Path.cwd()])
         self.config = config
         self.settings = settings
         self.spec = spec or getattr(obj, "__qualname__", "agent")
@@ -212,9 +174,7 @@ class PythonTarget:
         try:
             run = self._factory()
         except Exception as exc:
-            raise TransportError(
-                f"agent constructor raised {type(exc).__name__}: {_bounded(str(exc))}"
-            ) from None
+            raise TransportError(f"agent constructor raised {describe_exception(exc)}") from None
         return PythonSession(self, run, sandbox, limiter)
 
     def close(self) -> None:

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from probegate import __version__
 from probegate.models.transcript import GuardFinding, GuardStage, walk_strings
 from probegate.models.verdict import SUBJECT_MAX
+from probegate.validation import describe
 
 MAX_FINDINGS_KEPT = 10
 INTEGRATION = f"probegate/{__version__}"
@@ -157,11 +158,8 @@ def parse_verdict(data: Any) -> GuardVerdict:
     try:
         return GuardVerdict.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "verdict"
-        raise VerdictError(
-            f"the guard's answer is not a Verdict: {where}: {first['msg']}"
-        ) from None
+        problem = describe(exc, top="verdict")
+        raise VerdictError(f"the guard's answer is not a Verdict: {problem}") from None
 
 
 # --- events ----------------------------------------------------------------------------------
