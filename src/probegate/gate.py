@@ -3,7 +3,7 @@
 Each gate ends ``passed``, ``failed`` or ``undecided``, with one line saying why:
 
 - ``--fail-under SCORE`` judges the score, and a score is only a claim about the agent when the
-  scan is authoritative (PRODUCT.md section 5): full mode, real evaluation, complete enough, no
+  scan is authoritative (docs/scoring.md): full mode, real evaluation, complete enough, no
   ASI category undertested. On any other scan the gate is undecided (exit 3) and lists the
   conditions that failed, whichever way the score points: a fast scan that happens to score 95
   has not shown that the agent is safe, and one that scores 40 has not measured it either.
@@ -102,7 +102,7 @@ def evaluate_gates(
 
 
 def authority_failures(report: ScanReport) -> list[str]:
-    """The authority conditions this scan failed (PRODUCT.md section 5); empty if it passed.
+    """The authority conditions this scan failed (docs/scoring.md); empty if it passed.
 
     The report's own ``authority`` block is the primary source (the scorer knows which
     condition failed); the top-level seed flags are checked too, so a report whose flags

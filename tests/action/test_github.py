@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 import os
 import re
 import shlex
@@ -13,28 +12,32 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from probegate import github
-from probegate.github import (
-    ActionError,
-    FindingView,
+from probegate.github import workflow
+from probegate.github.annotations import MESSAGE_LIMIT, annotation_file, plan_annotations
+from probegate.github.cli import main
+from probegate.github.finish import (
     FinishOptions,
-    LocationView,
-    ScanView,
-    annotation_file,
     combine_exit_codes,
+    finish,
+    make_readable,
+    workspace_relative,
+)
+from probegate.github.inputs import ActionError, split_args
+from probegate.github.summary import fit_summary
+from probegate.github.workflow import (
     escape_data,
     escape_property,
-    fit_summary,
-    make_readable,
     output_entry,
-    plan_annotations,
-    split_args,
+    stop_commands_token,
     unescape_data,
     unescape_property,
     workflow_command,
-    workspace_relative,
 )
+from probegate.models.report import Finding, ScanReport, SourceLocation, Suppression
+from probegate.models.taxonomy import Severity
+from probegate.reports import json_report
 from tests.action.helpers import parse_github_output
+from tests.factories import make_finding, make_report
 
 # Text with every character class that matters: %, CR, LF, :, ",", and the escapes themselves.
 tricky = st.lists(
@@ -100,7 +103,7 @@ def test_unescaping_is_one_pass():
 
 
 def test_stop_commands_token_is_128_random_bits():
-    tokens = {github.stop_commands_token() for _ in range(100)}
+    tokens = {stop_commands_token() for _ in range(100)}
     assert len(tokens) == 100
     assert all(re.fullmatch(r"[0-9a-f]{32}", t) for t in tokens)
 
@@ -117,7 +120,7 @@ def test_output_entries_read_back_exactly(values):
 
 def test_output_entry_delimiter_never_occurs_in_the_value(monkeypatch):
     tokens = iter(["aa", "aa", "bb"])
-    monkeypatch.setattr(github.secrets, "token_hex", lambda _n: next(tokens))
+    monkeypatch.setattr(workflow.secrets, "token_hex", lambda _n: next(tokens))
     entry = output_entry("x", "ghadelimiter_aa")
     assert entry == "x<<ghadelimiter_bb\nghadelimiter_aa\nghadelimiter_bb\n"
 
@@ -196,13 +199,13 @@ def test_split_args_reports_bad_quoting():
 
 
 def test_split_args_command_writes_nul_separated_words(capfdbinary):
-    assert github.main(["split-args"], {"PG_ARGS": "a 'b c' \"d\ne\""}) == 0
+    assert main(["split-args"], {"PG_ARGS": "a 'b c' \"d\ne\""}) == 0
     assert capfdbinary.readouterr().out == b"a\0b c\0d\ne\0"
 
 
 def test_split_args_command_reports_to_a_file(tmp_path, capsys):
     err = tmp_path / "err"
-    assert github.main(["split-args", f"--error-file={err}"], {"PG_ARGS": "'"}) == 2
+    assert main(["split-args", f"--error-file={err}"], {"PG_ARGS": "'"}) == 2
     assert "cannot be split" in err.read_text()
     assert capsys.readouterr().out == ""
 
@@ -232,23 +235,25 @@ def test_combine_exit_codes(scan, compare, expected):
 # --------------------------------------------------------------------------- annotations
 
 
-def _finding(i: int, severity: str, **extra: object) -> FindingView:
-    return FindingView.model_validate(
-        {
+def _finding(i: int, severity: str, **extra: object) -> Finding:
+    suppressed = extra.pop("suppressed", None)
+    return make_finding(i, severity=Severity(severity)).model_copy(
+        update={
             "id": f"PG-{i}",
             "probe_id": f"asi01.p{i:02d}.v1",
             "name": f"finding {i}",
-            "severity": severity,
             "summary": f"summary {i}",
+            "remediation": "",
             "aivss_severity": extra.pop("aivss_severity", 5.0),
-            "location": {"path": "agent/probegate.yml", "line": 7},
+            "location": SourceLocation(path="agent/probegate.yml", line=7),
+            "suppressed": Suppression(**suppressed) if isinstance(suppressed, dict) else None,
             **extra,
         }
     )
 
 
-def _scan(findings: list[FindingView]) -> ScanView:
-    return ScanView(aivss=10, band="CRITICAL", findings=findings)
+def _scan(findings: list[Finding]) -> ScanReport:
+    return make_report(findings).model_copy(update={"aivss": 10, "band": "CRITICAL"})
 
 
 def test_annotations_are_capped_per_level_most_severe_first():
@@ -294,7 +299,7 @@ def test_annotations_are_capped_per_level_most_severe_first():
     ],
 )
 def test_annotation_file_is_repo_relative_or_nothing(path, expected):
-    assert annotation_file(LocationView(path=path, line=1)) == expected
+    assert annotation_file(SourceLocation(path=path, line=1)) == expected
 
 
 def test_annotation_text_is_cleaned_and_bounded():
@@ -303,7 +308,7 @@ def test_annotation_text_is_cleaned_and_bounded():
     )
     (annotation,) = plan.shown
     assert "\x1b" not in annotation.message and "\u202e" not in annotation.message
-    assert len(annotation.message) <= github.MESSAGE_LIMIT
+    assert len(annotation.message) <= MESSAGE_LIMIT
 
 
 # --------------------------------------------------------------------------- paths and files
@@ -336,23 +341,20 @@ def test_make_readable_does_not_follow_symlinks(tmp_path):
 # --------------------------------------------------------------------------- finish
 
 
-def _write_scan(directory: Path, findings: list[dict[str, object]]) -> None:
+def _write_scan(directory: Path, findings: list[Finding]) -> None:
     directory.mkdir(parents=True, exist_ok=True)
-    report = {
-        "aivss": 42,
-        "band": "POOR",
-        "authority": {"authoritative": True},
-        "findings": findings,
-    }
-    (directory / "scan.json").write_text(json.dumps(report))
+    report = make_report(findings).model_copy(update={"aivss": 42, "band": "POOR"})
+    report = report.model_copy(update={"authority": report.authority.model_copy(
+        update={"authoritative": True})})  # fmt: skip
+    (directory / "scan.json").write_bytes(json_report.render(report))
 
 
 def test_finish_writes_outputs_summary_and_annotations(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    _write_scan(tmp_path / "out", [_finding(1, "critical").model_dump()])
+    _write_scan(tmp_path / "out", [_finding(1, "critical")])
     outputs, summary = tmp_path / "o", tmp_path / "s"
     out = io.StringIO()
-    code = github.finish(
+    code = finish(
         FinishOptions(scan_rc=1, compare_rc=None, output_dir=Path("out")),
         {"GITHUB_OUTPUT": str(outputs), "GITHUB_STEP_SUMMARY": str(summary),
          "GITHUB_WORKSPACE": str(tmp_path)},
@@ -371,7 +373,7 @@ def test_finish_turns_an_unreadable_report_into_an_internal_error(tmp_path, monk
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "scan.json").write_text("{not json")
     out = io.StringIO()
-    code = github.finish(
+    code = finish(
         FinishOptions(scan_rc=0, compare_rc=None, output_dir=Path("out")),
         {"GITHUB_OUTPUT": str(tmp_path / "o"), "GITHUB_STEP_SUMMARY": str(tmp_path / "s"),
          "GITHUB_WORKSPACE": str(tmp_path)},
@@ -387,7 +389,7 @@ def test_finish_warns_when_the_reports_are_outside_the_workspace(tmp_path, monke
     monkeypatch.chdir(tmp_path)
     _write_scan(tmp_path / "elsewhere", [])
     out = io.StringIO()
-    code = github.finish(
+    code = finish(
         FinishOptions(scan_rc=0, compare_rc=None, output_dir=tmp_path / "elsewhere"),
         {"GITHUB_OUTPUT": str(tmp_path / "o"), "GITHUB_WORKSPACE": str(tmp_path / "ws")},
         out,
@@ -400,13 +402,13 @@ def test_finish_warns_when_the_reports_are_outside_the_workspace(tmp_path, monke
 
 
 def test_main_reports_its_own_bugs_as_exit_4_with_an_escaped_message(capsys):
-    assert github.main(["finish", "--scan-rc=not-a-number\n::error::x"], {}) == 4
+    assert main(["finish", "--scan-rc=not-a-number\n::error::x"], {}) == 4
     err = capsys.readouterr().err
     assert err.startswith("::error title=probegate action::") and err.count("\n") == 1
 
 
 def test_token_command(capsys):
-    assert github.main(["token"], {}) == 0
+    assert main(["token"], {}) == 0
     assert re.fullmatch(r"[0-9a-f]{32}\n", capsys.readouterr().out)
 
 

@@ -14,7 +14,8 @@ merge and the GitHub Action read it here, the same strict way, into a validated 
   not be mapped in ``report.import_notes`` (docs/gating.md).
 
 Signatures are not checked here: ``probegate verify`` does that on :func:`load_report_json`'s
-plain data, the exact object that was signed.
+plain data, the exact object that was signed. A stored comparison (``compare --output json``,
+which the Action reads back) goes through the same strict JSON reader: :func:`load_comparison`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pydantic import BaseModel, ValidationError
 
 from probegate.errors import ReportError
 from probegate.files import read_bytes
+from probegate.models.comparison import COMPARISON_SCHEMA, Comparison
 from probegate.models.report import SCHEMA, Budget, Completeness, Engine, ScanReport, finding_fp
 from probegate.perf import gc_paused
 from probegate.validation import describe
@@ -116,6 +118,23 @@ def report_from_data(data: dict[str, Any], *, source: str) -> ScanReport:
     if notes:
         report = report.model_copy(update={"import_notes": notes})
     return report
+
+
+def load_comparison(path: Path) -> Comparison:
+    """A stored comparison (``probegate compare --output json``), read as strictly as a report."""
+    source = str(path)
+    data = parse_report_json(read_bytes(path, what="comparison file", error=ReportError), source)
+    if data.get("schema") != COMPARISON_SCHEMA:
+        raise ReportError(
+            f"{source}: unsupported comparison schema {data.get('schema')!r} "
+            f"(expected {COMPARISON_SCHEMA!r})"
+        )
+    try:
+        return Comparison.model_validate(data)
+    except ValidationError as exc:
+        raise ReportError(
+            f"{source}: invalid comparison: {describe(exc, top='comparison')}"
+        ) from None
 
 
 def _read(path: Path) -> bytes:

@@ -1,4 +1,4 @@
-"""Comparison between runs (seed 002): a regression is a scenario that passed and now fails.
+"""Comparing runs (docs/scenarios.md): a regression is a scenario that passed and now fails.
 
 The baseline is a ``results_{run_id}.json`` from an earlier run, written by probegate or by
 AgenticAssure. Only the fields the comparison needs are read (suite name, scenario names,

@@ -1,4 +1,4 @@
-"""The exit code of ``probegate run`` (PRODUCT.md section 2), decided from the results alone.
+"""The exit code of ``probegate run`` (docs/scenarios.md), decided from the results alone.
 
 Exit 1 when a gate fails, 0 otherwise; the output formats never change it. Without
 ``--fail-under-pass-rate`` every scenario must pass; with it, the pass rate over all scenarios of

@@ -1,0 +1,287 @@
+"""``finish``: read what the run wrote, publish it, and decide the Action's exit code.
+
+The scan's report is read by the one stored-report reader and the baseline comparison by the
+same strict reader (:mod:`probegate.models.stored`), so the Action sees exactly what
+``probegate report`` and ``compare`` would see. A file this step cannot read is an Action
+problem: the run is never green then.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from probegate.errors import EXIT_LABELS, ExitCode, ReportError
+from probegate.github.annotations import AnnotationPlan, gated_findings, plan_annotations
+from probegate.github.summary import (
+    SUMMARY_LIMIT,
+    fallback_summary,
+    fit_summary,
+    gate_section,
+    log_messages,
+    missing_baseline_note,
+)
+from probegate.github.workflow import output_entry, workflow_command
+from probegate.models.comparison import Comparison
+from probegate.models.report import ScanReport
+from probegate.models.stored import load_comparison, load_report
+from probegate.reports.diff_markdown import DIFF_HEADING
+from probegate.reports.escape import number
+
+DIFF_JSON = "baseline-diff.json"
+DIFF_MD = "baseline-diff.md"
+COMMANDS = ("scan", "run")
+# When the scan and the baseline comparison disagree, the more specific failure wins, in the
+# same order the scan's own gates use: an error beats a verdict, and a failed gate beats an
+# undecided one (a confirmed regression is a fact even when the score cannot be judged).
+_EXIT_PRECEDENCE = (
+    ExitCode.INTERNAL,
+    ExitCode.USAGE,
+    ExitCode.GATE_FAILED,
+    ExitCode.UNDECIDED,
+    ExitCode.PASSED,
+)
+
+
+def combine_exit_codes(*codes: int | None) -> int:
+    """The Action's exit code from the scan's and the comparison's (None = not run)."""
+    known = [c if c in EXIT_LABELS else ExitCode.INTERNAL for c in codes if c is not None]
+    if not known:
+        return ExitCode.INTERNAL
+    return min(known, key=_EXIT_PRECEDENCE.index)
+
+
+def workspace_relative(path: Path, workspace: Path) -> str | None:
+    """``path`` relative to the workspace in POSIX form, or None when it lies outside.
+
+    Lexical only (no symlinks resolved): the runner mounts the same workspace at another
+    absolute path, so only the relative form means the same file in the next step.
+    """
+    absolute = Path(os.path.normpath(path if path.is_absolute() else Path.cwd() / path))
+    root = Path(os.path.normpath(workspace.absolute()))
+    try:
+        rel = absolute.relative_to(root)
+    except ValueError:
+        return None
+    return rel.as_posix() if rel.parts else "."
+
+
+def published_path(path: Path, workspace: Path) -> str:
+    """The path later steps can use: workspace-relative when possible, else absolute."""
+    rel = workspace_relative(path, workspace)
+    return rel if rel is not None else os.path.normpath(path.absolute())
+
+
+def make_readable(root: Path) -> None:
+    """a+r on files and a+rx on directories under ``root``: the container writes as root.
+
+    Symlinks are neither followed nor changed, so nothing outside ``root`` is touched.
+    """
+    if root.is_symlink() or not root.exists():
+        return
+    paths = [root]
+    if root.is_dir():
+        for base, dirs, files in os.walk(root, followlinks=False):
+            paths += [Path(base, name) for name in (*dirs, *files)]
+    for path in paths:
+        mode = path.lstat().st_mode
+        if stat.S_ISLNK(mode):
+            continue
+        extra = 0o555 if stat.S_ISDIR(mode) else 0o444
+        if stat.S_IMODE(mode) & extra != extra:
+            path.chmod(stat.S_IMODE(mode) | extra)
+
+
+@dataclass(frozen=True)
+class FinishOptions:
+    scan_rc: int
+    compare_rc: int | None
+    output_dir: Path
+    baseline: str = ""
+    annotations: bool = True
+    job_summary: bool = True
+    log: Path | None = None
+    since: Path | None = None
+    input_error: str = ""
+    store: Path = Path(".probegate")
+    command: str = "scan"
+    missing_baseline: str = ""
+
+
+def _fresh(path: Path, since: Path | None) -> bool:
+    """The file exists and was written by this run (not left over from an earlier step)."""
+    try:
+        written = path.stat().st_mtime_ns
+    except OSError:
+        return False
+    if since is None:
+        return True
+    try:
+        # Strictly newer: file times tick coarsely, so a file left by an earlier step can share
+        # the marker's time stamp; a real scan always takes longer than one tick.
+        return written > since.stat().st_mtime_ns
+    except OSError:
+        return True
+
+
+def finish(opts: FinishOptions, env: Mapping[str, str], out: TextIO) -> int:
+    """Publish the run and return the Action's exit code. Prints only workflow commands."""
+    workspace = Path(env.get("GITHUB_WORKSPACE") or Path.cwd())
+    problems: list[str] = []  # the Action could not do its job: exit 4 unless already failing
+    notes: list[str] = []  # worth a warning, not a failure
+    if opts.input_error:
+        out.write(workflow_command("error", opts.input_error, {"title": "probegate inputs"}) + "\n")
+    if opts.missing_baseline:
+        out.write(
+            workflow_command(
+                "notice",
+                missing_baseline_note(opts.missing_baseline),
+                {"title": "probegate baseline"},
+            )
+            + "\n"
+        )
+
+    files: dict[str, Path] = {}
+    for key, name in (
+        ("json", "scan.json"),
+        ("sarif", "scan.sarif"),
+        ("junit", "junit.xml"),
+        ("md", "summary.md"),
+        ("diff_json", DIFF_JSON),
+        ("diff_md", DIFF_MD),
+    ):
+        path = opts.output_dir / name
+        if _fresh(path, opts.since):
+            files[key] = path
+
+    scan: ScanReport | None = None
+    if "json" in files:
+        try:
+            scan = load_report(files["json"])
+        except ReportError as exc:
+            problems.append(exc.message)
+    elif opts.command == "scan" and opts.scan_rc in (
+        ExitCode.PASSED,
+        ExitCode.GATE_FAILED,
+        ExitCode.UNDECIDED,
+    ):
+        notes.append(f"the scan wrote no {opts.output_dir / 'scan.json'} (was --dry-run given?)")
+
+    comparison: Comparison | None = None
+    if opts.baseline and "diff_json" in files:
+        try:
+            comparison = load_comparison(files["diff_json"])
+        except ReportError as exc:
+            problems.append(exc.message)
+
+    code = combine_exit_codes(opts.scan_rc, opts.compare_rc)
+    if problems and code == ExitCode.PASSED:
+        code = ExitCode.INTERNAL  # a run the Action could not read is never green
+    plan = plan_annotations(scan) if scan is not None and opts.annotations else None
+    if workspace_relative(opts.output_dir, workspace) is None:
+        notes.append(
+            f"output-dir {opts.output_dir} is outside the workspace {workspace}: "
+            "later steps cannot read the reports"
+        )
+
+    for root in (opts.output_dir, opts.store):
+        try:
+            make_readable(root)
+        except OSError as exc:
+            notes.append(f"cannot make {root} readable: {exc.strerror or exc}")
+
+    summary_path = env.get("GITHUB_STEP_SUMMARY")
+    if opts.job_summary and summary_path:
+        try:
+            _append_summary(Path(summary_path), opts, files, scan, code, plan, problems)
+        except OSError as exc:
+            problems.append(f"cannot write the job summary: {exc.strerror or exc}")
+            if code == ExitCode.PASSED:
+                code = ExitCode.INTERNAL
+
+    outputs = {
+        "json-path": published_path(files["json"], workspace) if "json" in files else "",
+        "sarif-path": published_path(files["sarif"], workspace) if "sarif" in files else "",
+        "summary-path": published_path(files["md"], workspace) if "md" in files else "",
+        "junit-path": published_path(files["junit"], workspace) if "junit" in files else "",
+        "score": number(scan.aivss) if scan else "",
+        "band": scan.band if scan else "",
+        "authoritative": ("true" if scan.authority.authoritative else "false") if scan else "",
+        "findings": str(len(gated_findings(scan))) if scan else "",
+        "new-findings": _new_findings(opts, scan, comparison),
+        "exit-code": str(code),
+    }
+    output_path = env.get("GITHUB_OUTPUT")
+    if output_path:
+        try:
+            with open(output_path, "a", encoding="utf-8") as handle:
+                handle.write("".join(output_entry(k, v) for k, v in outputs.items()))
+        except OSError as exc:
+            problems.append(f"cannot write the step outputs: {exc.strerror or exc}")
+            if code == ExitCode.PASSED:
+                code = ExitCode.INTERNAL
+
+    if plan is not None:
+        for annotation in plan.shown:
+            out.write(annotation.command() + "\n")
+    for note in notes:
+        out.write(workflow_command("warning", note, {"title": "probegate action"}) + "\n")
+    for problem in problems:
+        out.write(workflow_command("error", problem, {"title": "probegate action"}) + "\n")
+    out.flush()
+    return code
+
+
+def _new_findings(
+    opts: FinishOptions, scan: ScanReport | None, comparison: Comparison | None
+) -> str:
+    """New against the baseline; with no baseline, every unsuppressed finding is new."""
+    if opts.baseline:
+        return str(len(comparison.new)) if comparison is not None else ""
+    return str(len(gated_findings(scan))) if scan is not None else ""
+
+
+def _append_summary(
+    path: Path,
+    opts: FinishOptions,
+    files: Mapping[str, Path],
+    scan: ScanReport | None,
+    code: int,
+    plan: AnnotationPlan | None,
+    problems: Sequence[str],
+) -> None:
+    parts = [
+        gate_section(
+            code,
+            messages=log_messages(opts.log),
+            annotations=plan,
+            problems=[*([opts.input_error] if opts.input_error else []), *problems],
+            notices=[missing_baseline_note(opts.missing_baseline)] if opts.missing_baseline else [],
+        )
+    ]
+    summary_has_diff = False
+    if "md" in files:
+        summary = files["md"].read_text(encoding="utf-8", errors="replace")
+        summary_has_diff = DIFF_HEADING in summary
+        parts.append(summary.rstrip() + "\n\n")
+    elif scan is not None:
+        parts.append(fallback_summary(scan) + "\n")
+    if opts.baseline and not summary_has_diff:
+        if "diff_md" in files:
+            diff = files["diff_md"].read_text(encoding="utf-8", errors="replace")
+            parts.append(diff.rstrip() + "\n\n")
+        else:
+            parts.append(
+                "> The comparison with the baseline did not run or failed; see the log.\n\n"
+            )
+    try:
+        used = path.stat().st_size
+    except OSError:
+        used = 0
+    text, _ = fit_summary(parts, SUMMARY_LIMIT - used)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(text)

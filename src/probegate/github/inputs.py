@@ -1,0 +1,80 @@
+"""The Action's inputs that need more than bash: the ``args`` words and the agent's packages."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import re
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+# The Action owns these flags: it must know where the files are and which formats exist.
+RESERVED_FLAGS = ("--output", "--output-dir")
+
+
+class ActionError(Exception):
+    """A problem with the Action's inputs or environment, explained in one line."""
+
+
+def split_args(text: str) -> list[str]:
+    """The ``args`` input as words: POSIX shell quoting, nothing expanded, nothing run.
+
+    ``'single'`` and ``"double"`` quotes group words and backslash escapes one character, as in
+    a shell; ``$VAR``, ``$(...)``, backticks, globs, ``~`` and ``#`` are plain text. The
+    Action's own flags (``--output``, ``--output-dir`` and their abbreviations) are refused:
+    use the ``formats`` and ``output-dir`` inputs.
+    """
+    try:
+        words = shlex.split(text, comments=False, posix=True)
+    except ValueError as exc:
+        raise ActionError(f"the args input cannot be split: {exc} (check its quotes)") from exc
+    for word in words:
+        name = word.split("=", 1)[0]
+        if len(name) > 3 and any(flag.startswith(name) for flag in RESERVED_FLAGS):
+            raise ActionError(
+                f"the args input may not set {name}: use the formats and output-dir inputs"
+            )
+    return words
+
+
+def _canonical(name: str) -> str:
+    """A distribution name as package indexes compare them (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _versions(paths: Sequence[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for dist in importlib.metadata.distributions(path=list(paths)):
+        name = dist.metadata["Name"]
+        if name:  # a broken dist-info has none; the first on the path wins, as for imports
+            found.setdefault(_canonical(name), dist.version)
+    return found
+
+
+def package_conflicts(packages: Path, interpreter_path: Sequence[str]) -> list[str]:
+    """Packages installed in ``packages`` that the interpreter has at another version.
+
+    The agent's packages are put in front of probegate's for the scan (``PYTHONPATH``), so a
+    package in both would be loaded at the agent's version by probegate too. The same version
+    is harmless; another version is refused rather than breaking probegate mid-scan.
+    """
+    own = str(packages.absolute())
+    theirs = _versions([own])
+    ours = _versions([p for p in interpreter_path if p and os.path.abspath(p) != own])
+    return [
+        f"{name} {theirs[name]} (the image has {ours[name]})"
+        for name in sorted(theirs)
+        if name in ours and ours[name] != theirs[name]
+    ]
+
+
+def check_packages(packages: Path) -> None:
+    conflicts = package_conflicts(packages, sys.path)
+    if conflicts:
+        raise ActionError(
+            "the requirements input pins packages probegate itself uses, at other versions: "
+            + ", ".join(conflicts)
+            + ". Pin the image's versions (requirements/image.txt of this release) in your lock"
+        )

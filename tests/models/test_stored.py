@@ -1,0 +1,292 @@
+"""The one stored-report reader, seen through every command that reads a report.
+
+``report``, ``verify``, ``compare`` (either side), ``scan --baseline`` and ``merge`` read the
+same file the same way: a file refused by one is refused by all (exit 2, one line naming the
+file, never a traceback), and an ``agentguardian-scan-v1`` report is read by all. The GitHub
+Action's ``finish`` reads the scan's report through the same reader.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from probegate.cli import main
+from probegate.errors import ReportError
+from probegate.github.finish import FinishOptions, finish
+from probegate.models.stored import MAX_DEPTH, load_report, parse_report, parse_report_json
+from probegate.reports import json_report
+from probegate.reports.signing import generate_key_pair, sign_report
+from tests.factories import make_finding, make_report
+
+SEED = Path(__file__).parents[1] / "gate" / "data" / "seed000_report.json"
+SECRET = "test-secret-0123456789abcdef"
+
+Command = Callable[[Path, Path], list[str]]
+
+
+def _good(tmp_path: Path) -> Path:
+    path = tmp_path / "good.json"
+    path.write_bytes(json_report.render(make_report([make_finding(1)])))
+    return path
+
+
+# Every way a stored report is read from the command line: (name, argv for the file under test,
+# given a valid report and a scratch directory).
+READERS: dict[str, Command] = {
+    "report": lambda bad, good: ["report", str(bad), "--output", "md", "--output-path", "-"],
+    "verify": lambda bad, good: ["verify", str(bad)],
+    "compare BASELINE": lambda bad, good: ["compare", str(bad), str(good)],
+    "compare CURRENT": lambda bad, good: ["compare", str(good), str(bad)],
+    "scan --baseline": lambda bad, good: [
+        "scan",
+        "demo",
+        "--quiet",
+        "--no-sign",
+        "--baseline",
+        str(bad),
+        "--store",
+        str(good.parent / "store"),
+        "--output-dir",
+        str(good.parent / "out"),
+    ],
+    "merge": lambda bad, good: ["merge", str(bad), "--output-dir", str(good.parent / "merged")],
+}
+
+
+def _text(tmp_path: Path) -> str:
+    return _good(tmp_path).read_text(encoding="utf-8")
+
+
+def _duplicate_key(tmp_path: Path) -> bytes:
+    # A second "aivss" before the real one: parsers disagree on which copy wins.
+    text = _text(tmp_path)
+    assert text.startswith("{")
+    return ('{"aivss": 99,' + text[1:]).encode()
+
+
+def _huge_number(tmp_path: Path) -> bytes:
+    data = json.loads(_text(tmp_path))
+    data["cost_usd"] = 12345.5
+    text = json.dumps(data)
+    assert text.count("12345.5") == 1
+    return text.replace("12345.5", "1e999").encode()
+
+
+def _nested(depth: int) -> Callable[[Path], bytes]:
+    def build(tmp_path: Path) -> bytes:
+        data = json.loads(_text(tmp_path))
+        data["coverage"] = {"deep": "@"}
+        text = json.dumps(data)
+        return text.replace('"@"', "[" * depth + "]" * depth).encode()
+
+    return build
+
+
+def _malformed_comparison(tmp_path: Path) -> bytes:
+    data = json.loads(_text(tmp_path))
+    data["comparison"] = {"regression": "maybe", "new": [{"fp": 1}]}
+    return json.dumps(data).encode()
+
+
+BAD: dict[str, tuple[Callable[[Path], bytes], str]] = {
+    "duplicate key": (_duplicate_key, "duplicate key 'aivss'"),
+    "1e999": (_huge_number, "too large"),
+    "NaN": (lambda tmp: _text(tmp).replace('"cost_usd": 0.0', '"cost_usd": NaN').encode(), "NaN"),
+    "nested past the limit": (_nested(MAX_DEPTH + 10), f"nested more than {MAX_DEPTH} deep"),
+    "nested past the recursion limit": (_nested(100_000), f"nested more than {MAX_DEPTH} deep"),
+}
+
+
+def _one_line_exit_2(argv: list[str], path: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}"), err[:300]
+    assert err.count("\n") == 1 and "Traceback" not in err and "internal error" not in err
+    return err
+
+
+@pytest.mark.parametrize("reader", list(READERS))
+@pytest.mark.parametrize("bad", list(BAD))
+def test_every_reading_command_refuses_the_same_bad_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], reader: str, bad: str
+) -> None:
+    good = _good(tmp_path)
+    build, message = BAD[bad]
+    path = tmp_path / "bad.json"
+    path.write_bytes(build(tmp_path))
+    err = _one_line_exit_2(READERS[reader](path, good), path, capsys)
+    assert message in err
+    assert not (tmp_path / "store").exists()  # --baseline is read before anything runs
+
+
+@pytest.mark.parametrize("reader", ["report", "compare BASELINE", "compare CURRENT"])
+def test_a_malformed_comparison_is_exit_2_not_a_bug(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], reader: str
+) -> None:
+    good = _good(tmp_path)
+    path = tmp_path / "bad.json"
+    path.write_bytes(_malformed_comparison(tmp_path))
+    err = _one_line_exit_2(READERS[reader](path, good), path, capsys)
+    assert "comparison." in err
+
+
+def test_the_limit_admits_everything_probegate_can_write(tmp_path: Path) -> None:
+    # pydantic writes at most 255 levels below the report: that report reads back.
+    finding = make_finding(1)
+    call = finding.transcript.turns[1].tool_calls[0]  # type: ignore[union-attr]
+    args: dict[str, object] = {}
+    node = args
+    for _ in range(240):
+        node["a"] = {}
+        node = node["a"]  # type: ignore[assignment]
+    deep = call.model_copy(update={"arguments": args})
+    turn = finding.transcript.turns[1].model_copy(update={"tool_calls": [deep]})  # type: ignore[union-attr]
+    transcript = finding.transcript.model_copy(  # type: ignore[union-attr]
+        update={"turns": [finding.transcript.turns[0], turn]}  # type: ignore[union-attr]
+    )
+    report = make_report([finding.model_copy(update={"transcript": transcript})])
+    path = tmp_path / "deep.json"
+    path.write_bytes(json_report.render(report))
+    assert load_report(path).to_dict() == report.to_dict()
+
+
+def _object_nested(depth: int) -> bytes:
+    """A JSON object with ``depth`` containers counted from the object itself."""
+    inner = depth - 1
+    return b'{"a": ' + b"[" * inner + b"]" * inner + b"}"
+
+
+def test_the_depth_limit_is_exact() -> None:
+    assert parse_report_json(_object_nested(MAX_DEPTH)) is not None
+    with pytest.raises(ReportError, match=f"nested more than {MAX_DEPTH} deep"):
+        parse_report_json(_object_nested(MAX_DEPTH + 1))
+
+
+# --------------------------------------------------------------------------- seed reports
+
+
+def test_report_re_emits_a_seed_report(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(SEED), "--output", "md", "--output-path", "-"]) == 0
+    captured = capsys.readouterr()
+    assert "pi.system-leak.v1" in captured.out and "tool.refund-abuse.v1" in captured.out
+    assert "note: " in captured.err and "agentguardian-scan-v1" in captured.err
+
+
+def test_report_json_of_a_seed_report_reads_back_and_drops_its_signatures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "again.json"
+    assert main(["report", str(SEED), "--output", "json", "--output-path", str(out)]) == 0
+    again = json.loads(out.read_text())
+    assert "signatures" not in again  # they signed the original file, not this mapping
+    assert load_report(out).findings == load_report(SEED).findings
+
+
+def test_verify_checks_a_signed_seed_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    private, public = generate_key_pair()
+    data = json.loads(SEED.read_text())
+    signed = sign_report(data, secret=SECRET.encode(), private_key_pem=private)
+    path, pub = tmp_path / "seed.json", tmp_path / "signer.pub"
+    path.write_text(json.dumps(signed, indent=2))
+    pub.write_bytes(public)
+    assert main(["verify", str(path), "--pubkey-file", str(pub), "--secret", SECRET]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "schema: OK (an agentguardian-scan-v1 report, read as probegate-scan-v1)",
+        "HMAC-SHA256: OK",
+        "Ed25519: OK",
+        "trust anchor: PINNED",
+    ]
+
+
+def test_compare_reads_a_seed_report_on_either_side(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", str(SEED), str(SEED)]) == 0
+    assert (
+        "New: **0** · new but suppressed: 0 · fixed: 0 · persisting: 2" in capsys.readouterr().out
+    )
+
+
+def test_scan_takes_a_seed_report_as_its_baseline(
+    in_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["scan", "demo", "--quiet", "--no-sign", "--baseline", str(SEED)]
+    assert main([*argv, "--allow-mismatch"]) == 0
+    report = json.loads((in_tmp / "probegate-out" / "scan.json").read_text())
+    assert report["comparison"]["baseline"]["schema"] == "agentguardian-scan-v1"
+    assert report["comparison"]["common_probes_only"] is True
+
+
+def test_merge_reads_a_seed_report_and_refuses_it_as_any_unsharded_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = _good(tmp_path)  # a probegate report scanned without --shard
+    seed_err = _one_line_exit_2(READERS["merge"](SEED, good), SEED, capsys)
+    native_err = _one_line_exit_2(READERS["merge"](good, good), good, capsys)
+    assert "is not a shard report (it was scanned without --shard)" in seed_err
+    assert seed_err.replace(str(SEED), "F") == native_err.replace(str(good), "F")
+
+
+def test_merge_refuses_a_shard_with_a_duplicate_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shard = make_report([make_finding(1)]).model_copy(update={"shard": "1/1"})
+    ok = tmp_path / "s1.json"
+    ok.write_bytes(json_report.render(shard))
+    assert main(["merge", str(ok), "--quiet", "--output-dir", str(tmp_path / "m")]) == 0
+    bad = tmp_path / "s1-dup.json"
+    bad.write_text('{"shard": "1/1",' + ok.read_text()[1:])
+    assert "duplicate key 'shard'" in _one_line_exit_2(
+        ["merge", str(bad), "--output-dir", str(tmp_path / "m2")], bad, capsys
+    )
+
+
+# --------------------------------------------------------------------------- the Action
+
+
+def test_the_action_reads_scan_json_through_the_same_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "scan.json").write_bytes(_duplicate_key(tmp_path))
+    out = io.StringIO()
+    env = {"GITHUB_OUTPUT": str(tmp_path / "o"), "GITHUB_WORKSPACE": str(tmp_path)}
+    code = finish(FinishOptions(scan_rc=0, compare_rc=None, output_dir=Path("out")), env, out)
+    assert code == 4  # a run the Action cannot read is never green
+    assert "duplicate key 'aivss'" in out.getvalue()
+
+
+# --------------------------------------------------------------------------- the reader itself
+
+
+def test_a_report_reads_back_equal_and_its_json_is_the_signed_object(tmp_path: Path) -> None:
+    report = make_report([make_finding(1), make_finding(2)])
+    raw = json_report.render(report)
+    assert parse_report(raw, source="x") == report
+    assert parse_report_json(raw) == report.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b"\xff", "not a UTF-8 JSON report"),
+        (b"[]", "expected a JSON object, got list"),
+        (b'{"a": 1', "invalid JSON at line 1"),
+        (b'{"a": Infinity}', "Infinity is not allowed"),
+        (b'{"a": -1e400}', "too large"),
+        (b'{"a": ' + b"9" * 5000 + b"}", "invalid JSON"),
+        (b'{"schema": "other"}', "unsupported report schema 'other'"),
+        (b'{"schema": "probegate-scan-v1"}', "invalid report: aivss: Field required (and "),
+    ],
+)
+def test_refusals_name_the_source_and_the_problem(raw: bytes, message: str) -> None:
+    with pytest.raises(ReportError) as info:
+        parse_report(raw, source="s.json")
+    assert info.value.message.startswith("s.json: ") and message in info.value.message
