@@ -49,8 +49,8 @@ def test_every_input_is_passed_as_a_plain_variable():
     code = "\n".join(line for line in ENTRY.splitlines() if not line.lstrip().startswith("#"))
     used = set(re.findall(r"\bPG_[A-Z_]+\b", code))
     # PG_ARGS is read by `python -m probegate.github split-args` alone, never by bash.
-    github_py = (REPO / "src" / "probegate" / "github.py").read_text(encoding="utf-8")
-    assert '"PG_ARGS"' in github_py and "PG_ARGS" not in used
+    github_cli = (REPO / "src" / "probegate" / "github" / "cli.py").read_text(encoding="utf-8")
+    assert '"PG_ARGS"' in github_cli and "PG_ARGS" not in used
     assert used | {"PG_ARGS"} == set(env), "entrypoint.sh and action.yml disagree on PG_* names"
 
 

@@ -13,6 +13,9 @@ import subprocess
 
 import pytest
 
+from probegate.models.report import Authority, SourceLocation
+from probegate.models.taxonomy import Severity
+from probegate.reports import json_report
 from tests.action.helpers import (
     OUTPUT_NAMES,
     VENV_BIN,
@@ -22,6 +25,7 @@ from tests.action.helpers import (
     formats_input,
     run_action,
 )
+from tests.factories import make_finding, make_report
 
 
 def _scan_json(run) -> dict:  # type: ignore[no-untyped-def]
@@ -295,29 +299,27 @@ AGENT_TEXT = (
 
 def _hostile_report(tmp_path) -> str:
     """A scan.json whose finding text and location try to break out of an annotation."""
-    report = {
-        "schema": "probegate-scan-v1",
-        "scan_id": "pg-hostile",
-        "mode": "fast",
-        "aivss": 12,
-        "band": "CRITICAL",
-        "authority": {"authoritative": False, "reasons": ["::error::in a reason"]},
-        "findings": [
-            {
-                "id": "PG-1",
-                "probe_id": "asi01.x.v1",
-                "name": "name ::warning title=x::y\n::error::z",
-                "severity": "critical",
-                "summary": "agent said:\n::error::injected\r\n::set-output name=score::100 100%",
-                "remediation": "fix, it: now",
-                "aivss_severity": 9.0,
-                "location": {"path": "agents/a,b:c.yml", "line": 3},
-                "suppressed": None,
-            }
-        ],
-    }
+    finding = make_finding(1, severity=Severity.CRITICAL).model_copy(
+        update={
+            "id": "PG-1",
+            "probe_id": "asi01.x.v1",
+            "name": "name ::warning title=x::y\n::error::z",
+            "summary": "agent said:\n::error::injected\r\n::set-output name=score::100 100%",
+            "remediation": "fix, it: now",
+            "aivss_severity": 9.0,
+            "location": SourceLocation(path="agents/a,b:c.yml", line=3),
+        }
+    )
+    report = make_report([finding]).model_copy(
+        update={
+            "scan_id": "pg-hostile",
+            "aivss": 12,
+            "band": "CRITICAL",
+            "authority": Authority(authoritative=False, reasons=["::error::in a reason"]),
+        }
+    )
     path = tmp_path / "hostile.json"
-    path.write_text(json.dumps(report), encoding="utf-8")
+    path.write_bytes(json_report.render(report))
     return str(path)
 
 
