@@ -145,7 +145,7 @@ def test_the_documented_config_keys_keep_working() -> None:
     [
         ({"kind": "banana"}, "target.kind: unknown kind 'banana' (one of demo, demo-hardened"),
         ({"kind": "openai", "max_turns": 99}, "target.max_turns: Input should be less than"),
-        ({"kind": "http", "sytem_prompt": "x"}, "target.sytem_prompt: Extra inputs"),
+        ({"kind": "http", "sytem_prompt": "x"}, "target.sytem_prompt: unknown field"),
         ({"kind": "guard", "behind": "replay"}, "target.behind: a guard stands in front of"),
         ({"kind": "guard", "behind": "openai", "max_turns": 0}, "target.max_turns: Input should"),
         ([1, 2], "target: must be a mapping"),
