@@ -1,13 +1,20 @@
 """A loopback runtime guard speaking the guard protocol (docs/guard.md), one policy a variant.
 
-Every request is checked against the reference GuardEvent schema (1.0, Apache-2.0, copied in
-``tests/data/openguardrails/``): an invalid event is answered ``400 invalid_event`` as a real
-runtime would, and recorded in ``invalid`` so a test can insist there were none.
+It is written from the OpenGuardrails 1.0 runtime API (README and schemas; the schemas ship
+in ``probegate/targets/guard/data/``) and behaves at the door like the reference runtime of
+that repository: a missing or wrong bearer key is ``401 unauthorized`` (``api_key``); every
+event is checked against the GuardEvent schema, and beyond it the runtime accepts only the
+optional top-level fields it was set up to expect (``accepts``, none by default, as the
+reference runtime accepts exactly the required fields). Anything else is
+``400 invalid_event`` with per-field ``details`` in the runtime API's form, recorded in
+``invalid`` so a test can insist there were none.
 
 Policies: ``allow`` (a plain 1.0 verdict), ``block``, ``keyword`` (block when a keyword
 appears in any text of the payload, with findings naming path and offsets), ``unjudged``
 (allow, naming every text as unjudged; ``unjudged-calls``: only for tool calls;
 ``block-unjudged``: a block that also names a path it could not judge),
+``no-provider`` (a 1.0 allow without its required ``provider``), ``bad-severity`` (keyword,
+with a severity outside the schema's enum on every finding),
 ``drop_calls`` and ``withhold`` (keyword, rendered with a continuation), ``spans`` (keyword
 matches rewritten to a placeholder on an allow). ``fail_first=N, fail_status=S`` answers the
 first N requests with status S (429 carries ``Retry-After: 1``) before the policy applies;
@@ -23,18 +30,20 @@ import json
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from importlib import resources
 from typing import Any
 
 import jsonschema
 
 from tests.servers.base import Handler, LoopbackServer
 
-SCHEMAS = Path(__file__).resolve().parents[1] / "data" / "openguardrails"
-EVENT_SCHEMA = json.loads((SCHEMAS / "guard-event.schema.v1.0.json").read_text())
-VERDICT_SCHEMA = json.loads((SCHEMAS / "verdict.schema.v1.0.json").read_text())
+SCHEMAS = resources.files("probegate.targets.guard") / "data"
+EVENT_SCHEMA = json.loads((SCHEMAS / "guard-event.schema.v1.0.json").read_text(encoding="utf-8"))
+VERDICT_SCHEMA = json.loads((SCHEMAS / "verdict.schema.v1.0.json").read_text(encoding="utf-8"))
 EVENT_VALIDATOR = jsonschema.Draft202012Validator(EVENT_SCHEMA)
 VERDICT_VALIDATOR = jsonschema.Draft202012Validator(VERDICT_SCHEMA)
+# The GuardEvent's optional top-level fields (integration, connection, session_hint).
+OPTIONAL_FIELDS = frozenset(EVENT_SCHEMA["properties"]) - frozenset(EVENT_SCHEMA["required"])
 KEYWORDS = ("evil.test", "ignore previous instructions", "attacker.example")
 PLACEHOLDER = "${OGR_URL_1}"
 NOTICE = (
@@ -95,11 +104,11 @@ class GuardHandler(Handler):
         if not self.path.endswith("/v1/evaluate"):
             self.send_json(404, {"error": "not found"})
             return
-        errors = sorted(EVENT_VALIDATOR.iter_errors(body), key=lambda e: list(e.path))
-        if errors:
+        details = guard.validate(body)
+        if details:
             with guard.lock:
-                guard.invalid.append(errors[0].message)
-            self.send_json(400, {"error": "invalid_event", "details": [errors[0].message]})
+                guard.invalid.extend(d["message"] for d in details)
+            self.send_json(400, {"error": "invalid_event", "details": details})
             return
         with guard.lock:
             guard.events.append(body)
@@ -125,6 +134,7 @@ class FakeGuard(LoopbackServer):
         fail_status: int = 429,
         fail_when: str | None = None,
         api_key: str | None = None,
+        accepts: frozenset[str] = frozenset(),
         lifetime: float = 60.0,
     ) -> None:
         super().__init__()
@@ -134,6 +144,7 @@ class FakeGuard(LoopbackServer):
         self.fail_status = fail_status
         self.fail_when = fail_when
         self.api_key = api_key
+        self.accepts = accepts
         self.events: list[dict[str, Any]] = []
         self.invalid: list[str] = []
         self._timer = threading.Timer(lifetime, self.stop)
@@ -147,6 +158,26 @@ class FakeGuard(LoopbackServer):
     def stop(self) -> None:
         self._timer.cancel()
         super().stop()
+
+    def validate(self, body: Any) -> list[dict[str, Any]]:
+        """The 400 ``details``: schema violations, then optional keys this runtime refuses."""
+        details = [
+            {"code": e.validator, "path": list(e.absolute_path), "message": e.message}
+            for e in sorted(EVENT_VALIDATOR.iter_errors(body), key=lambda e: list(e.path))
+        ]
+        if isinstance(body, dict):
+            refused = sorted(k for k in body if k in OPTIONAL_FIELDS and k not in self.accepts)
+            if refused:
+                shown = ", ".join(f'"{k}"' for k in refused)
+                details.append(
+                    {
+                        "code": "unrecognized_keys",
+                        "keys": refused,
+                        "path": [],
+                        "message": f"Unrecognized key(s): {shown}",
+                    }
+                )
+        return details
 
     def kinds(self) -> list[str]:
         with self.lock:
@@ -163,6 +194,8 @@ class FakeGuard(LoopbackServer):
         payload = event["payload"]
         if self.policy == "allow":
             return base
+        if self.policy == "no-provider":
+            return {k: v for k, v in base.items() if k != "provider"}
         now = datetime.now(tz=UTC)
         # The protocol's newer fields: the runtime's own two instants.
         base["timing"] = {
@@ -193,6 +226,8 @@ class FakeGuard(LoopbackServer):
                 for h in hits
             ]
             return {**base, "findings": hits, "modifications": {"spans": spans}}
+        if self.policy == "bad-severity":
+            hits = [{**h, "severity": "severe"} for h in hits]
         verdict = {**base, "decision": "block", "findings": hits}
         if self.policy == "drop_calls" and "tool_calls" in payload:
             verdict["continuation"] = {

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from probegate import __version__
 from probegate.config import ScanConfig
 from probegate.models.canaries import make_canaries
 from probegate.models.probe import Fixtures
@@ -33,7 +34,7 @@ from probegate.targets.sandbox import Sandbox
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.usage import TransportError
 from tests.guard.agents import ScriptedTarget, swallowing_agent
-from tests.guard.fake_guard import NOTICE, PLACEHOLDER, FakeGuard
+from tests.guard.fake_guard import NOTICE, OPTIONAL_FIELDS, PLACEHOLDER, FakeGuard
 from tests.servers.configs import TOOLS as OPENAI_TOOLS
 from tests.servers.openai_agent import OpenAIAgentServer
 
@@ -247,18 +248,111 @@ def test_an_agent_that_swallows_the_guards_failure_is_still_unjudged(tmp_path: P
         assert kinds == ["step/request", "step/request", "step/response"]
 
 
-def test_the_step_id_binds_a_request_to_its_response(guards: dict[str, FakeGuard]) -> None:
-    converse(guards["allow"], ScriptedTarget([FETCH]), fixtures=Fixtures(documents={"*": "x"}))
-    events = attack_events(guards["allow"])
-    order = [(e["kind"], (e["payload"].get("messages") or [{}])[0].get("role")) for e in events]
-    assert order[0] == ("step/request", "user")
-    tool_call = next(e for e in events if "tool_calls" in e["payload"])
-    before = events[: events.index(tool_call)]
-    assert tool_call["step_id"] == [e for e in before if e["kind"] == "step/request"][-1]["step_id"]
-    assert len({e["session_hint"] for e in events}) == 1
-    assert len({e["step_id"] for e in events if e["kind"] == "step/request"}) == sum(
-        e["kind"] == "step/request" for e in events
+def steps(events: list[dict[str, Any]]) -> list[list[tuple[str, str]]]:
+    """The events grouped by step_id in order of first use: (kind, what it carried) each."""
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for e in events:
+        payload = e["payload"]
+        if "tool_calls" in payload:
+            what = "call:" + payload["tool_calls"][0]["name"]
+        elif payload.get("tools"):
+            what = "tools"
+        elif "text" in payload:
+            what = "reply"
+        else:
+            what = payload["messages"][0]["role"]
+        groups.setdefault(e["step_id"], []).append((e["kind"], what))
+    return list(groups.values())
+
+
+def halves_in_order(group: list[tuple[str, str]]) -> bool:
+    """Every step/request of a step comes before its first step/response."""
+    kinds = [kind for kind, _ in group]
+    return kinds == sorted(kinds)  # "step/request" < "step/response"
+
+
+def test_one_step_id_per_model_call_of_a_sequential_agent(guards: dict[str, FakeGuard]) -> None:
+    """An agent whose each call depends on the last result: one model call per call."""
+    converse(
+        guards["allow"],
+        ScriptedTarget([FETCH, LOOKUP]),
+        fixtures=Fixtures(documents={"*": "x"}),
     )
+    grouped = steps(attack_events(guards["allow"]))
+    assert grouped == [
+        [
+            ("step/request", "user"),
+            ("step/request", "tools"),
+            ("step/response", "call:fetch_document"),
+        ],
+        [("step/request", "tool"), ("step/response", "call:lookup_customer")],
+        [("step/request", "tool"), ("step/response", "reply")],
+    ]
+    assert all(halves_in_order(g) for g in grouped)
+    assert guards["allow"].invalid == []
+
+
+def test_the_calls_of_one_model_reply_share_its_step(
+    guards: dict[str, FakeGuard], tmp_path: Path
+) -> None:
+    """probegate's own loop knows where a reply starts: two calls in one reply, one step."""
+    with OpenAIAgentServer() as model:
+        reply, _, _ = converse(
+            guards["allow"], openai_target(model.endpoint, tmp_path), "[[multi]] hello"
+        )
+        calls = len(model.bodies)
+    assert names(reply.tool_calls) == ["lookup_customer", "send_email"]
+    grouped = steps(attack_events(guards["allow"]))
+    assert len(grouped) == calls == 2
+    assert grouped[0] == [
+        ("step/request", "tools"),
+        ("step/request", "user"),
+        ("step/response", "call:lookup_customer"),
+        ("step/response", "call:send_email"),
+    ]
+    assert grouped[1] == [
+        ("step/request", "tool"),
+        ("step/request", "tool"),
+        ("step/response", "reply"),
+    ]
+    assert guards["allow"].invalid == []
+
+
+def test_each_turn_is_a_new_step_and_optional_fields_are_opt_in() -> None:
+    with FakeGuard("allow", accepts=OPTIONAL_FIELDS) as guard:
+        cfg = config(guard.url, guard_optional_fields=["integration", "session_hint"])
+        wrapped = GuardTarget(guard_config(cfg), cfg.target_settings(), ScriptedTarget([LOOKUP]))
+        sandbox = Sandbox(wrapped.tools(), Fixtures(), make_canaries(0, "a"), attempt_id="a")
+        session = wrapped.open_session(sandbox, RequestLimiter())
+        session.send(Turn(role="user", content="Hello."))
+        session.send(Turn(role="user", content="Anything else?"))
+        session.close()
+    events = attack_events(guard)
+    assert steps(events) == [
+        [
+            ("step/request", "user"),
+            ("step/request", "tools"),
+            ("step/response", "call:lookup_customer"),
+        ],
+        [("step/request", "tool"), ("step/response", "reply")],
+        [("step/request", "user"), ("step/response", "call:lookup_customer")],
+        [("step/request", "tool"), ("step/response", "reply")],
+    ]
+    assert {e["integration"] for e in events} == {f"probegate/{__version__}"}
+    assert len({e["session_hint"] for e in events}) == 1
+    benign_hints = {e["session_hint"] for e in guard.events[: len(BENIGN_SET)]}
+    assert len(benign_hints) == 1 and benign_hints != {events[0]["session_hint"]}
+    assert guard.invalid == []
+
+
+def test_a_runtime_that_expects_no_optional_field_refuses_one() -> None:
+    """The reference runtime's door, as the fake guard keeps it (and why none is sent)."""
+    with (
+        FakeGuard("allow") as guard,
+        pytest.raises(TransportError, match="HTTP 400 from the guard"),
+    ):
+        converse(guard, ScriptedTarget([]), guard_optional_fields=["session_hint"])
+    assert guard.invalid and all("session_hint" in m for m in guard.invalid)
 
 
 def test_the_api_key_is_sent_and_never_shown(

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from probegate import __version__
 from probegate.models.sections import Percentiles
 from probegate.models.tools import ToolSpec
 from probegate.targets.guard.benign import BENIGN_SET, benign_event
@@ -17,11 +18,13 @@ from probegate.targets.guard.events import (
     GuardEvent,
     GuardIdentity,
     Span,
+    StepIds,
     VerdictError,
     apply_spans,
     drops_the_call,
     make_event,
     message_payload,
+    optional_fields,
     parse_verdict,
     rewritten_arguments,
     text_payload,
@@ -38,9 +41,7 @@ IDENTITY = GuardIdentity(agent_id="support-bot", agent_type="acme-support")
 
 def event(stage: Any, built: tuple[dict[str, Any], dict[str, str]]) -> GuardEvent:
     payload, registered = built
-    return make_event(
-        stage, payload, registered, identity=IDENTITY, step_id="s1", session_hint="h1"
-    )
+    return make_event(stage, payload, registered, identity=IDENTITY, step_id="s1")
 
 
 EVENTS = {
@@ -62,8 +63,9 @@ EVENTS = {
 def test_every_event_is_a_valid_guard_event(name: str) -> None:
     body = EVENTS[name].body
     assert list(EVENT_VALIDATOR.iter_errors(body)) == []
-    # The 1.0 object is closed: a runtime refuses unknown top-level keys with 400.
-    assert set(body) <= set(EVENT_VALIDATOR.schema["properties"])
+    # The 1.0 object is closed, and the reference runtime refuses even the optional keys it
+    # does not expect: by default an event carries exactly the required ones.
+    assert set(body) == set(EVENT_VALIDATOR.schema["required"])
     assert body["llm_protocol"] == "canonical"
     assert body["agent_id"] == "support-bot"
 
@@ -72,8 +74,9 @@ def test_benign_events_are_valid_and_cover_every_stage() -> None:
     identity = GuardIdentity()
     stages = set()
     for item in BENIGN_SET:
-        built = benign_event(item, TOOLS, identity, "hint")
+        built = benign_event(item, TOOLS, identity)
         assert list(EVENT_VALIDATOR.iter_errors(built.body)) == [], item.label
+        assert set(built.body) == set(EVENT_VALIDATOR.schema["required"]), item.label
         assert built.registered, item.label
         stages.add(item.stage)
     assert stages == {"tools", "input", "tool_call", "tool_result", "output"}
@@ -100,6 +103,50 @@ def test_each_text_is_registered_by_its_payload_path() -> None:
     }
     assert EVENTS["tools"].registered == {"payload.tools.0.function.description": "Send an email."}
     assert EVENTS["output"].registered == {"payload.text": "Done."}
+
+
+def test_step_ids_pair_each_model_calls_halves() -> None:
+    steps = StepIds()
+    tools = steps.request()  # read when the session opened
+    steps.new_turn()
+    assert steps.request() == tools  # the first message goes to the model with them
+    steps.model_reply()
+    assert steps.response() == tools  # the reply's first call
+    results = steps.request()  # its result opens the next model call
+    assert results != tools
+    assert steps.response() == tools  # the same reply's second call
+    assert steps.request() == results  # and its result
+    steps.model_reply()
+    assert steps.response() == results  # the final text
+    steps.model_reply()  # a model call whose input never crossed the guard
+    alone = steps.response()
+    assert alone not in (tools, results)
+    steps.new_turn()
+    assert steps.request() not in (tools, results, alone)
+
+
+def test_without_reply_markers_each_call_follows_the_last_input() -> None:
+    steps = StepIds()
+    steps.new_turn()
+    first = steps.request()
+    assert steps.response() == first
+    second = steps.request()
+    assert second != first and steps.response() == second == steps.response()
+    steps.new_turn()
+    reply = steps.response()  # a turn whose message was empty: a step of its own
+    assert reply not in (first, second)
+
+
+def test_optional_fields_are_sent_only_when_asked_for() -> None:
+    assert optional_fields(frozenset(), session_hint="h") == {}
+    assert optional_fields(frozenset({"session_hint", "integration"}), session_hint="h") == {
+        "integration": f"probegate/{__version__}",
+        "session_hint": "h",
+    }
+    body = make_event(
+        "output", *text_payload("x"), identity=IDENTITY, step_id="s", optional={"session_hint": "h"}
+    ).body
+    assert list(EVENT_VALIDATOR.iter_errors(body)) == [] and body["session_hint"] == "h"
 
 
 # --- verdicts ----------------------------------------------------------------------------------
@@ -133,7 +180,7 @@ def test_a_1_0_verdict_parses() -> None:
     assert verdict.notice is None and verdict.spans == [] and verdict.unjudged == []
 
 
-def test_the_seeds_newer_fields_parse_and_unknown_keys_are_ignored() -> None:
+def test_the_newer_revisions_fields_parse_and_unknown_top_level_keys_are_ignored() -> None:
     verdict = parse_verdict(
         {
             **V10,
@@ -157,20 +204,64 @@ def test_the_seeds_newer_fields_parse_and_unknown_keys_are_ignored() -> None:
     assert drops_the_call(verdict)
 
 
+FINDING = V10["findings"][0]  # type: ignore[index]
+
+
 @pytest.mark.parametrize(
-    "body",
+    ("body", "reason"),
     [
-        {"event_id": "e", "provider": "p"},
-        {"decision": "flag"},
-        {"decision": "allow", "findings": [{"category": "x.y", "start": -1}]},
-        {"decision": "allow", "modifications": {"spans": [{"path": "p", "start": 0}]}},
-        ["allow"],
-        "allow",
+        ({"provider": "p", "decision": "allow"}, "event_id: required field missing"),
+        ({"event_id": "e", "decision": "allow"}, "provider: required field missing"),
+        ({"event_id": "", "provider": "p", "decision": "allow"}, "event_id: fails minLength"),
+        ({"event_id": "e", "provider": "p"}, "decision: required field missing"),
+        ({**V10, "decision": "flag"}, "decision: not one of allow, block"),
+        (
+            {**V10, "findings": [{k: v for k, v in FINDING.items() if k != "category"}]},
+            "findings[0].category: required field missing",
+        ),
+        (
+            {**V10, "findings": [{**FINDING, "severity": "severe"}]},
+            "findings[0].severity: not one of low, medium, high, critical",
+        ),
+        (
+            {**V10, "findings": [{**FINDING, "category": "Exfil"}]},
+            "findings[0].category: fails pattern",
+        ),
+        ({**V10, "findings": [{**FINDING, "start": -1}]}, "findings[0].start: fails minimum"),
+        ({**V10, "findings": [{**FINDING, "score": 3}]}, "findings[0].score: fails maximum"),
+        (
+            {**V10, "findings": [{**FINDING, "action": "block"}]},
+            "findings[0]: unknown field action",
+        ),
+        (
+            {**V10, "modifications": {"spans": [{"path": "p", "start": 0}]}},
+            "modifications.spans[0].end: required field missing",
+        ),
+        ({**V10, "latency_ms": -2}, "latency_ms: fails minimum"),
+        ({**V10, "unjudged": "payload.text"}, "unjudged: fails type"),
+        (
+            {**V10, "continuation": {"style": "drop_calls", "paths": "x"}},
+            "continuation.paths: fails type",
+        ),
+        ({**V10, "timing": {"received_at": "yesterday"}}, "timing.received_at"),
+        (["allow"], "JSON list"),
+        ("allow", "JSON str"),
     ],
 )
-def test_anything_else_is_not_a_verdict(body: Any) -> None:
-    with pytest.raises(VerdictError, match="not a Verdict"):
+def test_anything_else_is_not_a_verdict(body: Any, reason: str) -> None:
+    with pytest.raises(VerdictError, match=r"not a (valid )?Verdict") as caught:
         parse_verdict(body)
+    assert reason in str(caught.value)
+    # The reference schema agrees wherever it covers the field.
+    if isinstance(body, dict) and not {"continuation", "timing"} & set(body):
+        assert list(VERDICT_VALIDATOR.iter_errors(body))
+
+
+def test_the_reason_never_carries_the_guards_text() -> None:
+    secret = "x" * 50 + "customer-ssn-123-45-6789"
+    with pytest.raises(VerdictError) as caught:
+        parse_verdict({**V10, "findings": [{**FINDING, "severity": secret}]})
+    assert "ssn" not in str(caught.value)
 
 
 def test_kept_findings_are_bounded() -> None:
@@ -185,7 +276,7 @@ def test_kept_findings_are_bounded() -> None:
 
 
 def block(continuation: dict[str, Any] | None) -> Any:
-    body: dict[str, Any] = {"decision": "block"}
+    body: dict[str, Any] = {"event_id": "e", "provider": "p", "decision": "block"}
     if continuation is not None:
         body["continuation"] = continuation
     return parse_verdict(body)
@@ -282,7 +373,7 @@ def test_percentiles_are_nearest_rank() -> None:
 
 def test_tool_specs_without_a_schema_still_make_valid_events() -> None:
     bare = [ToolSpec("t", "d", frozenset(), {})]
-    built = benign_event(BENIGN_SET[4], bare, GuardIdentity(), "h")
+    built = benign_event(BENIGN_SET[4], bare, GuardIdentity())
     assert list(EVENT_VALIDATOR.iter_errors(built.body)) == []
     assert built.body["payload"]["tools"][0]["function"]["parameters"] == {
         "type": "object",

@@ -13,7 +13,7 @@ from probegate.cli import main
 from probegate.library.loader import load_library
 from probegate.models.sections import GuardSummary
 from probegate.targets.guard.benign import BENIGN_SET
-from tests.guard.fake_guard import FakeGuard
+from tests.guard.fake_guard import EVENT_SCHEMA, FakeGuard
 from tests.servers.configs import write_config
 
 
@@ -180,6 +180,77 @@ def test_a_wrong_key_stops_the_scan_and_the_key_never_shows(
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert "ogr_live" not in path.read_text(encoding="utf-8", errors="replace"), path
+
+
+def test_a_reference_style_runtime_refuses_nothing_and_takes_its_key_from_a_flag(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The runtime refuses optional fields it does not expect and requires its bearer key."""
+    secret = "ogr_live_FLAGKEY_0123456789"
+    monkeypatch.setenv("OGR_API_KEY", secret)
+    with FakeGuard("keyword", api_key=secret) as guard:
+        code, report = scan(
+            tmp_path, "out", "demo", "--guard", guard.url, "--guard-api-key-env", "OGR_API_KEY"
+        )
+        sent = len(guard.events)
+        assert code == 0, capsys.readouterr().err
+        assert guard.invalid == [] and sent > len(BENIGN_SET)
+        g = report["guard"]
+        assert g["http_status"] == {"200": sent} and g["refusals"] == {}
+        assert g["events"]["failed"] == 0 and g["events"]["blocked"] > 0
+        # Exactly the required fields on every event, and a step's request before its response.
+        assert {frozenset(e) for e in guard.events} == {frozenset(EVENT_SCHEMA["required"])}
+        answered: set[str] = set()
+        for event in guard.events:
+            if event["kind"] == "step/response":
+                answered.add(event["step_id"])
+            else:
+                assert event["step_id"] not in answered
+        # The same runtime without the key: every request is 401 and the scan stops at once.
+        code, _ = scan(tmp_path, "nokey", "demo", "--guard", guard.url)
+    assert code == 3
+    assert "--guard-api-key-env" in capsys.readouterr().err
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert secret not in path.read_text(encoding="utf-8", errors="replace"), path
+
+
+def test_the_guard_key_flag_needs_a_guard(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert main(["scan", "demo", "--guard-api-key-env", "OGR_API_KEY", "--quiet"]) == 2
+    assert "--guard-api-key-env sets up a guard target: give --guard too" in capsys.readouterr().err
+    monkeypatch.delenv("OGR_API_KEY", raising=False)
+    code = main(
+        ["scan", "demo", "--guard", "http://127.0.0.1:9", "--guard-api-key-env", "OGR_API_KEY"]
+    )
+    assert code == 2
+    assert "OGR_API_KEY is not set" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("policy", "why"),
+    [
+        ("no-provider", "provider: required field missing"),
+        ("bad-severity", "findings[0].severity: not one of low, medium, high, critical"),
+    ],
+)
+def test_an_invalid_verdict_leaves_the_attempt_unjudged(
+    demo_alone: dict[str, Any], tmp_path: Path, policy: str, why: str
+) -> None:
+    with FakeGuard(policy) as guard:
+        code, report = scan(tmp_path, "out", "demo", "--guard", guard.url)
+    invalid = {u["probe_id"] for u in report["unjudged"] if why in u["reason"]}
+    assert invalid
+    outcome = {r["probe_id"]: r["outcome"] for r in report["results"]}
+    assert {outcome[p] for p in invalid} == {"unjudged"}
+    assert why in " ".join(report["guard"]["failures"])
+    if policy == "no-provider":  # every verdict is invalid: nothing was judged at all
+        assert code == 3 and report["findings"] == []
+    else:  # only verdicts with findings are: what the guard let through is judged as usual
+        assert code == 0
+        assert report["guard"]["events"]["blocked"] == 0
+        assert set(evidence(report)) <= set(evidence(demo_alone))
 
 
 def test_a_config_file_puts_the_guard_in_front_of_another_agent(tmp_path: Path) -> None:

@@ -191,6 +191,11 @@ def test_a_guard_config_is_parsed_through_the_registry() -> None:
         (["demo-hardened"], "demo-hardened", ["demo-hardened"]),
         (["demo", "--guard", "http://g"], "guard", ["demo", "--guard", "http://g"]),
         (
+            ["demo", "--guard-api-key-env", "OGR_KEY", "--guard", "http://g"],
+            "guard",
+            ["demo", "--guard", "http://g", "--guard-api-key-env", "OGR_KEY"],
+        ),
+        (
             ["--endpoint", "http://e/v1", "--model", "m", "--system-prompt", "p.txt"],
             "openai",
             ["--endpoint", "http://e/v1", "--model", "m", "--system-prompt", "{cwd}/p.txt"],

@@ -263,6 +263,7 @@ class OpenAISession:
         calls: list[ToolCall] = []
         for _ in range(self.target.max_turns):
             reply = self._complete()
+            self.sandbox.model_reply()
             if reply.text:
                 texts.append(reply.text)
             if not reply.tool_calls:

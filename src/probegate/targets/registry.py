@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from probegate.errors import UsageError
 from probegate.targets import demo, guard, http_agent, openai_agent, python_agent, replay
 from probegate.targets.base import (
     Target,
@@ -161,6 +162,15 @@ def apply_flags(
             out[flag.key] = value
             if flag.selects:
                 out["kind"] = spec.kind
+    for spec in TARGETS:
+        # A wrapping kind's own settings (``--guard-api-key-env``) mean nothing without it.
+        given_own = [f for f in spec.flags if not f.selects and given.get(f.key)]
+        if spec.wraps and given_own and out.get("kind") not in spec.kinds:
+            selector = next((f.flag for f in spec.flags if f.selects), spec.kind)
+            raise UsageError(
+                f"{given_own[0].flag} sets up a {spec.kind} target: give {selector} too "
+                f"(or a config file with kind: {spec.kind})"
+            )
     return out
 
 

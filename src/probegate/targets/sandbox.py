@@ -52,11 +52,15 @@ class ToolScreen(Protocol):
     an error and never call ``execute``), run it with rewritten arguments, or rewrite what the
     agent reads back. ``screen_description`` sees each tool description before the agent does.
     Either may raise :class:`~probegate.transport.usage.TransportError` when it could not look.
+    ``model_reply`` is told when an agent loop probegate runs got its model's answer, so the
+    calls of one answer can be reported as one model call.
     """
 
     def screen_call(self, name: str, arguments: dict[str, Any], execute: Execute) -> ToolCall: ...
 
     def screen_description(self, tool: ToolSpec, description: str) -> str: ...
+
+    def model_reply(self) -> None: ...
 
 
 class Sandbox:
@@ -108,6 +112,11 @@ class Sandbox:
         }
 
     # -- answering calls -----------------------------------------------------------------
+    def model_reply(self) -> None:
+        """The agent's model has just answered; the calls that follow are that answer's."""
+        if self.screen is not None:
+            self.screen.model_reply()
+
     def call(self, name: str, arguments: dict[str, Any]) -> ToolCall:
         """Answer one call (through the screen, when one is set)."""
         if self.screen is not None:

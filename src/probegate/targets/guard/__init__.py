@@ -57,12 +57,14 @@ from probegate.targets.base import (
     TargetSpec,
     config_error,
 )
-from probegate.targets.guard.events import GuardIdentity
+from probegate.targets.guard.events import GuardIdentity, OptionalField
 from probegate.targets.guard.target import GuardTarget
 
 DEFAULT_BEHIND = "demo"
 # The guard's own keys; every other key of its ``target:`` section belongs to the agent behind.
-_OWN_KEYS = frozenset({"kind", "guard", "behind", "guard_api_key_env", "guard_identity"})
+_OWN_KEYS = frozenset(
+    {"kind", "guard", "behind", "guard_api_key_env", "guard_identity", "guard_optional_fields"}
+)
 
 
 class GuardConfig(TargetConfig):
@@ -77,6 +79,9 @@ class GuardConfig(TargetConfig):
     behind: str = DEFAULT_BEHIND
     guard_api_key_env: str | None = None
     guard_identity: GuardIdentity = Field(default_factory=GuardIdentity)
+    # The GuardEvent's optional fields to send; none by default, because a runtime that does not
+    # expect one refuses the event (docs/guard.md).
+    guard_optional_fields: list[OptionalField] = Field(default_factory=list)
     # ``api_key_env`` when the agent behind does not use it: then it can only mean the guard's.
     api_key_env: str | None = None
     agent: AgentConfig
@@ -140,6 +145,12 @@ SPEC = TargetSpec(
             "URL of a runtime guard speaking the Verdict protocol",
             metavar="URL",
             selects=True,
+        ),
+        TargetFlag(
+            "--guard-api-key-env",
+            "guard_api_key_env",
+            "environment variable holding the guard's API key (sent as a bearer token)",
+            metavar="VAR",
         ),
     ),
 )

@@ -20,9 +20,11 @@ from probegate.targets.guard.events import (
     EMPTY_SCHEMA,
     GuardEvent,
     GuardIdentity,
+    OptionalField,
     make_event,
     message_payload,
     new_id,
+    optional_fields,
     text_payload,
     tool_call_payload,
     tools_payload,
@@ -106,9 +108,16 @@ BENIGN_SET: tuple[BenignItem, ...] = (
 
 
 def benign_event(
-    item: BenignItem, tools: list[ToolSpec], identity: GuardIdentity, hint: str
+    item: BenignItem,
+    tools: list[ToolSpec],
+    identity: GuardIdentity,
+    optional: dict[str, str] | None = None,
 ) -> GuardEvent:
-    """The GuardEvent for one benign item, built exactly as attack traffic is built."""
+    """The GuardEvent for one benign item, built exactly as attack traffic is built.
+
+    Each item is one model call's half of its own (a fresh ``step_id``); ``optional`` holds the
+    optional fields the configuration asked for, with one ``session_hint`` for the whole set.
+    """
     if item.stage == "tools":
         payload, registered = tools_payload(
             [(t.name, t.description, t.parameters or EMPTY_SCHEMA) for t in tools]
@@ -124,16 +133,22 @@ def benign_event(
     else:
         payload, registered = text_payload(item.text)
     return make_event(
-        item.stage, payload, registered, identity=identity, step_id=new_id(), session_hint=hint
+        item.stage, payload, registered, identity=identity, step_id=new_id(), optional=optional
     )
 
 
 class BenignControl:
     """Runs the set once per scan, whichever conversation opens first, and keeps the outcome."""
 
-    def __init__(self, client: GuardClient, identity: GuardIdentity) -> None:
+    def __init__(
+        self,
+        client: GuardClient,
+        identity: GuardIdentity,
+        optional: frozenset[OptionalField] = frozenset(),
+    ) -> None:
         self.client = client
         self.identity = identity
+        self.optional = optional
         self._lock = threading.Lock()
         self._outcome: BenignRun | None = None
 
@@ -149,13 +164,13 @@ class BenignControl:
                 return
             counts: Counter[str] = Counter()
             blocked: list[str] = []
-            hint = new_id()
+            optional = optional_fields(self.optional, session_hint=new_id())
             fatal: TransportError | None = None
             for item in BENIGN_SET:
                 if fatal is not None:
                     counts["not_run"] += 1
                     continue
-                event = benign_event(item, tools, self.identity, hint)
+                event = benign_event(item, tools, self.identity, optional)
                 try:
                     verdict, _ = self.client.evaluate(event, limiter, Usage())
                 except TransportError as exc:

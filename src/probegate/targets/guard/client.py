@@ -14,6 +14,7 @@ from probegate.transport.limiter import RequestLimiter
 from probegate.transport.usage import TransportError, Usage
 
 EVALUATE_PATH = "/v1/evaluate"
+KEY_HINT = "name the variable holding it with --guard-api-key-env VAR (target.guard_api_key_env)"
 
 
 def evaluate_url(base: str) -> str:
@@ -53,7 +54,11 @@ class GuardClient:
                 usage=usage,
             )
         except TransportError as exc:
-            raise TransportError(f"guard: {exc.reason}", fatal=exc.fatal) from None
+            reason = f"guard: {exc.reason}"
+            if exc.reason.startswith("HTTP 401") and "Authorization" not in self.headers:
+                # Runtimes authenticate every evaluate; the usual cause is a key never given.
+                reason += f"; no API key was sent: {KEY_HINT}"
+            raise TransportError(reason, fatal=exc.fatal) from None
         round_trip = (time.monotonic() - start) * 1000.0
         # A guard request has no token cost; recording it as priced keeps the dollar budget's
         # in-flight estimate from counting every guard request as a model call still pending.

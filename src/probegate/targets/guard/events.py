@@ -16,27 +16,39 @@ Paths. Every text in an event is *registered* under its payload path
 ``unjudged`` entries, ``modifications.spans`` and ``continuation.paths`` name these paths, and
 a span whose path was never registered is unresolvable and counted, never guessed at.
 
-Verdicts are parsed once, at the edge, into :class:`GuardVerdict` (the guard's answer, not an
-attempt's verdict): both the 1.0 schema's shape and the newer fields (``continuation``,
-``timing``, ``obligations``) are accepted,
-unknown keys are ignored (a newer runtime may add more), and anything that is not a verdict
-(no ``decision``, a finding with a negative offset) is a :class:`VerdictError`.
+Verdicts are validated once, at the edge, against the reference Verdict schema
+(``data/verdict.schema.v1.0.json``) before :class:`GuardVerdict` reads them: a verdict without
+``event_id``, ``provider`` or a finding's ``category``, with an unknown severity or decision, a
+negative offset, or a malformed span is a :class:`VerdictError`, and the attempt it concerned
+is unjudged with that reason, never enforced as if it were a decision. The later revision's
+fields (``continuation``, ``timing``, ``obligations``) are accepted on top of 1.0, and other
+unknown top-level keys are ignored, because that revision says an older enforcement point
+ignores a key it does not know (docs/guard.md).
+
+Events carry exactly the schema's required fields unless the configuration asks for the
+optional ``integration`` or ``session_hint``: the reference runtime refuses any key it was not
+set up to expect with ``400 invalid_event``.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
+from importlib import resources
 from typing import Any, Literal
 
+import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from probegate import __version__
 from probegate.models.transcript import GuardFinding, GuardStage, walk_strings
 from probegate.models.verdict import SUBJECT_MAX
-from probegate.validation import describe
+from probegate.validation import describe, field_path
 
 MAX_FINDINGS_KEPT = 10
 INTEGRATION = f"probegate/{__version__}"
@@ -45,6 +57,11 @@ MESSAGE_PATH = "payload.messages.0.content"
 TEXT_PATH = "payload.text"
 # The parameters of a tool that declares none, as a tool definition must carry some.
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+# The GuardEvent's optional top-level fields probegate can fill in honestly, sent only when the
+# configuration asks for them (``target.guard_optional_fields``). ``connection`` is left out:
+# probegate's pooled HTTP client has no one connection an event could name.
+OptionalField = Literal["integration", "session_hint"]
+REASON_MAX = 200
 
 
 class GuardIdentity(BaseModel):
@@ -67,13 +84,13 @@ class VerdictError(Exception):
 
 
 class _Lenient(BaseModel):
-    # Unknown keys are ignored: "the runtime adapts to the body it receives" cuts both ways,
-    # and a newer runtime's extra fields must not make a good verdict unreadable.
+    # The schema has already judged the shape (closed where the reference closes it); what is
+    # left is a newer revision's top-level key, which an older enforcement point ignores.
     model_config = ConfigDict(extra="ignore")
 
 
 class VerdictFinding(_Lenient):
-    category: str = ""
+    category: str
     severity: str | None = None
     path: str | None = None
     start: int | None = Field(default=None, ge=0)
@@ -120,8 +137,8 @@ class Timing(_Lenient):
 class GuardVerdict(_Lenient):
     """The runtime's one composed decision about one GuardEvent."""
 
-    event_id: str = ""
-    provider: str = ""
+    event_id: str
+    provider: str
     decision: Literal["allow", "block"]
     latency_ms: float | None = Field(default=None, ge=0)
     findings: list[VerdictFinding] = Field(default_factory=list)
@@ -151,15 +168,84 @@ class GuardVerdict(_Lenient):
         return kept
 
 
+# The later revision's fields, as docs/guard.md describes them, added to the 1.0 schema.
+_NEWER_FIELDS: dict[str, Any] = {
+    "continuation": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "style": {"type": "string"},
+            "paths": {"type": "array", "items": {"type": "string"}},
+            "notice": {"type": "string"},
+        },
+    },
+    "timing": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "received_at": {"type": "string"},
+            "responded_at": {"type": "string"},
+        },
+    },
+    "obligations": {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "required": ["type"],
+            "properties": {"type": {"type": "string"}},
+        },
+    },
+}
+
+
+@cache
+def _verdict_validator() -> jsonschema.Draft202012Validator:
+    """The reference schema as shipped, plus the newer fields; other top-level keys pass."""
+    text = resources.files("probegate.targets.guard").joinpath("data/verdict.schema.v1.0.json")
+    schema = json.loads(text.read_text(encoding="utf-8"))
+    schema["properties"] = {**schema["properties"], **_NEWER_FIELDS}
+    schema["additionalProperties"] = True
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _schema_reason(error: jsonschema.ValidationError) -> str:
+    """``field.path[0].name: reason``, worded as every reader words it; never the guard's text."""
+    loc = tuple(p for p in error.absolute_path)
+    expected: Any = error.validator_value
+    instance: Any = error.instance
+    if error.validator == "required" and isinstance(instance, dict):
+        missing = next((str(k) for k in expected if k not in instance), "?")
+        return f"{field_path((*loc, missing))}: required field missing"
+    where = field_path(loc) or "verdict"
+    if error.validator == "enum":
+        return f"{where}: not one of {', '.join(str(v) for v in expected)}"
+    if error.validator == "additionalProperties" and isinstance(instance, dict):
+        schema: Any = error.schema
+        known = set(schema.get("properties", {})) if isinstance(schema, dict) else set()
+        unknown = ", ".join(sorted(str(k) for k in instance if k not in known))
+        return f"{where}: unknown field {unknown[:60]}"
+    if error.validator in ("minimum", "maximum", "minLength", "pattern", "type"):
+        return f"{where}: fails {error.validator} {expected!r}"[:REASON_MAX]
+    return f"{where}: fails {error.validator}"
+
+
 def parse_verdict(data: Any) -> GuardVerdict:
     """Validate a 200 body as a Verdict; :class:`VerdictError` with a short reason otherwise."""
     if not isinstance(data, dict):
         raise VerdictError(f"the guard's answer is not a Verdict (JSON {type(data).__name__})")
+    errors = sorted(
+        _verdict_validator().iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path]
+    )
+    if errors:
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise VerdictError(
+            f"the guard's answer is not a valid Verdict: {_schema_reason(errors[0])}{more}"
+        )
     try:
         return GuardVerdict.model_validate(data)
     except ValidationError as exc:
         problem = describe(exc, top="verdict")
-        raise VerdictError(f"the guard's answer is not a Verdict: {problem}") from None
+        raise VerdictError(f"the guard's answer is not a valid Verdict: {problem}") from None
 
 
 # --- events ----------------------------------------------------------------------------------
@@ -182,6 +268,12 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
+def optional_fields(wanted: frozenset[OptionalField], *, session_hint: str) -> dict[str, str]:
+    """The optional top-level fields the configuration asked for, with their values."""
+    values: dict[OptionalField, str] = {"integration": INTEGRATION, "session_hint": session_hint}
+    return {name: values[name] for name in sorted(wanted)}
+
+
 def make_event(
     stage: GuardStage,
     payload: dict[str, Any],
@@ -189,9 +281,13 @@ def make_event(
     *,
     identity: GuardIdentity,
     step_id: str,
-    session_hint: str,
+    optional: Mapping[str, str] | None = None,
 ) -> GuardEvent:
-    """A GuardEvent with exactly the 1.0 schema's top-level keys (the object is closed)."""
+    """A GuardEvent with the 1.0 schema's required keys, plus only the optional ones asked for.
+
+    The object is closed, and the reference runtime refuses even the schema's optional keys
+    unless it expects them, so nothing is sent that the configuration did not ask for.
+    """
     body: dict[str, Any] = {
         "kind": "step/request" if stage in STEP_REQUEST_STAGES else "step/response",
         "step_id": step_id,
@@ -201,10 +297,61 @@ def make_event(
         "agent_user": identity.agent_user,
         "llm_protocol": "canonical",
         "payload": payload,
-        "integration": INTEGRATION,
-        "session_hint": session_hint,
+        **(optional or {}),
     }
     return GuardEvent(body, registered)
+
+
+class StepIds:
+    """One ``step_id`` per model call, as the protocol pairs a call's two halves by it.
+
+    The guard sees crossings, not model calls, so the call is inferred from their order: what
+    goes *into* the model (the tool definitions, the message, tool results) opens a step, and
+    what comes *out* (tool calls, the reply) belongs to the step whose input came last. An
+    agent loop that knows where a model reply starts says so (:meth:`model_reply`), so the
+    several calls of one reply keep that reply's step even though each call's result, sent in
+    between, already opens the next one. A new user turn always starts a new step.
+    """
+
+    def __init__(self) -> None:
+        self._id: str | None = None
+        self._side: Literal["request", "response"] | None = None
+        self._reply: str | None = None
+        self._turned = False
+
+    def request(self) -> str:
+        """The step of content going into the model: the next call's, opened if need be."""
+        if self._id is None or self._side != "request":
+            self._id = new_id()
+            self._side = "request"
+        return self._id
+
+    def response(self) -> str:
+        """The step of what the model asked for: the reply's, or the last opened call's."""
+        if self._reply is not None:
+            return self._reply
+        if self._id is None or self._side is None:
+            self._id = new_id()
+        self._side = "response"
+        return self._id
+
+    def model_reply(self) -> None:
+        """A model call has just answered; what it asks for belongs to its step."""
+        if self._id is None or self._side != "request":
+            self._id = new_id()  # a call whose input never crossed the guard
+        self._side = "response"
+        self._reply = self._id
+
+    def new_turn(self) -> None:
+        """A new message from the user or a peer: whatever follows is a new model call.
+
+        Only the first turn joins a step already open: the tool definitions an agent read
+        when its session opened go to the model with the first message.
+        """
+        self._reply = None
+        if self._turned:
+            self._side = None
+        self._turned = True
 
 
 def message_payload(

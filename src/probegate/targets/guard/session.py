@@ -33,12 +33,15 @@ from probegate.targets.guard.events import (
     TEXT_PATH,
     GuardIdentity,
     GuardVerdict,
+    OptionalField,
     Rewrite,
+    StepIds,
     apply_spans,
     drops_the_call,
     make_event,
     message_payload,
     new_id,
+    optional_fields,
     rewritten_arguments,
     text_payload,
     tool_call_payload,
@@ -111,16 +114,17 @@ class GuardSession:
         identity: GuardIdentity,
         sandbox: Sandbox,
         limiter: RequestLimiter,
+        optional: frozenset[OptionalField] = frozenset(),
     ) -> None:
         self.client = client
         self.stats = stats
         self.identity = identity
+        self.optional = optional_fields(optional, session_hint=new_id())
         self.sandbox = sandbox
         self.limiter = limiter
         self.inner: Session | None = None
         self.own = Usage()
-        self._hint = new_id()
-        self._step = new_id()
+        self._steps = StepIds()
         self._turn = _TurnState()
         self._failure: TransportError | BudgetExhausted | None = None
         self._descriptions: dict[str, str] | None = None
@@ -155,6 +159,7 @@ class GuardSession:
             raise TransportError("guard session used before it was opened")
         # Checks made while the session was opened (tool definitions) belong to this turn.
         self._turn = _TurnState(checks=self._turn.checks)
+        self._steps.new_turn()
         if self._failure is not None:
             raise self._failure
         if self._session_refusal is not None:
@@ -207,6 +212,9 @@ class GuardSession:
         )
 
     # -- the tool screen (sandbox hook) --------------------------------------------------
+    def model_reply(self) -> None:
+        self._steps.model_reply()
+
     def screen_description(self, tool: ToolSpec, description: str) -> str:
         if self._failure is not None:
             raise self._failure
@@ -324,17 +332,15 @@ class GuardSession:
         self, stage: GuardStage, payload: dict[str, Any], registered: dict[str, str]
     ) -> GuardVerdict:
         """One verdict, or the attempt's end: a guard that could not look did not protect."""
-        if stage in STEP_REQUEST_STAGES:
-            # New content going into the model starts a new step; what the model asks for
-            # (tool calls, reply text) belongs to the step that produced it.
-            self._step = new_id()
+        steps = self._steps
+        step_id = steps.request() if stage in STEP_REQUEST_STAGES else steps.response()
         event = make_event(
             stage,
             payload,
             registered,
             identity=self.identity,
-            step_id=self._step,
-            session_hint=self._hint,
+            step_id=step_id,
+            optional=self.optional,
         )
         try:
             verdict, round_trip = self.client.evaluate(event, self.limiter, self.own)

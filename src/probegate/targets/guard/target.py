@@ -59,12 +59,15 @@ class GuardTarget:
         # says so when it is parsed: docs/guard.md).
         key_env = config.guard_api_key_env or config.api_key_env
         if key_env:
-            key = env_value(key_env, "the guard's API key (target.guard_api_key_env)")
+            key = env_value(
+                key_env, "the guard's API key (--guard-api-key-env, target.guard_api_key_env)"
+            )
             http.add_secret(key)
             headers["Authorization"] = f"Bearer {key}"
         self.client = GuardClient(self.url, http, headers)
         self.stats = GuardStats()
-        self.benign = BenignControl(self.client, config.guard_identity)
+        self.optional = frozenset(config.guard_optional_fields)
+        self.benign = BenignControl(self.client, config.guard_identity, self.optional)
 
     # -- what the runner asks ------------------------------------------------------------
     def traits(self) -> TargetTraits:
@@ -83,7 +86,7 @@ class GuardTarget:
     def open_session(self, sandbox: Sandbox, limiter: RequestLimiter) -> GuardSession:
         self.benign.run_once(self.inner.tools(), limiter)
         session = GuardSession(
-            self.client, self.stats, self.config.guard_identity, sandbox, limiter
+            self.client, self.stats, self.config.guard_identity, sandbox, limiter, self.optional
         )
         if self.traits().uses_sandbox:
             sandbox.screen = session
