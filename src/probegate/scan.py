@@ -274,6 +274,8 @@ def _execute(
         stopped_reason=outcome.stopped_reason,
         planned=outcome.planned,
         cut_short=outcome.cut_short,
+        planned_probes=frozenset(a.probe.id for a in plan.attempts),
+        unstarted_probes=frozenset(outcome.cut_probes),
         library_version=inputs.library_version,
         target=info,
         engine=Engine(

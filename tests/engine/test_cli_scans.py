@@ -207,3 +207,20 @@ def test_installed_entry_point_scans_a_loopback_agent(tmp_path: Path) -> None:
     assert (tmp_path / "out" / "scan.sarif").is_file()
     assert any(f["probe_id"] == EXFIL for f in report_of(tmp_path)["findings"])
     assert yaml.safe_load(config.read_text())["target"]["kind"] == "openai"
+
+
+def test_completeness_counts_attacker_agents_and_their_turns(tmp_path: Path) -> None:
+    """The report format's words: an attacker agent is a probe, each of its turns an attempt."""
+    args = ["scan", "demo", "--repeat", "2", "--no-sign", "--quiet"]
+    code = main([*args, "--store", str(tmp_path / "s"), "--output-dir", str(tmp_path / "out")])
+    assert code in (0, 1)
+    report = report_of(tmp_path)
+    done = report["completeness"]
+    attacked = [r for r in report["results"] if r["outcome"] != "not_applicable"]
+    assert done["agents_planned"] == done["agents_completed"] == len(attacked)
+    assert done["agents_cut_short"] == 0
+    turns = sum(r["attempts"] for r in attacked)
+    assert done["turns_planned"] == done["turns_used"] == turns == 2 * len(attacked)
+    assert done["turns_used"] == report["coverage"]["attempts_completed"]
+    assert all(f["attempt_count"] == 2 for f in report["findings"])
+    assert done["pct"] == 100.0

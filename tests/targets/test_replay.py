@@ -56,7 +56,7 @@ def test_replay_gives_the_same_verdicts_without_the_agent(tmp_path: Path) -> Non
     assert verdicts(replayed) == verdicts(recorded)
     assert replayed["target"]["mode"] == "replay"
     assert replayed["target"]["capabilities"] == recorded["target"]["capabilities"]
-    assert replayed["completeness"]["turns_used"] == 0
+    assert replayed["budget"]["requests_used"] == 0
 
 
 def test_missing_recording_is_unjudged_and_seed_must_match(tmp_path: Path) -> None:

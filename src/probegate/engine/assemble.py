@@ -60,6 +60,10 @@ class ScanMeta:
     selected_all: bool
     shard: str | None
     store_dir: str
+    # The report's attacker agents (docs/report-format.md): the probes with a planned attempt,
+    # and those of them with an attempt that never started.
+    planned_probes: frozenset[str] = frozenset()
+    unstarted_probes: frozenset[str] = frozenset()
 
 
 def _probe_result(probe: Probe, attempts: list[Attempt], not_applicable: str | None) -> ProbeResult:
@@ -185,10 +189,14 @@ def assemble(
         if a.outcome is Outcome.UNJUDGED
     ]
     judged_by = {a.judged_by for a in all_attempts if a.outcome is not Outcome.UNJUDGED}
+    cut_mid = [a for a in all_attempts if a.reason.startswith("cut short")]
+    agents = meta.planned_probes | {a.probe_id for a in all_attempts}
+    agents_cut = (meta.unstarted_probes | {a.probe_id for a in cut_mid}) & agents
     tally = Tally(
         completed=len(all_attempts),
-        cut_mid_attempt=sum(1 for a in all_attempts if a.reason.startswith("cut short")),
-        requests=sum(a.requests for a in all_attempts),
+        cut_mid_attempt=len(cut_mid),
+        agents_planned=len(agents),
+        agents_cut_short=len(agents_cut),
         cost_usd=sum(a.cost_usd for a in all_attempts),
         tokens=sum(a.tokens for a in all_attempts),
         evaluation_mode=(
@@ -208,11 +216,15 @@ def assemble(
 
 @dataclass(frozen=True)
 class Tally:
-    """Attempt-level totals behind the report's aggregates; shards of one scan add up."""
+    """Totals behind the report's aggregates; shards of one scan add up.
+
+    Shards split a scan by probe, so attacker agents (probes) add up across them as attempts do.
+    """
 
     completed: int
     cut_mid_attempt: int
-    requests: int
+    agents_planned: int
+    agents_cut_short: int
     cost_usd: float
     tokens: int
     evaluation_mode: str
@@ -241,15 +253,14 @@ def summarise(
     completed = tally.completed
     planned = max(meta.planned, completed + meta.cut_short)
     cut_mid_attempt = tally.cut_mid_attempt
-    turns_used = tally.requests
-    turns_planned = turns_used + meta.cut_short
     pct = round(100.0 * (completed - cut_mid_attempt) / planned, 1) if planned else 0.0
+    # An attacker agent is a probe, a turn one of its attempts (docs/report-format.md).
     completeness = Completeness(
-        agents_planned=planned,
-        agents_completed=completed,
-        agents_cut_short=cut_mid_attempt + meta.cut_short,
-        turns_used=turns_used,
-        turns_planned=turns_planned,
+        agents_planned=tally.agents_planned,
+        agents_completed=tally.agents_planned - tally.agents_cut_short,
+        agents_cut_short=tally.agents_cut_short,
+        turns_used=completed,
+        turns_planned=planned,
         pct=pct,
     )
     evaluation_mode = tally.evaluation_mode

@@ -54,11 +54,18 @@ class RunOutcome:
     stopped_reason: str = "completed"
     stop_message: str = ""
     cut_short: int = 0
+    # The probes with a planned attempt that never started: attacker agents cut short.
+    cut_probes: set[str] = field(default_factory=set)
     planned: int = 0
     duration_seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
     # Set when the scan ran to the end but its verdicts cannot carry a gate (exit 3).
     undecided: str = ""
+
+    def drop(self, probe_ids: list[str]) -> None:
+        """Planned attempts (one probe id each) that will never start."""
+        self.cut_short += len(probe_ids)
+        self.cut_probes.update(probe_ids)
 
 
 def _fill(text: str, payload: str | None) -> str:
@@ -277,7 +284,6 @@ class Runner:
                 on_progress(Progress(len(results), total, counts["vulnerable"], counts["unjudged"]))
 
         stop: str | None = None
-        not_started = 0
         spend = _Spend()
         pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="attempt")
         running: dict[Future[Attempt | None], PlannedAttempt] = {}
@@ -305,15 +311,15 @@ class Runner:
                     planned = queue.pop(0)
                     running[pool.submit(self._run_unless_stopped, planned)] = planned
                 if stop is not None:
-                    outcome.cut_short += self._halt(queue, escalations, hard=False, reason=stop)
+                    outcome.drop(self._halt(queue, escalations, hard=False, reason=stop))
                 if not running:
                     break
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for fut in finished:
-                    running.pop(fut)
+                    queued = running.pop(fut)
                     attempt = fut.result()
                     if attempt is None:
-                        not_started += 1
+                        outcome.drop([queued.probe.id])
                         continue
                     results[attempt.attempt_id] = attempt
                     spend.add(attempt)
@@ -330,15 +336,12 @@ class Runner:
                         "almost nothing could be judged; first reasons: " + _reasons(results)
                     )
                 if stop is not None:
-                    outcome.cut_short += self._halt(
-                        queue, escalations, hard=stop != "budget", reason=stop
-                    )
+                    outcome.drop(self._halt(queue, escalations, hard=stop != "budget", reason=stop))
         except BaseException:
             self._halt([], {}, hard=True, reason="cancelled")
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown(wait=True)
-        outcome.cut_short += not_started
         outcome.stopped_reason = stop or "completed"
         if stop is None:
             outcome.undecided = _undecided(results)
@@ -352,8 +355,8 @@ class Runner:
         *,
         hard: bool,
         reason: str,
-    ) -> int:
-        """Start nothing new and return how many planned attempts will not run.
+    ) -> list[str]:
+        """Start nothing new and return the probe of each planned attempt that will not run.
 
         ``hard`` also ends attempts in flight at their next request. The budget's soft stop is
         not hard: the attempts already running finish inside the remaining 20 %, so the scan
@@ -362,7 +365,8 @@ class Runner:
         self._stopped.set()
         if hard:
             self.limiter.close(f"scan stopped ({reason})")
-        dropped = len(queue) + sum(len(v) for v in escalations.values())
+        dropped = [a.probe.id for a in queue]
+        dropped += [a.probe.id for extra in escalations.values() for a in extra]
         queue.clear()
         escalations.clear()
         return dropped

@@ -51,7 +51,13 @@ class Budget(_Model):
 
 
 class Completeness(_Model):
-    """The report format's names: an "agent" is one attempt, a "turn" one request to the target."""
+    """How much of the planned attack ran, in the report format's words (docs/report-format.md).
+
+    An attacker agent is one probe of the plan (the library's attacker for one scenario), and
+    one of its turns is one attempt, as a finding's ``attempt_count`` counts them. An agent is
+    cut short when any of its attempts never started or was cut off mid-attempt; ``pct`` is the
+    share of planned attempts that ran to the end.
+    """
 
     agents_planned: int
     agents_completed: int
