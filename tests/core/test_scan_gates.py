@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from probegate.models.probe import stable_id
 from tests.conftest import load_json, run_cli
 
 
@@ -82,7 +83,7 @@ def test_suppressed_findings_still_appear_in_every_format(in_tmp: Path) -> None:
     results = sarif["runs"][0]["results"]
     suppressed = [r for r in results if r.get("suppressions")]
     assert len(results) == len(scan["findings"]) and len(suppressed) == 1
-    assert suppressed[0]["ruleId"] == target["probe_id"]
+    assert suppressed[0]["ruleId"] == stable_id(target["probe_id"])
     for name in ("junit.xml", "summary.md", "report.html"):
         assert target["probe_id"] in (out / name).read_text(encoding="utf-8"), name
     assert "accepted downstream" in (out / "summary.md").read_text(encoding="utf-8")

@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 
 from probegate.reports import html_report, junit, markdown, sarif
+from probegate.reports.sarif.schema import sarif_validator
 from tests.reports.samples import hostile_report
 
 _RAW = ("\x1b", "\x00", "\x07", "\x0b", "\u202e")
@@ -23,7 +24,7 @@ _RAW = ("\x1b", "\x00", "\x07", "\x0b", "\u202e")
 def test_sarif_stays_valid_and_keeps_the_text_as_data() -> None:
     data = sarif.render(hostile_report())
     doc = json.loads(data)
-    assert list(sarif.reference_validator().iter_errors(doc)) == []
+    assert list(sarif_validator().iter_errors(doc)) == []
     text = data.decode("utf-8")
     for raw in _RAW:
         assert raw not in text and json.dumps(raw)[1:-1] not in text

@@ -12,10 +12,14 @@ import sarif_om as om
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from probegate import PROJECT_URL
 from probegate.errors import ReportError
+from probegate.models.probe import stable_id
 from probegate.models.report import SourceLocation, Suppression
 from probegate.models.taxonomy import Severity
 from probegate.reports import sarif
+from probegate.reports.sarif import omjson, results, schema
+from probegate.reports.sarif.log import SCHEMA_URI
 from tests.factories import make_finding, make_report
 from tests.reports.samples import golden_report
 
@@ -25,26 +29,27 @@ def _doc() -> dict[str, Any]:
     return data
 
 
-def test_valid_against_the_oasis_schema_with_the_reference_validator() -> None:
+def test_valid_against_the_oasis_schema_with_plain_jsonschema() -> None:
     doc = _doc()
-    errors = list(sarif.reference_validator().iter_errors(doc))
-    assert errors == []
-    # Draft4Validator, with only uniqueItems swapped for a linear-time implementation
-    validator_class = type(sarif.reference_validator())
+    assert list(jsonschema.Draft4Validator(schema.sarif_schema()).iter_errors(doc)) == []
+    assert list(schema.sarif_validator().iter_errors(doc)) == []
+    # Draft4Validator, with only uniqueItems (linear) and items (one item per shape) swapped
+    validator_class = type(schema.sarif_validator())
     draft4 = jsonschema.Draft4Validator
     assert validator_class.META_SCHEMA == draft4.META_SCHEMA
     changed = {
         k for k, v in validator_class.VALIDATORS.items() if draft4.VALIDATORS.get(k) is not v
     }
-    assert changed == {"uniqueItems"}
+    assert changed == {"uniqueItems", "items"}
 
 
 def test_run_shape() -> None:
     doc = _doc()
     assert doc["version"] == "2.1.0"
-    assert doc["$schema"] == sarif.SCHEMA_URI
+    assert doc["$schema"] == SCHEMA_URI
     (run,) = doc["runs"]
     assert run["tool"]["driver"]["name"] == "probegate"
+    assert run["tool"]["driver"]["informationUri"] == PROJECT_URL
     assert isinstance(run["invocations"], list) and run["invocations"][0]["executionSuccessful"]
     assert "automationDetails" not in run
     props = run["properties"]
@@ -60,11 +65,34 @@ def test_run_shape() -> None:
 def test_one_rule_per_probe_one_result_per_finding() -> None:
     report = golden_report()
     run = _doc()["runs"][0]
-    rules = run["tool"]["driver"]["rules"]
-    assert [r["id"] for r in rules] == sorted({f.probe_id for f in report.findings})
+    rule_list = run["tool"]["driver"]["rules"]
+    assert [r["id"] for r in rule_list] == sorted({stable_id(f.probe_id) for f in report.findings})
     assert len(run["results"]) == len(report.findings)
-    for result in run["results"]:
-        assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
+    for finding, result in zip(report.findings, run["results"], strict=True):
+        assert rule_list[result["ruleIndex"]]["id"] == result["ruleId"]
+        assert result["properties"]["probe_id"] == finding.probe_id
+
+
+def test_the_rule_id_survives_a_new_probe_version() -> None:
+    """Bumping a probe to .v2 keeps its alert: the rule id is the probe id without .vN."""
+    v1 = make_report([make_finding(0, probe_id="asi01.leak.v1")])
+    v2 = make_report([make_finding(0, probe_id="asi01.leak.v2")])
+    (rule_v1,) = json.loads(sarif.render(v1))["runs"][0]["tool"]["driver"]["rules"]
+    (rule_v2,) = json.loads(sarif.render(v2))["runs"][0]["tool"]["driver"]["rules"]
+    assert rule_v1["id"] == rule_v2["id"] == "asi01.leak"
+    assert rule_v2["properties"]["probe_id"] == "asi01.leak.v2"
+    both = make_report(
+        [make_finding(0, probe_id="asi01.leak.v1"), make_finding(1, probe_id="asi01.leak.v2")]
+    )
+    run = json.loads(sarif.render(both))["runs"][0]
+    (rule,) = run["tool"]["driver"]["rules"]
+    assert rule["properties"]["probe_id"] == "asi01.leak.v2"  # the newest version describes it
+    assert [r["ruleId"] for r in run["results"]] == ["asi01.leak", "asi01.leak"]
+
+
+def test_help_uri_points_at_the_probe_docs_anchor() -> None:
+    for rule in _doc()["runs"][0]["tool"]["driver"]["rules"]:
+        assert rule["helpUri"] == f"{PROJECT_URL}/blob/main/docs/probes.md#{rule['id']}"
 
 
 def test_rules_carry_what_github_needs() -> None:
@@ -105,16 +133,16 @@ def test_rule_severity_is_the_worst_of_its_findings() -> None:
 
 
 def test_many_findings_on_one_line_keep_distinct_fingerprints() -> None:
+    """probegate's own key, the finding's fp; primaryLocationLineHash is upload-sarif's to set
+    (it recomputes it from the file and warns about any other value)."""
     findings = [make_finding(i) for i in range(5)]
-    dup = findings[0].model_copy(update={"id": "F-dup"})  # same fp twice: still distinct
-    run = json.loads(sarif.render(make_report([*findings, dup])))["runs"][0]
-    hashes = [r["partialFingerprints"]["primaryLocationLineHash"] for r in run["results"]]
-    assert len(set(hashes)) == len(hashes)
+    run = json.loads(sarif.render(make_report(findings)))["runs"][0]
     locations = {json.dumps(r["locations"]) for r in run["results"]}
     assert len(locations) == 1  # all on probegate.yml:1
-    for finding, result in zip(findings, run["results"], strict=False):
-        assert result["partialFingerprints"][sarif.FINGERPRINT_KEY] == finding.fp
-        assert result["partialFingerprints"]["primaryLocationLineHash"].startswith(finding.fp)
+    keys = [r["partialFingerprints"][results.FINGERPRINT_KEY] for r in run["results"]]
+    assert keys == [f.fp for f in findings] and len(set(keys)) == len(keys)
+    for result in run["results"]:
+        assert set(result["partialFingerprints"]) == {results.FINGERPRINT_KEY}
 
 
 def test_results_have_repo_relative_file_locations() -> None:
@@ -181,13 +209,13 @@ def test_to_json_uses_schema_names_and_drops_defaults() -> None:
         level="warning",
         locations=[om.Location(physical_location=om.PhysicalLocation(region=om.Region()))],
     )
-    assert sarif.to_json(result) == {
+    assert omjson.to_json(result) == {
         "message": {"text": "x"},
         "ruleId": "r",
         "level": "warning",  # kept: a missing level would inherit the rule's
         "locations": [{"physicalLocation": {"region": {}}}],
     }
-    assert sarif.to_json(om.Run(tool=om.Tool(driver=om.ToolComponent(name="t")))) == {
+    assert omjson.to_json(om.Run(tool=om.Tool(driver=om.ToolComponent(name="t")))) == {
         "tool": {"driver": {"name": "t"}}
     }
 
@@ -196,31 +224,53 @@ def test_invalid_document_raises_report_error_naming_the_place() -> None:
     doc = _doc()
     doc["runs"][0]["results"][1]["level"] = "fatal"
     with pytest.raises(ReportError, match=r"runs/0/results/1/level"):
-        sarif.validate(doc)
+        schema.validate(doc)
 
 
 def test_large_documents_are_validated_too() -> None:
     report = make_report([make_finding(i) for i in range(600)])  # 1200 results + rules
     doc = json.loads(sarif.render(report))
-    assert sarif.compiled_validator()(doc)
+    schema.validate(doc)
     doc["runs"][0]["results"][599]["ruleIndex"] = -5
     with pytest.raises(ReportError, match=r"results/599/ruleIndex"):
-        sarif.validate(doc)
+        schema.validate(doc)
     doc["runs"][0]["results"][599]["ruleIndex"] = 599
     doc["runs"][0]["tool"]["driver"]["rules"].append(doc["runs"][0]["tool"]["driver"]["rules"][0])
     with pytest.raises(ReportError, match="non-unique"):
-        sarif.validate(doc)
+        schema.validate(doc)
+
+
+def test_an_item_is_skipped_only_when_its_shape_was_checked() -> None:
+    """Later items are not checked when an earlier one had their shape; any difference the
+    schema can see (a pattern, an enum, a bound, a duplicate) makes a new shape."""
+    doc = json.loads(sarif.render(make_report([make_finding(i) for i in range(3)])))
+    bad: list[tuple[str, Any]] = [
+        ("guid", "not-a-guid"),  # a pattern
+        ("level", "fatal"),  # an enum
+        ("rank", 101.0),  # a bound
+        ("kind", ["x"]),  # a type
+    ]
+    for key, value in bad:
+        copy_ = copy.deepcopy(doc)
+        copy_["runs"][0]["results"][2][key] = value
+        with pytest.raises(ReportError, match=rf"results/2/{key}"):
+            schema.validate(copy_)
+    copy_ = copy.deepcopy(doc)
+    tags = copy_["runs"][0]["tool"]["driver"]["rules"][2]["properties"]["tags"]
+    tags.append(tags[-1])
+    with pytest.raises(ReportError, match="non-unique"):
+        schema.validate(copy_)
 
 
 def test_unique_items_agrees_with_json_equality() -> None:
-    assert not sarif.items_unique([{"a": 1}, {"a": 1.0}])
-    assert sarif.items_unique([{"a": 1}, {"a": True}])
-    assert sarif.items_unique([[1, 2], [2, 1]])
-    assert not sarif.items_unique([{"a": [1, {"b": "x"}]}, {"a": [1, {"b": "x"}]}])
-    assert not sarif.items_unique(["x", "x"])
+    assert not schema.items_unique([{"a": 1}, {"a": 1.0}])
+    assert schema.items_unique([{"a": 1}, {"a": True}])
+    assert schema.items_unique([[1, 2], [2, 1]])
+    assert not schema.items_unique([{"a": [1, {"b": "x"}]}, {"a": [1, {"b": "x"}]}])
+    assert not schema.items_unique(["x", "x"])
 
 
-# --- the compiled validator agrees with jsonschema ------------------------------------------
+# --- the validator agrees with plain jsonschema ---------------------------------------------
 
 _VALUES = st.one_of(
     st.sampled_from(
@@ -232,6 +282,7 @@ _VALUES = st.one_of(
     st.builds(dict),
     st.builds(lambda: ["a", "a"]),
     st.builds(lambda: {"text": "x"}),
+    st.sampled_from(["7f1c1a8e-3b5d-4c1e-9a2b-0c3d4e5f6a7b", "text/plain", "1.2.3.4", "en-US"]),
 )
 
 
@@ -246,14 +297,18 @@ def _paths(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return out
 
 
-_BASE = json.loads(sarif.render(make_report([make_finding(0), make_finding(1)])))
+# Three findings: later results and rules share their shape with the first, so a mutation of
+# one of them is what the shape check must notice.
+_BASE = json.loads(sarif.render(make_report([make_finding(i) for i in range(3)])))
 _BASE["runs"][0]["results"][1]["suppressions"] = [{"kind": "external", "justification": "ok"}]
+_BASE["runs"][0]["results"][2]["guid"] = "7f1c1a8e-3b5d-4c1e-9a2b-0c3d4e5f6a7b"
+_PLAIN = jsonschema.Draft4Validator(schema.sarif_schema())
 _ALL_PATHS = _paths(_BASE)[1:]
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
-def test_compiled_validator_agrees_with_jsonschema(data: st.DataObject) -> None:
+def test_validator_agrees_with_plain_jsonschema(data: st.DataObject) -> None:
     doc = copy.deepcopy(_BASE)
     for _ in range(data.draw(st.integers(min_value=1, max_value=3))):
         path = data.draw(st.sampled_from(_ALL_PATHS))
@@ -275,13 +330,18 @@ def test_compiled_validator_agrees_with_jsonschema(data: st.DataObject) -> None:
                 parent[key].append(copy.deepcopy(parent[key][0]))
         except (KeyError, IndexError, TypeError):
             continue  # an earlier mutation removed this path
-    expected = not any(True for _ in sarif.reference_validator().iter_errors(doc))
-    assert sarif.compiled_validator()(doc) is expected
+    expected = _PLAIN.is_valid(doc)
+    try:
+        schema.validate(doc)
+    except ReportError:
+        assert not expected
+    else:
+        assert expected
 
 
-def test_the_compiler_refuses_keywords_it_does_not_know() -> None:
-    with pytest.raises(NotImplementedError):
-        sarif._Compiler({}).compile({"minLength": 3})
+def test_shapes_refuse_keywords_they_do_not_account_for() -> None:
+    with pytest.raises(NotImplementedError, match="minLength"):
+        schema.Shapes({"properties": {"a": {"minLength": 3}}})
 
 
 def test_suppressed_finding_keeps_its_result() -> None:

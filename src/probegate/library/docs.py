@@ -30,6 +30,7 @@ from probegate.models.probe import (
     OutputPatternOracle,
     Probe,
     ToolCallOracle,
+    stable_id,
 )
 from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, CSA_TITLES, OWASP_LLM_TITLES, Channel
 
@@ -209,6 +210,7 @@ def _fixture_lines(probe: Probe) -> list[str]:
 
 def render_probe(probe: Probe, atlas: dict[str, str]) -> list[str]:
     lines = [
+        f'<a id="{stable_id(probe.id)}"></a>',
         f'<a id="{probe.id}"></a>',
         "",
         f"### `{probe.id}`",
@@ -272,9 +274,10 @@ def render_probe_docs(library: Library) -> str:
         f"({100.0 * judged / len(probes):.1f}%) judged by deterministic oracles, "
         f"{len(probes) - judged} need an LLM judge. MITRE ATLAS data {atlas.version}.",
         "",
-        "Each probe id is stable: it is this page's anchor, the SARIF `ruleId` and the baseline "
-        "key. Browse from the command line with `probegate probes list` and "
-        "`probegate probes show ID`.",
+        "Each probe id is stable: it is this page's anchor and the baseline key. Without its "
+        "`.vN` suffix it is the SARIF `ruleId` and a second anchor, so code-scanning alerts and "
+        "their help links survive a new version of a probe. Browse from the command line with "
+        "`probegate probes list` and `probegate probes show ID`.",
         "",
         "| ASI | title | probes |",
         "|---|---|---|",

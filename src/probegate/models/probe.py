@@ -21,9 +21,25 @@ from probegate.models.taxonomy import (
 )
 
 PROBE_ID_RE = re.compile(r"^asi(0[1-9]|10)\.[a-z0-9]+(?:-[a-z0-9]+)*\.v[0-9]+$")
+_VERSION_RE = re.compile(r"\.v[0-9]+$")
 ATLAS_ID_RE = re.compile(r"^AML\.T[0-9]{4}(?:\.[0-9]{3})?$")
 
 CanaryKind = Literal["system", "pii", "credential", "any"]
+
+
+def stable_id(probe_id: str) -> str:
+    """The probe id without its ``.vN`` suffix: the same for every version of one probe.
+
+    It is the SARIF rule id (GitHub keys alerts on it, so a new version keeps them open) and a
+    docs anchor that survives the bump.
+    """
+    return _VERSION_RE.sub("", probe_id)
+
+
+def version_of(probe_id: str) -> int:
+    """The ``N`` of a probe id's ``.vN`` suffix (0 when it has none)."""
+    found = _VERSION_RE.search(probe_id)
+    return int(found.group(0)[2:]) if found else 0
 
 
 def _compiles(pattern: str) -> None:

@@ -1,0 +1,91 @@
+"""The SARIF log: one run of the ``probegate`` tool, its rules, results and invocation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sarif_om as om
+
+from probegate import PROJECT_URL
+from probegate.errors import ReportError
+from probegate.models.probe import stable_id
+from probegate.models.report import Finding, ScanReport
+from probegate.reports.sarif import results, rules
+from probegate.reports.sarif.omjson import to_json
+
+TOOL_NAME = "probegate"  # GitHub keys alerts on it: never change it.
+SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
+SARIF_VERSION = "2.1.0"
+MAX_RESULTS = 25_000  # GitHub's per-run limit for results and for rules
+
+
+def build(report: ScanReport) -> dict[str, Any]:
+    """The SARIF log as JSON data (not yet validated)."""
+    if len(report.findings) > MAX_RESULTS:
+        raise ReportError(
+            f"{len(report.findings)} findings exceed GitHub's {MAX_RESULTS} results per "
+            "SARIF run; narrow the scan (--asi, --probes) or shard it"
+        )
+    by_rule: dict[str, list[Finding]] = {}
+    for finding in report.findings:
+        by_rule.setdefault(stable_id(finding.probe_id), []).append(finding)
+    rule_ids = sorted(by_rule)
+    rule_index = {rule_id: i for i, rule_id in enumerate(rule_ids)}
+    run = om.Run(
+        tool=om.Tool(
+            driver=om.ToolComponent(
+                name=TOOL_NAME,
+                full_name="probegate: red-team AI agents in CI",
+                information_uri=PROJECT_URL,
+                version=report.package_version,
+                semantic_version=report.package_version,
+                rules=[rules.rule(rule_id, by_rule[rule_id]) for rule_id in rule_ids],
+                supported_taxonomies=rules.supported_taxonomies(),
+                properties={"probe_library_version": report.probe_library_version},
+            )
+        ),
+        taxonomies=rules.taxonomies(),
+        invocations=[_invocation(report)],
+        results=[results.result(f, rule_index[stable_id(f.probe_id)]) for f in report.findings],
+        column_kind="unicodeCodePoints",
+        properties=_run_properties(report),
+    )
+    log = om.SarifLog(runs=[run], version=SARIF_VERSION, schema_uri=SCHEMA_URI)
+    data: dict[str, Any] = to_json(log)
+    return data
+
+
+def _invocation(report: ScanReport) -> om.Invocation:
+    return om.Invocation(
+        execution_successful=report.stopped_reason != "cancelled",
+        properties={
+            "scan_id": report.scan_id,
+            "mode": report.mode,
+            "seed": report.seed,
+            "shard": report.shard,
+            "stopped_reason": report.stopped_reason,
+            "evaluation_mode": report.evaluation_mode,
+            "created_at": report.created_at,
+            "duration_seconds": report.duration_seconds,
+            "target": {"kind": report.target.kind, "ref": report.target.ref},
+        },
+    )
+
+
+def _run_properties(report: ScanReport) -> dict[str, Any]:
+    return {
+        "aivss": report.aivss,
+        "band": report.band,
+        "tier": report.tier,
+        "asi_scores": dict(report.asi_scores),
+        "aivss_formula_version": report.aivss_formula_version,
+        "probe_library_version": report.probe_library_version,
+        "scan_id": report.scan_id,
+        "mode": report.mode,
+        "mode_authoritative": report.mode_authoritative,
+        "scoring_valid": report.scoring_valid,
+        "authoritative": report.authority.authoritative,
+        "undertested": list(report.undertested),
+        "findings_summary": dict(report.findings_summary),
+        "unjudged": len(report.unjudged),
+    }

@@ -1,0 +1,102 @@
+"""SARIF results: one per finding, at a file of the repository, with probegate's own key.
+
+``partialFingerprints`` carries only :data:`FINGERPRINT_KEY`, the finding's ``fp`` (the same key
+the baseline matches on). ``primaryLocationLineHash`` is left to upload-sarif, which computes it
+from the file's line whenever the file exists and warns when a SARIF file already carries a
+different value. The location is the finding's ``location``: a path relative to the repository
+root that the scan checked exists (docs/report-format.md, "SARIF locations").
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import urllib.parse
+from typing import Any
+
+import sarif_om as om
+
+from probegate.errors import ReportError
+from probegate.models.probe import stable_id
+from probegate.models.report import Finding
+from probegate.reports.escape import clean_text, sarif_text, truncate
+from probegate.reports.sarif.rules import LEVELS, sentence, severity_string
+
+FINGERPRINT_KEY = "probegateFindingFp/v1"
+MESSAGE_MAX = 4000
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def result(finding: Finding, rule_index: int) -> om.Result:
+    properties: dict[str, Any] = {
+        "aivss_severity": finding.severity.value,
+        "security-severity": severity_string(finding.aivss_severity),
+        "probe_id": finding.probe_id,
+        "asi": finding.asi,
+        "mitre_atlas": list(finding.mitre_atlas),
+        "csa": finding.csa_category,
+        "owasp_llm": list(finding.owasp_llm),
+        "confidence": finding.confidence,
+        "success": finding.success,
+        "attempt_count": finding.attempt_count,
+        "successes": finding.successes,
+        "finding_id": finding.id,
+        "fp": finding.fp,
+        "channel": finding.channel,
+        "pov_reference": finding.pov_reference,
+        "pov_reliability": finding.pov_reliability,
+    }
+    suppressions = None
+    if finding.suppressed is not None:
+        suppressions = [
+            om.Suppression(
+                kind="external",
+                justification=clean_text(finding.suppressed.reason) or "suppressed",
+                properties=(
+                    {"expires": finding.suppressed.expires} if finding.suppressed.expires else None
+                ),
+            )
+        ]
+    message = sarif_text(finding.summary) or f"{finding.name} succeeded against the agent"
+    return om.Result(
+        rule_id=stable_id(finding.probe_id),
+        rule_index=rule_index,
+        level=LEVELS[finding.severity],
+        message=om.Message(text=sentence(truncate(message, MESSAGE_MAX))),
+        locations=[_location(finding.location.path, finding.location.line)],
+        partial_fingerprints={FINGERPRINT_KEY: finding.fp},
+        suppressions=suppressions,
+        properties=properties,
+    )
+
+
+# Findings mostly share a handful of locations (the config and prompt files): one object
+# each, which to_json and the schema check then handle once per document.
+@functools.lru_cache(maxsize=4096)
+def _location(path: str, line: int) -> Any:
+    return om.Location(
+        physical_location=om.PhysicalLocation(
+            artifact_location=om.ArtifactLocation(uri=artifact_uri(path)),
+            region=om.Region(start_line=line),
+        )
+    )
+
+
+def artifact_uri(path: str) -> str:
+    """A finding's repo-relative path as a SARIF ``uri`` GitHub accepts.
+
+    GitHub rejects the whole upload for an empty uri or one whose first segment holds a colon
+    (read as a scheme), and an absolute or ``..`` path cannot be a file of the repository, so
+    those are :class:`ReportError`; everything else is percent-encoded as a relative reference.
+    """
+    normalised = path.replace("\\", "/")
+    while normalised.startswith("./"):
+        normalised = normalised[2:]
+    segments = [s for s in normalised.split("/") if s not in ("", ".")]
+    if not segments or normalised.startswith("/") or ".." in segments or _SCHEME.match(normalised):
+        raise ReportError(
+            f"finding location {path!r} is not a repo-relative file path; SARIF for GitHub "
+            "needs one (the config, prompt or tool definition file)"
+        )
+    return urllib.parse.quote("/".join(segments), safe="/-._~!$&'()*+,;=@")

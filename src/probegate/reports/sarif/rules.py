@@ -1,0 +1,210 @@
+"""SARIF rules: one per probe, keyed by an id that survives a new probe version.
+
+A probe id ends in its version (``asi01.direct-system-prompt-leak.v1``). GitHub keys alerts on
+the rule id, so the rule id is the probe id without that suffix: bumping a probe to ``.v2``
+keeps its alerts open rather than closing them and opening new ones. ``helpUri`` points at the
+probe's section of docs/probes.md, whose version-less anchor is this same id. Each rule carries
+what code scanning shows: short and full descriptions, help, ``security-severity`` and at most
+ten tags, and links into the three taxonomies (``run.taxonomies``) by index.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import sarif_om as om
+
+from probegate import DOCS_URL
+from probegate.models.probe import stable_id, version_of
+from probegate.models.report import Finding
+from probegate.models.taxonomy import (
+    ASI_TITLES,
+    CSA_TITLES,
+    OWASP_LLM_TITLES,
+    SEVERITY_RANK,
+    Severity,
+)
+from probegate.reports.escape import clean_text, md_code, md_text, sarif_text, truncate
+
+DESCRIPTION_MAX = 1024  # GitHub's limit for short and full descriptions
+MAX_TAGS = 10  # GitHub's recommendation (20 is the hard cap)
+
+# SARIF taxonomies (name, organization, version, {id: title}); rules point into them by
+# index. MITRE ATLAS is a tag only: its names live in the probe library's data, not here.
+TAXONOMIES: tuple[tuple[str, str, str, dict[str, str]], ...] = (
+    ("OWASP Top 10 for Agentic Applications", "OWASP", "2026", ASI_TITLES),
+    ("OWASP Top 10 for LLM Applications", "OWASP", "2025", OWASP_LLM_TITLES),
+    ("CSA Agentic AI Red Teaming Guide", "Cloud Security Alliance", "2025", CSA_TITLES),
+)
+_TAXON_INDEX: dict[tuple[int, str], int] = {
+    (t, taxon): i for t, entry in enumerate(TAXONOMIES) for i, taxon in enumerate(entry[3])
+}
+
+LEVELS: dict[Severity, str] = {
+    Severity.CRITICAL: "error",
+    Severity.HIGH: "error",
+    Severity.MEDIUM: "warning",
+    Severity.LOW: "note",
+}
+
+
+def help_uri(probe_id: str) -> str:
+    """The probe's section of docs/probes.md (its anchor is the version-less id)."""
+    return f"{DOCS_URL}probes.md#{stable_id(probe_id)}"
+
+
+def rule(stable_id: str, findings: list[Finding]) -> om.ReportingDescriptor:
+    """The rule for every finding of one probe (normally one; more after a version bump)."""
+    latest = max(findings, key=lambda f: (version_of(f.probe_id), f.probe_id))
+    worst = max(findings, key=lambda f: SEVERITY_RANK[f.severity]).severity
+    score = max(f.aivss_severity for f in findings)
+    asi_title = ASI_TITLES.get(latest.asi, latest.asi)
+    csa_title = CSA_TITLES.get(latest.csa_category, latest.csa_category)
+    llm = _unique(x for f in findings for x in f.owasp_llm)
+    atlas = _unique(x for f in findings for x in f.mitre_atlas)
+    name = clean_text(latest.name) or stable_id
+    remediation = clean_text(latest.remediation)
+
+    mapping = [
+        f"OWASP Agentic {latest.asi} {asi_title}",
+        *(f"OWASP LLM {_llm(x)}" for x in llm),
+        *(f"MITRE ATLAS {x}" for x in atlas),
+        f"CSA {csa_title}",
+    ]
+    full = (
+        f"{name}: an attack through the {latest.channel.replace('_', ' ')} channel that the "
+        f"agent followed. Maps to {'; '.join(mapping)}."
+    )
+    help_text = (
+        f"{remediation}\n\nProbe {latest.probe_id} ({latest.asi} {asi_title}). Mapping: "
+        f"{'; '.join(mapping)}. Scan again after a fix: the alert closes when the probe no "
+        "longer succeeds (its fingerprint depends on the probe alone)."
+    )
+    help_md = "\n".join(
+        [
+            f"**{md_text(name)}** ({md_code(latest.probe_id)})",
+            "",
+            "**Remediation:** " + md_text(remediation),
+            "",
+            "| Taxonomy | Id |",
+            "|---|---|",
+            f"| OWASP Top 10 for Agentic Applications | {md_text(f'{latest.asi} {asi_title}')} |",
+            *(f"| OWASP Top 10 for LLM Applications | {md_text(_llm(x))} |" for x in llm),
+            *(f"| MITRE ATLAS | {md_text(x)} |" for x in atlas),
+            f"| CSA Agentic AI Red Teaming | {md_text(csa_title)} |",
+        ]
+    )
+    return om.ReportingDescriptor(
+        id=stable_id,
+        name=_pascal(name),
+        short_description=om.MultiformatMessageString(
+            text=sentence(truncate(sarif_text(name), DESCRIPTION_MAX - 1))
+        ),
+        full_description=om.MultiformatMessageString(
+            text=sentence(truncate(sarif_text(full), DESCRIPTION_MAX - 1))
+        ),
+        help=om.MultiformatMessageString(text=sarif_text(help_text), markdown=help_md),
+        help_uri=help_uri(latest.probe_id),
+        default_configuration=_configuration(LEVELS[worst]),
+        relationships=_relationships(latest.asi, llm, latest.csa_category) or None,
+        properties={
+            "tags": _tags(latest.asi, llm, atlas, latest.csa_category),
+            "security-severity": severity_string(score),
+            "precision": "very-high" if min(f.confidence for f in findings) >= 0.9 else "high",
+            "probe_id": latest.probe_id,
+            "asi": latest.asi,
+            "csa": latest.csa_category,
+            "mitre_atlas": atlas,
+            "owasp_llm": llm,
+            "channel": latest.channel,
+        },
+    )
+
+
+def taxonomies() -> list[om.ToolComponent]:
+    """``run.taxonomies``: every taxon of the three taxonomies the rules link into."""
+    return [_taxonomy(*entry) for entry in TAXONOMIES]
+
+
+def supported_taxonomies() -> list[om.ToolComponentReference]:
+    return [
+        om.ToolComponentReference(name=name, index=i)
+        for i, (name, _org, _version, _taxa) in enumerate(TAXONOMIES)
+    ]
+
+
+def _taxonomy(name: str, organization: str, version: str, taxa: dict[str, str]) -> Any:
+    return om.ToolComponent(
+        name=name,
+        organization=organization,
+        version=version,
+        taxa=[
+            om.ReportingDescriptor(
+                id=taxon, name=title, short_description=om.MultiformatMessageString(text=title)
+            )
+            for taxon, title in taxa.items()
+        ],
+    )
+
+
+def _relationships(asi: str, llm: list[str], csa: str) -> list[Any]:
+    """Links from a rule to its taxa; ids the taxonomies do not know are left to the tags."""
+    wanted = [(0, asi), *((1, x) for x in llm), (2, csa)]
+    return [rel for t, taxon in wanted if (rel := _relationship(t, taxon)) is not None]
+
+
+@functools.cache
+def _relationship(taxonomy: int, taxon: str) -> Any:
+    """One shared object per taxon: to_json converts it once per document."""
+    index = _TAXON_INDEX.get((taxonomy, taxon))
+    if index is None:
+        return None
+    return om.ReportingDescriptorRelationship(
+        target=om.ReportingDescriptorReference(
+            id=taxon,
+            index=index,
+            tool_component=om.ToolComponentReference(name=TAXONOMIES[taxonomy][0], index=taxonomy),
+        ),
+        kinds=["subset"],  # a probe is one case of its category
+    )
+
+
+@functools.cache
+def _configuration(level: str) -> Any:
+    return om.ReportingConfiguration(level=level)
+
+
+def _llm(llm_id: str) -> str:
+    return f"{llm_id} {OWASP_LLM_TITLES.get(llm_id, '')}".rstrip()
+
+
+def _tags(asi: str, llm: list[str], atlas: list[str], csa: str) -> list[str]:
+    """At most ten tags; ``security`` (which makes GitHub read security-severity), the ASI
+    category and the CSA category always survive, LLM and ATLAS ids fill the rest."""
+    optional = [f"owasp-llm/{x.lower()}" for x in llm] + [f"mitre-atlas/{x.lower()}" for x in atlas]
+    room = MAX_TAGS - 3
+    return ["security", f"owasp-agentic/{asi.lower()}", *optional[:room], f"csa/{csa}"]
+
+
+def severity_string(score: float) -> str:
+    """GitHub's ``security-severity``: a decimal string, 0.0-10.0, one decimal."""
+    return f"{min(max(score, 0.0), 10.0):.1f}"
+
+
+def _unique(values: Iterable[str]) -> list[str]:
+    return sorted(set(values))
+
+
+def sentence(text: str) -> str:
+    """SARIF asks that messages end with a period (SARIF2001); add one when missing."""
+    text = text.strip()
+    return text if text.endswith((".", "!", "?", "…")) else text + "."
+
+
+def _pascal(name: str) -> str:
+    """A rule's friendly ``name`` in PascalCase, as SARIF recommends (SARIF2012)."""
+    words = re.findall(r"[A-Za-z0-9]+", name)
+    return "".join(w[:1].upper() + w[1:] for w in words) or "Probe"

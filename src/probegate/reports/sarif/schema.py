@@ -1,0 +1,276 @@
+"""The OASIS SARIF 2.1.0 schema, checked by ``jsonschema.Draft4Validator``.
+
+An invalid document is a :class:`ReportError` before any file is written, never a file GitHub
+rejects later. jsonschema makes every decision; two of its keywords are replaced through its
+own extension point (``jsonschema.validators.extend``) because, as shipped, they make a large
+scan's log take minutes:
+
+- ``uniqueItems`` is quadratic for arrays of objects (thousands of rules); here it hashes each
+  item's JSON value once (:func:`items_unique`), with jsonschema's notion of equality.
+- ``items`` validates every item; here an item whose *shape* (:class:`Shapes`) equals an
+  earlier item's in the same array is skipped, because it is valid exactly when that one is.
+  A SARIF run has thousands of results and rules but a handful of shapes.
+
+A shape keeps everything this schema's keywords can tell apart -- object keys, array lengths,
+which array items are equal, JSON types (an integer is not a float in draft 4), the values the
+schema enumerates, how numbers compare with the schema's bounds, and, for a string where a
+``pattern`` can apply, which patterns it matches -- and drops the rest (the text of a message,
+a finding's id). Which patterns can apply is read off the schema: a pattern applies to strings
+under the property names that lead to it (through ``$ref``, ``items``, ``anyOf``, ``oneOf``), or
+under any name when it sits below ``additionalProperties``. A schema keyword the shape does not
+account for makes the validator refuse to build, so a new schema cannot silently weaken it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Iterator
+from importlib import resources
+from typing import Any
+
+import jsonschema
+import jsonschema.protocols
+import jsonschema.validators
+
+from probegate.errors import ReportError
+
+SCHEMA_FILE = "data/sarif-schema-2.1.0.json"
+
+# The keywords the SARIF schema uses, each of whose outcome a shape preserves, and annotations
+# that never affect validity (``format`` is not asserted by Draft4Validator without a format
+# checker, and none is given). Any other keyword makes :class:`Shapes` refuse the schema.
+_SHAPED = frozenset(
+    {
+        "type", "enum", "pattern", "minimum", "maximum", "minItems", "uniqueItems", "items",
+        "properties", "additionalProperties", "required", "anyOf", "oneOf", "$ref",
+    }
+)  # fmt: skip
+_ANNOTATIONS = frozenset({"description", "default", "title", "id", "$schema", "format"})
+# Subschema-valued keywords that keep an instance at the same property name.
+_SAME_PLACE = ("items", "anyOf", "oneOf")
+_ANY_KEY = "*"  # patterns under additionalProperties apply whatever the key
+
+
+@functools.cache
+def sarif_schema() -> dict[str, Any]:
+    """The bundled OASIS SARIF 2.1.0 schema (errata 01, JSON Schema draft-04)."""
+    text = resources.files("probegate.reports").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+# --- uniqueItems ------------------------------------------------------------------------------
+
+
+def json_key(value: Any) -> Any:
+    """A hashable key equal for JSON-equal values (``1 == 1.0``, ``True != 1``), as jsonschema."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return (type(value).__name__, value)
+    if isinstance(value, int | float):
+        return ("number", value)
+    if isinstance(value, dict):
+        return ("object", frozenset((k, json_key(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return ("array", tuple(json_key(v) for v in value))
+    return ("other", repr(value))
+
+
+def _coarse_key(value: Any) -> Any:
+    """A cheap key that JSON-equal values always share: an object's keys and top-level strings,
+    an array's length. Only values sharing it need the full :func:`json_key`."""
+    if isinstance(value, dict):
+        strings = tuple(sorted((k, v) for k, v in value.items() if isinstance(v, str)))
+        return ("object", frozenset(value), strings)
+    if isinstance(value, list):
+        return ("array", len(value))
+    return json_key(value)
+
+
+def items_unique(items: list[Any]) -> bool:
+    """JSON Schema ``uniqueItems`` in about linear time."""
+    if len(items) < 2:
+        return True
+    buckets: dict[Any, list[Any]] = {}
+    for item in items:
+        buckets.setdefault(_coarse_key(item), []).append(item)
+    for group in buckets.values():
+        if len(group) > 1:
+            keys = [json_key(x) for x in group]
+            if len(set(keys)) != len(keys):
+                return False
+    return True
+
+
+def _unique_items(
+    validator: Any, unique: Any, instance: Any, schema: Any
+) -> Iterator[jsonschema.ValidationError]:
+    if unique and validator.is_type(instance, "array") and not items_unique(instance):
+        yield jsonschema.ValidationError(f"array of {len(instance)} items has non-unique elements")
+
+
+# --- shapes -----------------------------------------------------------------------------------
+
+
+class Shapes:
+    """What of a JSON value the schema can see: values of one shape are valid alike."""
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self._root = schema
+        self.enum_values: set[Any] = set()
+        self._bounds: set[float] = set()
+        self._patterns: dict[str, list[re.Pattern[str]]] = {}
+        self._walk(schema, _ANY_KEY, set())
+        self.bounds = tuple(sorted(self._bounds))
+        anywhere = tuple(self._patterns.get(_ANY_KEY, ()))
+        # Per property name, the patterns that can apply to a string under it. A string whose
+        # property name is not known (an item of the array being checked) gets every pattern.
+        self.patterns = {k: (*v, *anywhere) for k, v in self._patterns.items() if k != _ANY_KEY}
+        self.anywhere = anywhere
+        self.every = tuple(p for v in self._patterns.values() for p in v)
+        self.enum_strings = frozenset(v for t, v in self.enum_values if t == "str")
+
+    def _walk(self, node: Any, key: str, seen: set[tuple[int, str]]) -> None:
+        """Collect enums, numeric bounds and, per property name, the patterns under it."""
+        if not isinstance(node, dict) or (id(node), key) in seen:
+            return
+        seen.add((id(node), key))
+        unknown = set(node) - _SHAPED - _ANNOTATIONS - {"definitions"}
+        if unknown:
+            raise NotImplementedError(f"schema keyword(s) {sorted(unknown)} are not shaped")
+        for value in node.get("enum", ()):
+            self.enum_values.add(json_key(value))
+        for bound in ("minimum", "maximum"):
+            if bound in node:
+                self._bounds.add(node[bound])
+        if "pattern" in node:
+            self._patterns.setdefault(key, []).append(re.compile(node["pattern"]))
+        if "$ref" in node:
+            self._walk(self._resolve(node["$ref"]), key, seen)
+        for name in _SAME_PLACE:
+            sub = node.get(name)
+            for s in sub if isinstance(sub, list) else [sub]:
+                self._walk(s, key, seen)
+        for name, sub in (node.get("properties") or {}).items():
+            self._walk(sub, name, seen)
+        self._walk(node.get("additionalProperties"), _ANY_KEY, seen)
+        for sub in (node.get("definitions") or {}).values():
+            self._walk(sub, _ANY_KEY, seen)  # also reached through $ref, with their keys
+
+    def _resolve(self, ref: str) -> Any:
+        if not ref.startswith("#/"):
+            raise NotImplementedError(f"remote $ref {ref!r}")
+        node: Any = self._root
+        for part in ref[2:].split("/"):
+            node = node[part.replace("~1", "/").replace("~0", "~")]
+        return node
+
+    def of(self, value: Any, key: str | None, memo: dict[int, Any]) -> Any:
+        """The shape of ``value`` found under property ``key`` (list items keep their key).
+
+        ``memo`` maps ``id()`` of objects already shaped to their shape: the builder shares
+        objects (the taxonomy links every rule carries), and they are shaped once. It must not
+        outlive one unchanged document. (This runs for every node of a large log: the common
+        cases are inlined.)
+        """
+        kind = type(value)
+        if kind is str:
+            return self._string(value, self.every if key is None else self._of_key(key))
+        if kind is dict:
+            done = memo.get(id(value))
+            if done is None:
+                done = memo[id(value)] = self._object(value, memo)
+            return done
+        if kind is list:
+            shapes = tuple([self.of(v, key, memo) for v in value])
+            return ("a", shapes, _equal_items(value, shapes))
+        if kind is bool or value is None:
+            return value
+        if kind is int or kind is float:
+            if json_key(value) in self.enum_values:
+                return (kind.__name__, value)
+            return (kind.__name__, *[(value > b) - (value < b) for b in self.bounds])
+        return ("other", repr(value))
+
+    def _of_key(self, key: str) -> tuple[re.Pattern[str], ...]:
+        return self.patterns.get(key, self.anywhere)
+
+    def _string(self, value: str, patterns: tuple[re.Pattern[str], ...]) -> Any:
+        if value in self.enum_strings:
+            return ("=", value)
+        if not patterns:
+            return "s"
+        return ("s", *[p.search(value) is not None for p in patterns])
+
+    def _object(self, value: dict[str, Any], memo: dict[int, Any]) -> Any:
+        out: list[Any] = ["o"]
+        enum_strings, patterns, anywhere = self.enum_strings, self.patterns, self.anywhere
+        for k, v in value.items():
+            if type(v) is str and not anywhere and k not in patterns:
+                out.append((k, ("=", v) if v in enum_strings else "s"))
+            else:
+                out.append((k, self.of(v, k, memo)))
+        return tuple(out)
+
+
+def _equal_items(items: list[Any], shapes: tuple[Any, ...]) -> tuple[int, ...] | None:
+    """For each item, the index of the first item equal to it (what uniqueItems decides);
+    None when all are distinct. Items of different shapes differ, so only same-shape items
+    are compared."""
+    if len(items) < 2 or len(set(shapes)) == len(shapes):
+        return None
+    firsts: dict[Any, int] = {}
+    pairs = enumerate(zip(shapes, items, strict=True))
+    return tuple([firsts.setdefault((s, json_key(v)), i) for i, (s, v) in pairs])
+
+
+@functools.cache
+def _shapes() -> Shapes:
+    return Shapes(sarif_schema())
+
+
+_DRAFT4_ITEMS = jsonschema.Draft4Validator.VALIDATORS["items"]
+
+
+def _items_by_shape(
+    validator: Any, items: Any, instance: Any, schema: Any
+) -> Iterator[jsonschema.ValidationError]:
+    """``items``, validating one item per shape (see the module docstring)."""
+    if not validator.is_type(instance, "array") or len(instance) < 2 or isinstance(items, list):
+        yield from _DRAFT4_ITEMS(validator, items, instance, schema)
+        return
+    shapes = _shapes()
+    seen: set[Any] = set()
+    memo: dict[int, Any] = {}
+    for index, item in enumerate(instance):
+        shape = shapes.of(item, None, memo)
+        if shape in seen:
+            continue
+        seen.add(shape)
+        yield from validator.descend(item, items, path=index)
+
+
+_SarifValidator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+    jsonschema.Draft4Validator, {"uniqueItems": _unique_items, "items": _items_by_shape}
+)
+
+
+@functools.cache
+def sarif_validator() -> jsonschema.protocols.Validator:
+    """``jsonschema.Draft4Validator`` on the OASIS schema, with the two keywords above."""
+    _shapes()  # refuses a schema whose keywords the shapes do not cover
+    validator: jsonschema.protocols.Validator = _SarifValidator(sarif_schema())
+    return validator
+
+
+def validate(document: dict[str, Any]) -> None:
+    """Raise :class:`ReportError` unless ``document`` is valid against the OASIS schema."""
+    errors = list(sarif_validator().iter_errors(document))
+    if errors:
+        first = min(errors, key=lambda e: [(isinstance(p, str), p) for p in e.absolute_path])
+        where = "/".join(str(p) for p in first.absolute_path) or "<root>"
+        raise ReportError(
+            f"SARIF output would be invalid against the OASIS schema; first error at {where}: "
+            f"{first.message[:300]}"
+        )
