@@ -16,6 +16,21 @@ from tests.servers.http_agent import HttpAgentServer
 from tests.servers.openai_agent import OpenAIAgentServer
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _outside_github_actions() -> Iterator[None]:
+    """The suite runs alike inside a GitHub Actions job and outside one.
+
+    A scan reads the repository root from ``GITHUB_WORKSPACE`` and its anchor from
+    ``GITHUB_WORKFLOW_REF`` (probegate.workspace); in CI the runner sets both for probegate's
+    own checkout, which is not the repository a test scans. Tests that play a GitHub job set
+    them explicitly.
+    """
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("GITHUB_WORKSPACE", raising=False)
+        patch.delenv("GITHUB_WORKFLOW_REF", raising=False)
+        yield
+
+
 @pytest.fixture
 def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Run in an empty directory so default paths (probegate-out, .probegate) land there."""

@@ -42,6 +42,7 @@ from probegate.targets.registry import build_target
 from probegate.terminal import clean
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.pricing import cost_usd, price_table
+from probegate.workspace import anchor, repository_root
 
 
 class ProgressPrinter:
@@ -224,6 +225,13 @@ def _execute(
         scan_id = new_scan_id(plan.fingerprint + info.ref)
         created_at = iso(now())
     directory = scan_dir(store, scan_id)
+    if info.definition is None:  # the demo, a target of flags: no file of the repo defines it
+        written_first = [config.output_dir / FORMATS[name].filename for name in formats]
+        info = info.model_copy(
+            update={
+                "definition": anchor([directory / "scan.json", *written_first], repository_root())
+            }
+        )
     if not config.resume:
         # A pinned clock repeats scan ids by design; a new scan never appends to an old journal.
         (directory / "journal.jsonl").unlink(missing_ok=True)

@@ -100,7 +100,11 @@ def _probe_result(probe: Probe, attempts: list[Attempt], not_applicable: str | N
 
 
 def _location(target: TargetInfo, attempt: Attempt) -> SourceLocation:
-    """The tool definition that was misused, else the file that defines the target."""
+    """The tool entry that was misused, else the system prompt, else the target's definition.
+
+    A finding whose evidence is not a tool call is about what the agent said or kept to
+    itself: its instructions, the prompt, are what a fix changes.
+    """
     if attempt.transcript is not None:
         data = attempt.transcript.model_dump(mode="json")
         for ev in attempt.evidence:
@@ -113,7 +117,10 @@ def _location(target: TargetInfo, attempt: Attempt) -> SourceLocation:
                     continue
                 if isinstance(name, str) and name in target.tool_locations:
                     return target.tool_locations[name]
-    return target.definition
+    location = target.prompt or target.definition
+    if location is None:
+        raise ValueError("the target has no location: the scan anchors it before assembly")
+    return location
 
 
 def _finding(

@@ -74,7 +74,8 @@ class Engine(_Model):
 
 
 class SourceLocation(_Model):
-    """A repo-relative file and line that defines the target (SARIF and annotations use it)."""
+    """A file of the repository (relative to its root) and a line: where a finding points in
+    SARIF and in annotations."""
 
     path: str
     line: int = Field(default=1, ge=1)
@@ -95,8 +96,12 @@ class TargetInfo(_Model):
     profile_source: str = ""
     capabilities: list[str] = Field(default_factory=list)
     tools: list[str] = Field(default_factory=list)
-    definition: SourceLocation
+    # Where findings go that neither a tool entry nor the prompt explains: the file defining
+    # the target, else the scan's anchor (the workflow running it, or its stored report). A
+    # target reports None when no file of the repository defines it; the scan fills it in.
+    definition: SourceLocation | None = None
     tool_locations: dict[str, SourceLocation] = Field(default_factory=dict)
+    prompt: SourceLocation | None = None  # the system-prompt file
 
 
 class Suppression(_Model):

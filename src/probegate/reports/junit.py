@@ -139,15 +139,10 @@ def _suite(
                 + (f", {result.unjudged} unjudged" if result.unjudged else ""),
             )
     suite.attrib.update(
-        _attrs(
-            tests=len(results),
-            failures=failures,
-            errors=0,
-            skipped=skipped,
-            time="0",
-            file=report.target.definition.path,
-        )
+        _attrs(tests=len(results), failures=failures, errors=0, skipped=skipped, time="0")
     )
+    if report.target.definition is not None:
+        suite.attrib.update(_attrs(file=report.target.definition.path))
     return suite
 
 

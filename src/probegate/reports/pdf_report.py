@@ -345,7 +345,12 @@ def _summary(report: ScanReport) -> list[Flowable]:
                 ("Probes", str(len(report.results))),
                 ("Evaluation", pdf_text(report.evaluation_mode)),
                 ("Coverage grade", pdf_text(report.coverage_grade, limit=40)),
-                ("Defined in", _code(f"{pdf_text(definition.path, limit=300)}:{definition.line}")),
+                (
+                    "Defined in",
+                    _code(f"{pdf_text(definition.path, limit=300)}:{definition.line}")
+                    if definition is not None
+                    else "no file of the repository",
+                ),
             ]
         )
     )

@@ -17,6 +17,7 @@ from probegate.models.report import SourceLocation, TargetInfo
 from probegate.models.tools import ToolSpec
 from probegate.targets.base import AgentConfig, TargetSettings, env_value
 from probegate.transport.http import HttpClient
+from probegate.workspace import line_of, locate, repository_root
 
 
 def http_client(
@@ -86,14 +87,6 @@ def config_file(settings: TargetSettings, value: str, what: str) -> Path:
     raise UsageError(f"{what}: file {value} does not exist (relative to {settings.base_dir})")
 
 
-def repo_relative(path: Path) -> str:
-    """A path GitHub code scanning can place: relative to the working directory when it can be."""
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return path.name
-
-
 def target_info(
     settings: TargetSettings,
     *,
@@ -102,22 +95,29 @@ def target_info(
     tools: list[ToolSpec],
     goal: str = "",
     fallback: Path | None = None,
+    prompt: Path | None = None,
 ) -> TargetInfo:
-    """Where the target is defined, for SARIF locations: the config file and its tool lines."""
+    """Where the target is defined, for SARIF locations: files of the repository only.
+
+    ``definition`` is the config's ``target:`` line (else ``fallback``, the file that stands for
+    a target given by flags), ``tool_locations`` each tool's entry in the config, ``prompt`` the
+    system-prompt file. A file outside the repository is left out; the scan then anchors the
+    findings elsewhere (:func:`probegate.workspace.anchor`).
+    """
+    root = repository_root()
     caps = sorted({c.value for t in tools for c in t.capabilities})
-    definition = SourceLocation(path=f".probegate/targets/{kind}.yml", line=1)
+    definition = locate(fallback, root)
     locations: dict[str, SourceLocation] = {}
     config_path = settings.config_path
     if config_path is not None and config_path.is_file():
-        rel = repo_relative(config_path)
         text = config_path.read_text(encoding="utf-8", errors="replace")
-        definition = SourceLocation(path=rel, line=_line_of(text, r"^target\s*:") or 1)
+        at_target = locate(config_path, root, line_of(text, r"^target\s*:") or 1)
+        definition = at_target or definition
         for tool in tools:
-            line = _line_of(text, rf"^\s*-?\s*name\s*:\s*['\"]?{re.escape(tool.name)}['\"]?\s*$")
-            if line:
-                locations[tool.name] = SourceLocation(path=rel, line=line)
-    elif fallback is not None:
-        definition = SourceLocation(path=repo_relative(fallback), line=1)
+            line = line_of(text, rf"^\s*-?\s*name\s*:\s*['\"]?{re.escape(tool.name)}['\"]?\s*$")
+            entry = locate(config_path, root, line) if line else None
+            if entry is not None:
+                locations[tool.name] = entry
     return TargetInfo(
         kind=kind,
         ref=ref,
@@ -127,12 +127,5 @@ def target_info(
         tools=[t.name for t in tools],
         definition=definition,
         tool_locations=locations,
+        prompt=locate(prompt, root),
     )
-
-
-def _line_of(text: str, pattern: str) -> int | None:
-    rx = re.compile(pattern)
-    for number, line in enumerate(text.splitlines(), start=1):
-        if rx.search(line):
-            return number
-    return None

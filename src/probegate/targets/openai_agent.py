@@ -205,7 +205,7 @@ class OpenAITarget:
             kind="openai",
             ref=f"openai:{self.model}@{public_url(self.url)}",
             tools=self._tools,
-            fallback=self.prompt_path,
+            prompt=self.prompt_path,
         )
 
     def tools(self) -> list[ToolSpec]:

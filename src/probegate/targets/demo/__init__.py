@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from probegate.models.report import SourceLocation, TargetInfo
+from probegate.models.report import TargetInfo
 from probegate.models.sections import KindSection
 from probegate.models.tools import ToolSpec
 from probegate.targets.base import (
@@ -69,7 +69,6 @@ class DemoTarget:
             profile_source="builtin",
             capabilities=caps,
             tools=[t.name for t in tools],
-            definition=SourceLocation(path=f".probegate/targets/{self.ref}.yml", line=1),
         )
 
     def tools(self) -> list[ToolSpec]:
