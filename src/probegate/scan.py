@@ -25,10 +25,10 @@ from probegate.engine.runner import Progress, Runner
 from probegate.errors import ReportError, TargetError, UsageError
 from probegate.files import write_atomic
 from probegate.gate import evaluate_gates
+from probegate.judge.attempt import LlmJudge
 from probegate.judge.llm import build_judge
-from probegate.judge.oracles import LlmJudge
 from probegate.library.loader import Library, load_directory, load_library
-from probegate.models.probe import Probe
+from probegate.library.probe import Probe
 from probegate.models.report import Budget, Engine, ScanReport
 from probegate.models.stored import load_report
 from probegate.models.taxonomy import ASI_IDS, Severity

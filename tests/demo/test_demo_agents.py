@@ -15,7 +15,7 @@ from probegate.cli import main
 from probegate.engine.plan import build_plan
 from probegate.engine.runner import Runner
 from probegate.library.loader import load_library
-from probegate.models.probe import Probe
+from probegate.library.probe import Probe
 from probegate.models.taxonomy import ASI_IDS
 from probegate.models.transcript import resolve_path
 from probegate.models.verdict import Attempt, Outcome

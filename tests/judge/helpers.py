@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from probegate.judge.oracles import JudgeContext
+from probegate.library.oracles.base import JudgeContext
+from probegate.library.probe import Probe
 from probegate.models.canaries import Canaries
-from probegate.models.probe import Probe
 from probegate.models.transcript import ToolCall, Transcript, Turn
 from probegate.targets.demo.tools import DEMO_TOOLS
 

@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from probegate.judge.canary import find_canary
+from probegate.library.oracles.canary import find_canary
 
 CANARY = "PGSYS-0A1B2C3D4E5F"
 OTHER = "PGKEY-999988887777"

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from probegate.errors import UsageError
+from probegate.judge.attempt import judge_attempt
 from probegate.judge.llm import (
     ENV_API_KEY,
     ENV_BASE_URL,
@@ -24,8 +25,7 @@ from probegate.judge.llm import (
     build_judge,
     parse_verdict,
 )
-from probegate.judge.oracles import judge_attempt
-from probegate.models.probe import JudgeOracle
+from probegate.library.oracles.judge import JudgeOracle
 from probegate.models.transcript import resolve_path
 from probegate.models.verdict import Outcome
 from probegate.transport.limiter import RequestLimiter

@@ -7,13 +7,10 @@ from typing import Any
 
 import pytest
 
-from probegate.judge.oracles import (
-    ORACLES,
-    JudgeContext,
-    OracleResult,
-    judge_attempt,
-)
-from probegate.models.probe import JudgeOracle
+from probegate.judge.attempt import judge_attempt
+from probegate.library.oracles import ORACLE_KINDS
+from probegate.library.oracles.base import JudgeContext, OracleResult
+from probegate.library.oracles.judge import JudgeOracle
 from probegate.models.transcript import Transcript, resolve_path
 from probegate.models.verdict import SUBJECT_MAX, Evidence, Outcome
 from tests.judge.helpers import CANARIES, call, context, probe_with, transcript
@@ -34,7 +31,7 @@ def _assert_points_into(t: Transcript, ev: Evidence) -> None:
 
 
 def test_registry_covers_every_oracle_kind() -> None:
-    assert set(ORACLES) == {"canary_leak", "tool_call", "output_pattern", "no_action", "judge"}
+    assert set(ORACLE_KINDS) == {"canary_leak", "tool_call", "output_pattern", "no_action", "judge"}
 
 
 # -- canary_leak ---------------------------------------------------------------------------

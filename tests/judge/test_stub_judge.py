@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from probegate.engine.plan import build_plan
 from probegate.engine.runner import Runner
+from probegate.judge.attempt import judge_attempt
 from probegate.judge.llm import STUB_RUN, StubJudge
-from probegate.judge.oracles import judge_attempt
 from probegate.library.loader import load_library
 from probegate.models.verdict import Outcome
 from probegate.targets.base import capabilities_of

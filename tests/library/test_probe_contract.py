@@ -19,7 +19,8 @@ import yaml
 
 from probegate.engine.plan import applicability
 from probegate.library.loader import ATLAS_FILE, PROBES_DIR, load_library
-from probegate.models.probe import JudgeOracle, Probe
+from probegate.library.oracles.judge import JudgeOracle
+from probegate.library.probe import Probe
 from probegate.models.taxonomy import ASI_TITLES, CSA_TITLES, OWASP_LLM_TITLES, Channel
 from probegate.scoring import MAX_UNJUDGED_FRACTION
 from probegate.targets.base import capabilities_of

@@ -13,10 +13,10 @@ from typing import Any
 
 from probegate.canonical import pretty_bytes
 from probegate.errors import UsageError
-from probegate.library.docs import oracle_text, probe_record, visible
+from probegate.library.docs import ORACLE_KINDS, probe_record, visible
 from probegate.library.loader import load_atlas, load_library
 from probegate.library.mutators import MUTATORS
-from probegate.models.probe import Probe
+from probegate.library.probe import Probe
 from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, CSA_TITLES, OWASP_LLM_TITLES
 from probegate.terminal import clean
 
@@ -31,7 +31,10 @@ def add_parser(sub: Any) -> None:
     ls = actions.add_parser(
         "list",
         help="list probes (the default)",
-        description="List every probe with its ASI category, severity, channel and oracles.",
+        description=(
+            "List every probe with its ASI category, severity, channel and oracles. Oracle "
+            f"kinds: {', '.join(ORACLE_KINDS)} (docs/probes.md, 'Oracle kinds')."
+        ),
     )
     ls.add_argument("--asi", action="append", help="only these ASI categories (ASI01,ASI03)")
     ls.add_argument("--json", action="store_true", help="machine-readable JSON array")
@@ -114,7 +117,7 @@ def _show_text(probe: Probe) -> str:
         f"What it tests: {probe.description}",
         "",
         "How it is judged:",
-        *[f"  - {oracle_text(o).replace('`', '')}" for o in probe.oracles],
+        *[f"  - {o.describe().replace('`', '')}" for o in probe.oracles],
         "",
     ]
     if probe.payload is not None:

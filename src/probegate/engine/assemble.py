@@ -11,7 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from probegate import __version__
-from probegate.models.probe import Probe
+from probegate.library.probe import Probe
 from probegate.models.report import (
     SCHEMA,
     Budget,

@@ -11,7 +11,7 @@ import hashlib
 from dataclasses import dataclass, field
 
 from probegate.library.mutators import MUTATORS, mutate
-from probegate.models.probe import Probe
+from probegate.library.probe import Probe
 from probegate.models.shard import parse_shard
 from probegate.models.taxonomy import Capability
 

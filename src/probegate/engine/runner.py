@@ -21,9 +21,11 @@ from pathlib import Path
 
 from probegate.engine.journal import Journal
 from probegate.engine.plan import SEED_VARIANT, Plan, PlannedAttempt
-from probegate.judge.oracles import JudgeContext, LlmJudge, judge_attempt
+from probegate.judge.attempt import LlmJudge, judge_attempt
+from probegate.library.oracles.base import JudgeContext
+from probegate.library.probe import Probe
 from probegate.models.canaries import make_canaries
-from probegate.models.probe import CanaryLeakOracle, Fixtures, Probe
+from probegate.models.probe import Fixtures
 from probegate.models.recording import write_manifest, write_recording
 from probegate.models.transcript import Transcript, Turn
 from probegate.models.verdict import Attempt, Evidence, Outcome
@@ -92,19 +94,6 @@ def _rides_on_fixtures(probe: Probe) -> bool:
     return any(getattr(probe.fixtures, name) for name in Fixtures.model_fields)
 
 
-def _canary_blind(
-    oracle: object, *, plants_secrets: bool, uses_sandbox: bool, declared: bool
-) -> bool:
-    """A canary oracle that can never fire: the target holds no secret probegate knows."""
-    if not isinstance(oracle, CanaryLeakOracle):
-        return False
-    if oracle.canary in ("system", "credential"):
-        return not plants_secrets and not declared
-    if oracle.canary == "pii":
-        return not uses_sandbox
-    return not plants_secrets and not uses_sandbox and not declared
-
-
 class Runner:
     """Runs attempts against one target. Thread-safe ``run_one``; ``run`` drives a plan."""
 
@@ -147,8 +136,7 @@ class Runner:
                 "probegate's tool sandbox, which this target does not use"
             )
         blind = [
-            _canary_blind(
-                o,
+            o.blind(
                 plants_secrets=self.plants_secrets,
                 uses_sandbox=self.uses_sandbox,
                 declared=bool(self.declared),

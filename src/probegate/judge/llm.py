@@ -31,8 +31,8 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from probegate.errors import UsageError
-from probegate.judge.oracles import JudgeContext, OracleResult, make_evidence
-from probegate.models.probe import JudgeOracle
+from probegate.library.oracles.base import JudgeContext, OracleResult, make_evidence
+from probegate.library.oracles.judge import JudgeOracle
 from probegate.models.transcript import Transcript
 from probegate.transport.http import HttpClient
 from probegate.transport.limiter import BudgetExhausted, RequestLimiter

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from probegate.errors import ProbeLibraryError
 from probegate.files import read_yaml
-from probegate.models.probe import Probe
+from probegate.library.probe import Probe
 from probegate.validation import describe
 
 LIBRARY_RELEASE = "2026.11"

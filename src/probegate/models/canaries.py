@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Literal
+
+# Which planted secret an oracle looks for ("any": every one, declared secrets included).
+CanaryKind = Literal["system", "pii", "credential", "any"]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,149 @@
+"""What every oracle kind shares: the model it extends, what it may read, what it returns.
+
+An oracle kind is one class (:class:`OracleModel`): its fields are what a probe file may write
+under ``oracles:``, :attr:`OracleModel.SUMMARY` and :meth:`OracleModel.describe` are its words in
+docs/probes.md and ``probegate probes show``, and :meth:`OracleModel.decide` is how it judges a
+transcript. Every piece of evidence points at a string in the transcript (``path``) and its
+``start``/``end`` offsets slice exactly the ``subject``, so a reader can always find what an
+oracle saw.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from probegate.models.canaries import Canaries
+from probegate.models.taxonomy import Capability
+from probegate.models.tools import ToolSpec
+from probegate.models.transcript import ToolCall, Transcript
+from probegate.models.verdict import SUBJECT_MAX, Evidence
+
+if TYPE_CHECKING:  # the probe model is built on the oracle kinds: no import at run time
+    from probegate.library.probe import Probe
+
+
+@dataclass(frozen=True)
+class OracleResult:
+    """``decided`` False means the oracle could not look; ``evidence`` empty means it saw none.
+
+    ``judged_by`` names who decided when it was not a deterministic oracle: ``"judge"`` for an
+    LLM judge, ``"stub"`` for the stub judge (it makes the report's evaluation_mode stub/mixed).
+    """
+
+    decided: bool
+    evidence: tuple[Evidence, ...] = ()
+    reason: str = ""
+    judged_by: str | None = None
+
+
+@dataclass(frozen=True)
+class JudgeContext:
+    """Everything an oracle may read besides the transcript.
+
+    ``decide`` is how an oracle that holds other oracles (a conjunction) has each of them
+    decided, the LLM judge included; :func:`probegate.judge.attempt.judge_attempt` sets it.
+    """
+
+    probe: Probe
+    canaries: Canaries
+    tools: dict[str, ToolSpec]
+    tool_calls_visible: bool = True
+    decide: Callable[[OracleModel, Transcript], OracleResult] | None = None
+
+
+class OracleModel(BaseModel):
+    """One oracle of a probe. Each kind subclasses it with a ``kind: Literal[...]`` field."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: str
+    SUMMARY: ClassVar[str]  # how the kind decides, for docs/probes.md
+
+    @classmethod
+    def kind_name(cls) -> str:
+        default = cls.model_fields["kind"].default
+        assert isinstance(default, str), f"{cls.__name__}.kind needs a Literal default"
+        return default
+
+    def describe(self) -> str:
+        """One sentence saying how this oracle decides, for docs and ``probes show``."""
+        raise NotImplementedError
+
+    def decide(self, transcript: Transcript, ctx: JudgeContext) -> OracleResult:
+        """Vulnerable with evidence, resisted (decided, no evidence), or undecided."""
+        raise NotImplementedError
+
+    def needs_judge(self) -> bool:
+        """Only an LLM judge can decide it (the probe is not run without ``--judge``)."""
+        return False
+
+    def blind(self, *, plants_secrets: bool, uses_sandbox: bool, declared: bool) -> bool:
+        """It can never see evidence on such a target (a secret it looks for is never there)."""
+        return False
+
+
+def compiles(pattern: str) -> None:
+    """A probe's regex must compile; pydantic reports a ValueError against the field."""
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+
+
+def make_evidence(
+    ctx: JudgeContext,
+    detector: str,
+    category: str,
+    path: str,
+    start: int,
+    end: int,
+    subject: str,
+    score: float,
+) -> Evidence:
+    """One piece of Verdict-style evidence; its fp is stable across runs and turn positions."""
+    shape = re.sub(r"\.\d+\.", ".N.", path)
+    fp = hashlib.sha256(f"{ctx.probe.id}|{detector}|{category}|{shape}".encode()).hexdigest()
+    if len(subject) > SUBJECT_MAX:
+        # Keep the offsets an exact slice of the bounded subject.
+        subject = subject[:SUBJECT_MAX]
+        end = min(end, start + SUBJECT_MAX)
+    return Evidence(
+        category=category,
+        severity=ctx.probe.severity,
+        path=path,
+        start=start,
+        end=end,
+        score=score,
+        fp=fp[:32],
+        subject=subject,
+        detector=detector,
+    )
+
+
+def tool_calls(transcript: Transcript) -> Iterator[tuple[str, ToolCall]]:
+    """Every tool call the agent made, with its path in the transcript."""
+    for ti, turn in transcript.assistant_turns():
+        for ci, call in enumerate(turn.tool_calls):
+            yield f"turns.{ti}.tool_calls.{ci}", call
+
+
+def matches_tool(
+    call: ToolCall, tool: str | None, capability: Capability | None, ctx: JudgeContext
+) -> bool:
+    """The call is of ``tool`` (when given) and of a tool with ``capability`` (when given)."""
+    if tool is not None and call.name != tool:
+        return False
+    if capability is not None:
+        spec = ctx.tools.get(call.name)
+        if spec is None or capability not in spec.capabilities:
+            return False
+    return True
+
+
+NOT_VISIBLE = "the target does not expose its tool calls"
