@@ -89,7 +89,7 @@ def test_sdist_carries_the_tests_and_what_they_read(dists: tuple[Path, Path]) ->
         "src/probegate/__init__.py",
         "tests/conftest.py",
         "tests/core/test_packaging.py",
-        "tests/data/golden/report.sarif",
+        "tests/data/golden/scan.sarif",
         "docs/github-action.md",
         "examples/probegate.yml",
         ".github/workflows/ci.yml",

@@ -17,7 +17,7 @@ from probegate.errors import UsageError
 from probegate.gate import evaluate_gates
 from probegate.library.loader import load_library
 from probegate.models.taxonomy import Severity
-from probegate.reports import parse_formats, write_outputs
+from probegate.reports import formats_help, parse_formats, write_outputs
 from probegate.reports.signing import sign_report, signing_material_from_env
 from probegate.terminal import clean
 
@@ -32,7 +32,7 @@ def add_parser(sub: Any) -> None:
         ),
     )
     p.add_argument("shards", nargs="+", metavar="SHARD.json", help="scan.json of each shard")
-    p.add_argument("--output", action="append", help="json,sarif,junit,md,html (default json)")
+    p.add_argument("--output", action="append", metavar="FMT", help=formats_help())
     p.add_argument("--output-dir", dest="output_dir", default="probegate-out")
     p.add_argument("--fail-under", dest="fail_under", type=float)
     p.add_argument("--fail-on", dest="fail_on", choices=["critical", "high", "medium", "low"])

@@ -17,7 +17,7 @@ from typing import Any
 from probegate.errors import ReportError, UsageError
 from probegate.files import write_atomic
 from probegate.models.stored import load_report
-from probegate.reports import FORMATS, parse_formats, write_outputs
+from probegate.reports import FORMATS, formats_help, parse_formats, write_outputs
 
 DEFAULT_STORE = ".probegate"
 DEFAULT_OUTPUT_DIR = "probegate-out"
@@ -38,7 +38,7 @@ def add_parser(sub: Any) -> None:
         "--output",
         action="append",
         metavar="FMT",
-        help=f"format(s): {','.join(FORMATS)} (comma list or repeated; default json)",
+        help=formats_help(),
     )
     p.add_argument(
         "--output-path",

@@ -9,7 +9,7 @@ from typing import Any
 
 from probegate.config import DEFAULT_CONFIG, ScanConfig, build_config, read_config_file
 from probegate.errors import UsageError
-from probegate.reports import FORMATS
+from probegate.reports import formats_help
 from probegate.scan import execute_scan
 from probegate.targets.registry import (
     PROTOCOL,
@@ -64,7 +64,7 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--shard", metavar="K/N")
     s.add_argument("--store", metavar="DIR", help="journal and scan store (default .probegate)")
     o = p.add_argument_group("output and gates")
-    o.add_argument("--output", action="append", help=",".join(FORMATS))
+    o.add_argument("--output", action="append", metavar="FMT", help=formats_help())
     o.add_argument("--output-dir", dest="output_dir")
     o.add_argument("--fail-under", dest="fail_under", type=float)
     o.add_argument("--fail-on", dest="fail_on", choices=["critical", "high", "medium", "low"])

@@ -1,7 +1,9 @@
 """Emitters: one module per format, each a pure ``render(report) -> bytes``.
 
-:data:`FORMATS` is the explicit registry of output formats and their file names
-(docs/report-format.md); the CLI choices, the docs and the Action read it. ``pdf`` needs the
+:data:`FORMATS` is the registry of output formats: adding one is its module and one line here.
+The ``--output`` help of ``scan``, ``report`` and ``merge`` (:func:`formats_help`), the formats
+table of docs/report-format.md, the README's table, the ``formats`` input of action.yml and the
+golden-file test all follow it (tests/reports/test_formats_registry.py). ``pdf`` needs the
 optional ``pdf`` extra (ReportLab): its module is imported only when a PDF is rendered, and
 asking for the format without the extra is one usage error before any work starts.
 """
@@ -22,9 +24,15 @@ from probegate.reports import html_report, json_report, junit, markdown, sarif
 
 @dataclass(frozen=True)
 class Format:
+    """One output format: ``--output NAME`` writes ``filename`` in the output directory."""
+
     name: str
     filename: str
     render: Callable[[ScanReport], bytes]
+    purpose: str  # what it is for, one line (help, docs, the Action's input)
+    # The same report gives the same bytes on every install (a golden file holds them); not so
+    # for a format whose bytes belong to an optional library's version.
+    stable_bytes: bool = True
     extra: str | None = None  # the optional dependency group the format needs
 
 
@@ -47,13 +55,27 @@ def _render_pdf(report: ScanReport) -> bytes:
 
 
 FORMATS: dict[str, Format] = {
-    "json": Format("json", "scan.json", json_report.render),
-    "sarif": Format("sarif", "scan.sarif", sarif.render),
-    "junit": Format("junit", "junit.xml", junit.render),
-    "md": Format("md", "summary.md", markdown.render),
-    "html": Format("html", "report.html", html_report.render),
-    "pdf": Format("pdf", "report.pdf", _render_pdf, extra="pdf"),
-}
+    f.name: f
+    for f in (
+        Format("json", "scan.json", json_report.render,
+               "the signed record; every other format is derived from it"),
+        Format("sarif", "scan.sarif", sarif.render,
+               "GitHub code scanning and other SARIF consumers"),
+        Format("junit", "junit.xml", junit.render, "CI test reporters"),
+        Format("md", "summary.md", markdown.render, "`$GITHUB_STEP_SUMMARY`"),
+        Format("html", "report.html", html_report.render,
+               "a developer reading findings and transcripts"),
+        Format("pdf", "report.pdf", _render_pdf,
+               f"an auditor's file; needs the optional extra `{PDF_INSTALL_HINT}`",
+               stable_bytes=False, extra="pdf"),
+    )
+}  # fmt: skip
+
+
+def formats_help(default: str = "json") -> str:
+    """The ``--output`` help every command that writes reports shows."""
+    names = ", ".join(f"{f.name} ({f.filename})" for f in FORMATS.values())
+    return f"report formats, a comma list or repeated: {names}; default {default}"
 
 
 def parse_formats(values: list[str] | None) -> list[str]:

@@ -1,0 +1,81 @@
+"""The report formats are listed once (reports.FORMATS); every other list of them follows it.
+
+The ``--output`` help of each command, the formats table of docs/report-format.md, the
+README's table, the ``formats`` input of action.yml and its row in docs/github-action.md are
+checked against the registry here; the golden-file table is derived from it
+(test_golden.py).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from probegate.cli import main
+from probegate.errors import UsageError
+from probegate.reports import FORMATS, formats_help, parse_formats
+
+ROOT = Path(__file__).resolve().parents[2]
+REPORTS = ROOT / "src" / "probegate" / "reports"
+
+
+def _table(path: Path, header: str) -> list[list[str]]:
+    """The rows of the Markdown table whose header line starts with ``header``."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split(" | ")])
+    return rows
+
+
+def test_the_report_format_docs_table_is_the_registry() -> None:
+    rows = _table(ROOT / "docs" / "report-format.md", "| `--output` | file | module | for |")
+    assert [(r[0], r[1], r[3]) for r in rows] == [
+        (f"`{f.name}`", f"`{f.filename}`", f.purpose) for f in FORMATS.values()
+    ]
+    for row in rows:  # the module cell names the emitter's module or package
+        module = row[2].strip("`")
+        assert (REPORTS / module).exists(), module
+
+
+def test_the_readme_table_is_the_registry() -> None:
+    rows = _table(ROOT / "README.md", "| format | file | for |")
+    assert [(r[0], r[1]) for r in rows] == [
+        (f"`{f.name}`", f"`{f.filename}`") for f in FORMATS.values()
+    ]
+
+
+def test_the_action_lists_the_registry() -> None:
+    action = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+    description = action["inputs"]["formats"]["description"]
+    listed = re.search(r"comma separated: (.*?) \(scan\)", description)
+    assert listed is not None, description
+    assert listed.group(1).split(", ") == list(FORMATS)
+    rows = _table(ROOT / "docs" / "github-action.md", "| input | default | meaning |")
+    (formats_row,) = [r for r in rows if r[0] == "`formats`"]
+    named = re.search(r"any of (.*?), comma separated", formats_row[2])
+    assert named is not None, formats_row
+    assert re.findall(r"`(\w+)`", named.group(1)) == list(FORMATS)
+
+
+@pytest.mark.parametrize("command", ["scan", "report", "merge"])
+def test_every_output_flag_offers_the_registry(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([command, "--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert " ".join(formats_help().split()) in help_text
+    for fmt in FORMATS.values():
+        assert f"{fmt.name} ({fmt.filename})" in help_text
+
+
+def test_an_unknown_format_names_the_registry() -> None:
+    with pytest.raises(UsageError) as caught:
+        parse_formats(["json,docx"])
+    assert caught.value.message.endswith(f"(choose from {', '.join(FORMATS)})")
