@@ -1,4 +1,4 @@
-"""The scan command wires suppressions, baselines and gates (PRODUCT.md sections 5 and 8)."""
+"""The scan command wires suppressions, baselines and gates (docs/gating.md)."""
 
 from __future__ import annotations
 
