@@ -183,8 +183,7 @@ class Shapes:
                 done = memo[id(value)] = self._object(value, memo)
             return done
         if kind is list:
-            shapes = tuple([self.of(v, key, memo) for v in value])
-            return ("a", shapes, _equal_items(value, shapes))
+            return self._array(value, key, memo)
         if kind is bool or value is None:
             return value
         if kind is int or kind is float:
@@ -203,6 +202,23 @@ class Shapes:
             return "s"
         return ("s", *[p.search(value) is not None for p in patterns])
 
+    def _array(self, value: list[Any], key: str | None, memo: dict[int, Any]) -> Any:
+        patterns = self.every if key is None else self._of_key(key)
+        strings = True
+        shapes: list[Any] = []
+        for v in value:
+            if type(v) is str:
+                shapes.append(self._string(v, patterns))
+            else:
+                strings = False
+                shapes.append(self.of(v, key, memo))
+        if len(value) < 2 or len(set(shapes)) == len(shapes):
+            return ("a", *shapes)
+        if strings:  # equal strings are equal JSON: no key to build
+            firsts: dict[Any, int] = {}
+            return ("a=", *shapes, *[firsts.setdefault(v, i) for i, v in enumerate(value)])
+        return ("a=", *shapes, *_equal_items(value, shapes))
+
     def _object(self, value: dict[str, Any], memo: dict[int, Any]) -> Any:
         out: list[Any] = ["o"]
         enum_strings, patterns, anywhere = self.enum_strings, self.patterns, self.anywhere
@@ -214,15 +230,12 @@ class Shapes:
         return tuple(out)
 
 
-def _equal_items(items: list[Any], shapes: tuple[Any, ...]) -> tuple[int, ...] | None:
-    """For each item, the index of the first item equal to it (what uniqueItems decides);
-    None when all are distinct. Items of different shapes differ, so only same-shape items
-    are compared."""
-    if len(items) < 2 or len(set(shapes)) == len(shapes):
-        return None
+def _equal_items(items: list[Any], shapes: list[Any]) -> list[int]:
+    """For each item, the index of the first item equal to it (what uniqueItems decides).
+    Items of different shapes differ, so an item's key is its shape and its JSON value."""
     firsts: dict[Any, int] = {}
     pairs = enumerate(zip(shapes, items, strict=True))
-    return tuple([firsts.setdefault((s, json_key(v)), i) for i, (s, v) in pairs])
+    return [firsts.setdefault((s, json_key(v)), i) for i, (s, v) in pairs]
 
 
 @functools.cache
