@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import importlib
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Sequence
@@ -47,6 +48,14 @@ class _Parser(argparse.ArgumentParser):
 
 class _ArgError(Exception):
     pass
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so every ``finally`` runs (see :func:`entry_point`)."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated()
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -110,6 +119,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
+    except Terminated:
+        print("error: terminated", file=sys.stderr)
+        return ExitCode.TERMINATED
     except Exception as exc:
         if debug:
             traceback.print_exc()
@@ -122,4 +134,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry_point() -> None:
+    # SIGTERM (a cancelled CI job, `docker stop`) ends a scan the way Ctrl-C does: the journal
+    # is closed and the servers a scan started (probegate's MCP server) stop before the exit,
+    # instead of the interpreter dying with them open.
+    signal.signal(signal.SIGTERM, _terminate)
     sys.exit(main())

@@ -19,6 +19,7 @@ from probegate.files import read_yaml
 from probegate.models.shard import parse_shard
 from probegate.models.taxonomy import Severity
 from probegate.targets.base import TargetConfig, TargetSettings
+from probegate.targets.mcp_server import DEFAULT_LISTEN, parse_advertise, parse_listen
 from probegate.targets.registry import default_target, parse_target
 from probegate.validation import describe
 
@@ -66,6 +67,9 @@ class ScanConfig(BaseModel):
     dry_run: bool = False
     store: Path = Path(".probegate")
     quiet: bool = False
+    # probegate's MCP server (docs/agent-service.md): where it listens, what the agent is told.
+    mcp_listen: str = DEFAULT_LISTEN
+    mcp_advertise: str | None = None
 
     @field_validator("target", mode="before")
     @classmethod
@@ -88,6 +92,17 @@ class ScanConfig(BaseModel):
                 out.append(part)
         return out
 
+    @field_validator("mcp_listen")
+    @classmethod
+    def _listen_address(cls, value: str) -> str:
+        parse_listen(value)
+        return value
+
+    @field_validator("mcp_advertise")
+    @classmethod
+    def _advertised_url(cls, value: str | None) -> str | None:
+        return None if value is None else parse_advertise(value)
+
     @field_validator("shard")
     @classmethod
     def _shard_shape(cls, value: str | None) -> str | None:
@@ -102,6 +117,8 @@ class ScanConfig(BaseModel):
             seed=self.seed,
             base_dir=self.base_dir,
             config_path=self.config_path,
+            mcp_listen=self.mcp_listen,
+            mcp_advertise=self.mcp_advertise,
         )
 
     @property

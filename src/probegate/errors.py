@@ -23,9 +23,10 @@ class ExitCode(IntEnum):
     USAGE = 2
     UNDECIDED = 3
     INTERNAL = 4
-    # Not verdicts: how shells report an interrupt and a reader that went away.
+    # Not verdicts: how shells report an interrupt, a reader that went away, and SIGTERM.
     INTERRUPTED = 130
     CLOSED_PIPE = 141
+    TERMINATED = 143
 
 
 @dataclass(frozen=True)

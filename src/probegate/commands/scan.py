@@ -63,6 +63,21 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--record", metavar="DIR")
     s.add_argument("--shard", metavar="K/N")
     s.add_argument("--store", metavar="DIR", help="journal and scan store (default .probegate)")
+    m = p.add_argument_group("probegate's MCP server (docs/agent-service.md)")
+    m.add_argument(
+        "--mcp-listen",
+        dest="mcp_listen",
+        metavar="HOST:PORT",
+        help="where the MCP server listens when the agent takes its tools from it "
+        "(default 127.0.0.1 on a free port)",
+    )
+    m.add_argument(
+        "--mcp-advertise",
+        dest="mcp_advertise",
+        metavar="URL",
+        help="the base URL the agent is given for the MCP server, when it reaches probegate "
+        "across a network, e.g. from a container (default: the listen address)",
+    )
     o = p.add_argument_group("output and gates")
     o.add_argument("--output", action="append", metavar="FMT", help=formats_help())
     o.add_argument("--output-dir", dest="output_dir")
@@ -94,6 +109,8 @@ _SCAN_FLAGS = (
     "record",
     "shard",
     "store",
+    "mcp_listen",
+    "mcp_advertise",
     "output_dir",
     "fail_under",
     "fail_on",

@@ -19,7 +19,7 @@ from pathlib import Path
 from probegate.engine.assemble import ScanMeta, Tally, summarise
 from probegate.errors import UsageError
 from probegate.models.report import Budget, ScanReport
-from probegate.models.sections import GuardSummary
+from probegate.models.sections import GuardSummary, McpSummary
 from probegate.models.shard import Shard, parse_shard
 from probegate.models.stored import load_report
 
@@ -171,6 +171,7 @@ def merge_reports(
             "stale_suppressions": sorted({x for s in shards for x in s.stale_suppressions}),
             "expired_suppressions": sorted({x for s in shards for x in s.expired_suppressions}),
             "guard": GuardSummary.merged([s.guard for s in shards if s.guard is not None]),
+            "mcp": McpSummary.merged([s.mcp for s in shards if s.mcp is not None]),
         }
     )
 

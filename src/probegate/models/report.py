@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from probegate.models.comparison import Comparison
-from probegate.models.sections import GuardSummary
+from probegate.models.sections import GuardSummary, McpSummary
 from probegate.models.taxonomy import Severity
 from probegate.models.transcript import Transcript
 from probegate.models.verdict import Evidence
@@ -216,6 +216,7 @@ class ScanReport(_Model):
     comparison: Comparison | None = None
     # What a target kind adds (models/sections.py); absent from the JSON of every other kind.
     guard: GuardSummary | None = None
+    mcp: McpSummary | None = None
     stale_suppressions: list[str] = Field(default_factory=list)
     expired_suppressions: list[str] = Field(default_factory=list)
     # Never serialised: set by ``models.stored.load_report`` when it mapped a foreign report (the
@@ -228,7 +229,7 @@ class ScanReport(_Model):
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: seed field names, ``signatures`` omitted while unsigned."""
         data = self.model_dump(mode="json", by_alias=True)
-        for optional in ("signatures", "comparison", "guard"):
+        for optional in ("signatures", "comparison", "guard", "mcp"):
             if data.get(optional) is None:
                 data.pop(optional, None)
         return data

@@ -1,11 +1,12 @@
 """What a target kind adds to the scan report: one typed section per kind that has one.
 
-Today one kind does: ``guard`` reports what the runtime guard in front of the agent evaluated,
-blocked and could not judge, how fast it answered, and its false positives on a benign control
-set (``ScanReport.guard``, docs/guard.md). The models read a stored report's section once, at
-the edge, so the emitters render typed values and never re-parse loose JSON.
+Two do today. ``guard`` reports what the runtime guard in front of the agent evaluated, blocked
+and could not judge, how fast it answered, and its false positives on a benign control set
+(``ScanReport.guard``, docs/guard.md). ``mcp`` counts what an agent did through probegate's MCP
+server (``ScanReport.mcp``, docs/agent-service.md). The models read a stored report's section
+once, at the edge, so the emitters render typed values and never re-parse loose JSON.
 
-The JSON is the one documented in docs/guard.md, field for field: a section read from a stored
+The JSON is the one documented in those docs, field for field: a section read from a stored
 report dumps to the same bytes it was read from (the signature covers them). That is why
 numbers that may be written either way are ``int | float`` and optional parts are left out of
 the JSON rather than written as ``null``.
@@ -142,5 +143,49 @@ def _sum_by_key(
     return out
 
 
+class McpRejections(_Section):
+    """Calls probegate's MCP server refused with a JSON-RPC error, by reason."""
+
+    ended: int = 0  # to a conversation that had ended
+    unknown_endpoint: int = 0  # to a path probegate never issued
+    unknown_tool: int = 0
+    malformed: int = 0  # arguments that do not match the tool's schema
+    oversized: int = 0  # a request or arguments over the size limit
+    flood: int = 0  # past the per-conversation call limit
+
+    def plus(self, other: McpRejections) -> McpRejections:
+        return McpRejections(
+            **{name: getattr(self, name) + getattr(other, name) for name in type(self).model_fields}
+        )
+
+
+class McpSummary(_Section):
+    """The report's ``mcp`` section: what the agent did through probegate's MCP server.
+
+    Counts only (docs/agent-service.md): the server's address changes from run to run and
+    stays out of the report, so the same agent scanned twice gives the same bytes.
+    """
+
+    REPORT_FIELD: ClassVar[str] = "mcp"
+
+    conversations: int  # endpoints opened, one per conversation
+    calls: int  # tool calls the server accepted (answered from the sandbox)
+    rejected: McpRejections
+
+    @classmethod
+    def merged(cls, sections: list[McpSummary]) -> McpSummary | None:
+        """The section of a merged scan: the shards' counts summed."""
+        if not sections:
+            return None
+        merged = sections[0]
+        for other in sections[1:]:
+            merged = McpSummary(
+                conversations=merged.conversations + other.conversations,
+                calls=merged.calls + other.calls,
+                rejected=merged.rejected.plus(other.rejected),
+            )
+        return merged
+
+
 # Every section a target kind may add, one ``ScanReport`` field each (``REPORT_FIELD``).
-KindSection = GuardSummary
+KindSection = GuardSummary | McpSummary

@@ -41,15 +41,16 @@ class ToolDelivery(StrEnum):
     """How the agent under test receives probegate's sandbox tools.
 
     Attacks that ride on tool results, documents, memory, peer agents and tool descriptions
-    reach an agent only through the sandbox, so this decides which probes can be delivered. A
-    kind that serves the sandbox's tools another way (say, from an MCP server probegate hosts
-    for the scan) is one more member here, and every kind may use it.
+    reach an agent only through the sandbox, so this decides which probes can be delivered.
     """
 
     # probegate runs the agent's loop and answers every tool call from the sandbox
     AGENT_LOOP = "agent_loop"
     # the agent is handed the sandbox (a python agent's ``context``) and calls it itself
     CONTEXT = "context"
+    # the agent takes its tools from probegate's MCP server, one endpoint per conversation
+    # (targets/mcp_server.py): the sandbox answers and records every call
+    MCP = "mcp"
     # the agent runs its own tools; probegate sees only the calls it reports, if any
     OWN = "own"
     # the replies come from a recording; the sandbox answered when it was made, or not
@@ -70,9 +71,11 @@ class TargetTraits:
     uses_sandbox: bool
 
     def __post_init__(self) -> None:
-        expected = {ToolDelivery.AGENT_LOOP: True, ToolDelivery.CONTEXT: True}.get(
-            self.tool_delivery, False if self.tool_delivery is ToolDelivery.OWN else None
-        )
+        expected = {
+            ToolDelivery.AGENT_LOOP: True,
+            ToolDelivery.CONTEXT: True,
+            ToolDelivery.MCP: True,
+        }.get(self.tool_delivery, False if self.tool_delivery is ToolDelivery.OWN else None)
         if expected is not None and expected != self.uses_sandbox:
             raise ValueError(f"{self.tool_delivery} tools contradict uses_sandbox")
 
@@ -100,6 +103,11 @@ class TargetSettings:
     # Paths in the config are relative to its file's directory (else to the working directory).
     base_dir: Path = Path()
     config_path: Path | None = None
+    # probegate's MCP server, for kinds whose agent takes its tools from it: where it listens
+    # (``--mcp-listen``) and the base URL the agent is told (``--mcp-advertise``; by default
+    # the listen address), docs/agent-service.md.
+    mcp_listen: str = "127.0.0.1:0"
+    mcp_advertise: str | None = None
 
 
 class Session(Protocol):

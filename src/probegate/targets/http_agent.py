@@ -1,10 +1,13 @@
 """The ``http`` target: an agent deployed behind its own HTTP API.
 
-The agent runs its own tools here, so probegate sees only what the API returns: the reply text
-and, when the config names where they are, the tool calls. Without them every tool-call oracle
-says "cannot tell" (unjudged), never "resisted". Probes that attack through the sandbox's
-fixtures (documents, tool results, memory) cannot reach such an agent either; the runner marks
-those unjudged with that reason (its traits say ``ToolDelivery.OWN``).
+Such an agent runs its own loop. When its request template mentions ``{{mcp_url}}`` it takes
+its tools from probegate's MCP server (targets/mcp_server.py): each conversation is told its own
+endpoint, the sandbox answers every call and records it as the agent's action, and every probe
+reaches it (``ToolDelivery.MCP``). Otherwise it runs its own tools, and probegate sees only what
+the API returns: the reply text and, when the config names where they are, the tool calls.
+Without them every tool-call oracle says "cannot tell" (unjudged), never "resisted", and probes
+that attack through the sandbox's fixtures (documents, tool results, memory) cannot reach it;
+the runner marks those unjudged with that reason (``ToolDelivery.OWN``).
 
 The attack text goes into the request by walking the body template as data and replacing the
 placeholders inside string values, in one pass. The JSON text is never built by string
@@ -38,14 +41,18 @@ from probegate.targets.base import (
     ToolDelivery,
 )
 from probegate.targets.configured import http_client, target_info, tool_specs
+from probegate.targets.mcp_server import McpEndpoint, McpHost, require_sdk
 from probegate.targets.sandbox import Sandbox
-from probegate.targets.wire import as_text, peer_message, reported_tool_calls
+from probegate.targets.wire import as_text, peer_message, reported_tool_calls, with_reported
 from probegate.transport.http import HttpClient, public_url
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.pricing import cost_usd
 from probegate.transport.usage import TransportError, Usage
 
-PLACEHOLDER = re.compile(r"\{\{\s*(input|session_id|messages)\s*\}\}")
+PLACEHOLDER = re.compile(r"\{\{\s*(input|session_id|messages|mcp_url)\s*\}\}")
+# Placeholders allowed in the URL and the headers: values probegate makes, never attack text.
+ADDRESS_PLACEHOLDER = re.compile(r"\{\{\s*(session_id|mcp_url)\s*\}\}")
+MCP_URL = re.compile(r"\{\{\s*mcp_url\s*\}\}")
 DEFAULT_BODY: dict[str, Any] = {"input": "{{input}}", "session_id": "{{session_id}}"}
 
 
@@ -71,6 +78,25 @@ def render_template(template: Any, values: dict[str, Any]) -> Any:
 
         return PLACEHOLDER.sub(text, template)
     return template
+
+
+def mentions(template: Any, pattern: re.Pattern[str]) -> bool:
+    """Whether any string leaf of a JSON-like template contains ``pattern``."""
+    if isinstance(template, dict):
+        return any(mentions(value, pattern) for value in template.values())
+    if isinstance(template, list):
+        return any(mentions(item, pattern) for item in template)
+    return isinstance(template, str) and pattern.search(template) is not None
+
+
+def render_address(text: str, values: dict[str, str], *, in_url: bool) -> str:
+    """``{{session_id}}`` and ``{{mcp_url}}`` in the URL (percent-encoded) or a header value."""
+
+    def value(match: re.Match[str]) -> str:
+        found = values[match.group(1)]
+        return quote(found, safe="") if in_url else found
+
+    return ADDRESS_PLACEHOLDER.sub(value, text)
 
 
 def json_path(data: Any, path: str) -> Any:
@@ -156,6 +182,11 @@ class HttpTarget:
             client=client,
         )
         self._tools = tool_specs(config)
+        # The agent takes its tools from probegate's MCP server when it is told where it is.
+        self.uses_mcp = mentions([url, http.headers, self.body], MCP_URL)
+        if self.uses_mcp:
+            require_sdk("target.http mentions {{mcp_url}}: the agent")
+        self.mcp = McpHost(settings.mcp_listen, settings.mcp_advertise)
         # A fresh nonce per scan: an agent that keeps state per session id must never see a
         # conversation of an earlier scan (or of the run before a resume) again.
         self._nonce = secrets.token_hex(4)
@@ -163,7 +194,10 @@ class HttpTarget:
         self._lock = threading.Lock()
 
     def traits(self) -> TargetTraits:
-        # The agent runs its own tools; its calls show only where the config says they are.
+        # Through MCP the sandbox records every call; an agent that runs its own tools shows its
+        # calls only where the config says they are.
+        if self.uses_mcp:
+            return TargetTraits.of(ToolDelivery.MCP, tool_calls_visible=True, system_canaries=False)
         return TargetTraits.of(
             ToolDelivery.OWN,
             tool_calls_visible=self.http.response_tool_calls is not None,
@@ -179,17 +213,21 @@ class HttpTarget:
         return list(self._tools)
 
     def report_section(self) -> KindSection | None:
-        return None
+        return self.mcp.summary()
 
     def new_session_id(self) -> str:
         with self._lock:
             return f"pg-{self._nonce}-{next(self._counter)}"
 
     def open_session(self, sandbox: Sandbox, limiter: RequestLimiter) -> HttpSession:
-        return HttpSession(self, sandbox, limiter, self.new_session_id())
+        endpoint = self.mcp.open(sandbox) if self.uses_mcp else None
+        return HttpSession(self, sandbox, limiter, self.new_session_id(), endpoint)
 
     def close(self) -> None:
-        self.client.close()
+        try:
+            self.mcp.close()
+        finally:
+            self.client.close()
 
 
 @dataclass
@@ -198,19 +236,27 @@ class HttpSession:
     sandbox: Sandbox
     limiter: RequestLimiter
     session_id: str
+    endpoint: McpEndpoint | None = None
     usage: Usage = field(default_factory=Usage)
     history: list[dict[str, str]] = field(default_factory=list)
+    # How many of the sandbox's recorded calls are not this session's to report: those of
+    # earlier sessions of the attempt (memory outlives a conversation) and of earlier turns.
+    _claimed: int = 0
+
+    def __post_init__(self) -> None:
+        self._claimed = len(self.sandbox.calls)
 
     def send(self, message: Turn) -> Turn:
         text = peer_message(message)
         self.history.append({"role": "user", "content": text})
-        values: dict[str, Any] = {
-            "input": text,
+        address = {
             "session_id": self.session_id,
-            "messages": list(self.history),
+            "mcp_url": self.endpoint.url if self.endpoint is not None else "",
         }
+        values: dict[str, Any] = {"input": text, "messages": list(self.history), **address}
         target = self.target
-        url = target.url.replace("{{session_id}}", quote(self.session_id, safe=""))
+        url = render_address(target.url, address, in_url=True)
+        headers = {k: render_address(v, address, in_url=False) for k, v in target.headers.items()}
         body = render_template(target.body, values)
         if target.http.method == "GET":
             params = {str(k): as_text(v) for k, v in body.items()}
@@ -218,7 +264,7 @@ class HttpSession:
                 "GET",
                 url,
                 params=params,
-                headers=target.headers,
+                headers=headers,
                 limiter=self.limiter,
                 usage=self.usage,
             )
@@ -227,7 +273,7 @@ class HttpSession:
                 target.http.method,
                 url,
                 body=body,
-                headers=target.headers,
+                headers=headers,
                 limiter=self.limiter,
                 usage=self.usage,
             )
@@ -246,6 +292,11 @@ class HttpSession:
             except (KeyError, IndexError, TypeError):
                 items = None  # an agent that made no tool call often leaves the field out
             calls = reported_tool_calls(items, {t.name for t in target.tools()})
+        if self.endpoint is not None:
+            # What the agent did through the MCP server since the last reply is this turn's.
+            recorded = self.sandbox.calls_since(self._claimed)
+            self._claimed += len(recorded)
+            calls = with_reported(recorded, calls)
         prompt_tokens, completion_tokens = _tokens(data)
         cost = cost_usd(target.config.prices, target.config.model, prompt_tokens, completion_tokens)
         self.usage.prompt_tokens += prompt_tokens
@@ -256,7 +307,8 @@ class HttpSession:
         return Turn(role="assistant", content=reply, tool_calls=calls)
 
     def close(self) -> None:
-        return None
+        if self.endpoint is not None:
+            self.endpoint.close()
 
 
 SPEC = TargetSpec(

@@ -8,7 +8,9 @@ as an object with those attributes, a dict, or a plain string.
 
 The ``context`` is probegate's sandbox offered to the agent: ``context.tools`` lists the tools
 the config declares, ``context.call_tool(name, args)`` answers a call with the probe's fixture
-(the channel indirect attacks ride on), and every such call is recorded as the agent's action.
+(the channel indirect attacks ride on), and ``context.mcp_url`` serves the same tools over MCP
+to an agent built with a framework that takes its tools from MCP servers (the server starts the
+first time an agent asks for it). Every call either way is recorded as the agent's action.
 An exception inside the agent makes the attempt unjudged with its type and message; it is the
 agent's failure, not a verdict.
 """
@@ -16,7 +18,7 @@ agent's failure, not a verdict.
 from __future__ import annotations
 
 import inspect
-import json
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,8 +39,9 @@ from probegate.targets.base import (
     ToolDelivery,
 )
 from probegate.targets.configured import target_info, tool_specs
+from probegate.targets.mcp_server import McpEndpoint, McpHost
 from probegate.targets.sandbox import Sandbox
-from probegate.targets.wire import peer_message, reported_tool_calls
+from probegate.targets.wire import peer_message, reported_tool_calls, with_reported
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.pricing import cost_usd
 from probegate.transport.usage import TransportError, Usage
@@ -79,6 +82,7 @@ class AgentContext:
     sender: str
     agent_name: str | None
     _sandbox: Sandbox
+    _mcp: Callable[[], str]
     calls: list[ToolCall] = field(default_factory=list)
 
     def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> str:
@@ -87,6 +91,11 @@ class AgentContext:
         call = self._sandbox.call(str(name), args)
         self.calls.append(call)
         return (call.result or "") if call.error is None else f"ERROR: {call.error}"
+
+    @property
+    def mcp_url(self) -> str:
+        """This conversation's endpoint on probegate's MCP server (streamable HTTP)."""
+        return self._mcp()
 
 
 class PythonConfig(AgentConfig):
@@ -137,6 +146,8 @@ class PythonTarget:
             raise UsageError(f"{self.spec} is neither a function nor a class with run()")
         self._tools = tool_specs(config)
         self._source = self._source_file(obj)
+        # Started only if an agent reads ``context.mcp_url``.
+        self.mcp = McpHost(settings.mcp_listen, settings.mcp_advertise)
 
     @staticmethod
     def _source_file(obj: Any) -> Path | None:
@@ -168,7 +179,7 @@ class PythonTarget:
         return list(self._tools)
 
     def report_section(self) -> KindSection | None:
-        return None
+        return self.mcp.summary()
 
     def open_session(self, sandbox: Sandbox, limiter: RequestLimiter) -> PythonSession:
         try:
@@ -178,7 +189,7 @@ class PythonTarget:
         return PythonSession(self, run, sandbox, limiter)
 
     def close(self) -> None:
-        return None
+        self.mcp.close()
 
 
 @dataclass
@@ -189,10 +200,27 @@ class PythonSession:
     limiter: RequestLimiter
     usage: Usage = field(default_factory=Usage)
     history: list[dict[str, str]] = field(default_factory=list)
+    endpoint: McpEndpoint | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _failure: UsageError | None = None
+
+    def mcp_url(self) -> str:
+        """The conversation's MCP endpoint, opened (and the server started) on first use."""
+        with self._lock:
+            if self.endpoint is None:
+                try:
+                    self.endpoint = self.target.mcp.open(self.sandbox)
+                except UsageError as exc:
+                    # Raised inside the agent's code, where it would read as the agent's failure;
+                    # send() raises it again where the scan sees it (exit 2).
+                    self._failure = exc
+                    raise
+            return self.endpoint.url
 
     def send(self, message: Turn) -> Turn:
         self.limiter.acquire()
         self.usage.requests += 1
+        mark = len(self.sandbox.calls)
         text = peer_message(message)
         context = AgentContext(
             tools=[
@@ -209,37 +237,37 @@ class PythonSession:
             sender=message.role,
             agent_name=message.name,
             _sandbox=self.sandbox,
+            _mcp=self.mcp_url,
         )
         run = self.run
         outcome = call_with_timeout(
             (lambda: run(text, context)) if self.target.with_context else (lambda: run(text)),
             self.target.settings.timeout,
         )
+        if self._failure is not None:
+            raise self._failure
         if outcome.error is not None:
             self.limiter.record_failure()
             if outcome.timed_out:
                 raise TransportError(f"agent did not answer within --timeout: {outcome.error}")
             raise TransportError(f"agent raised {outcome.error}")
         result = outcome.value
-        turn = self._to_turn(result, context)
+        turn = self._to_turn(result, self.sandbox.calls_since(mark))
         self.history.append({"role": "user", "content": text})
         self.history.append({"role": "assistant", "content": turn.content})
         return turn
 
-    def _to_turn(self, result: Any, context: AgentContext) -> Turn:
+    def _to_turn(self, result: Any, recorded: list[ToolCall]) -> Turn:
+        """The reply: what the sandbox recorded (context and MCP calls) plus what it reports."""
         if isinstance(result, str):
-            return Turn(role="assistant", content=result, tool_calls=list(context.calls))
+            return Turn(role="assistant", content=result, tool_calls=recorded)
         if result is None:
             raise TransportError("agent returned None instead of an AgentResult")
         output = _field(result, "output")
         if output is not None and not isinstance(output, str):
             output = str(output)
         reported = reported_tool_calls(_field(result, "tool_calls"), set(self.sandbox.tools))
-        # An agent that used the context and also reports its calls reports the same calls:
-        # keep the sandbox's record and add only what it did elsewhere.
-        seen = {(c.name, _key(c.arguments)) for c in context.calls}
-        calls = list(context.calls)
-        calls.extend(c for c in reported if (c.name, _key(c.arguments)) not in seen)
+        calls = with_reported(recorded, reported)
         usage = _field(result, "token_usage")
         prompt = _field(usage, "prompt_tokens") if usage is not None else 0
         completion = _field(usage, "completion_tokens") if usage is not None else 0
@@ -254,11 +282,8 @@ class PythonSession:
         return Turn(role="assistant", content=output or "", tool_calls=calls)
 
     def close(self) -> None:
-        return None
-
-
-def _key(arguments: dict[str, Any]) -> str:
-    return json.dumps(arguments, sort_keys=True, default=str)
+        if self.endpoint is not None:
+            self.endpoint.close()
 
 
 SPEC = TargetSpec(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -84,6 +85,12 @@ class Sandbox:
         # Set by a target that wraps another (the guard) when it opens a session.
         self.screen = screen
         self._next_id = 0
+        # Every call answered or refused, in order: an agent that reaches the sandbox from its
+        # own thread (a python agent's context) or over the network (the MCP server) is judged
+        # on this record, so its calls are its actions whether it reports them or not. The
+        # lock also keeps memory and ids consistent when such an agent calls in parallel.
+        self.calls: list[ToolCall] = []
+        self._lock = threading.RLock()
 
     # -- what the agent sees -------------------------------------------------------------
     def tool_description(self, tool: ToolSpec) -> str:
@@ -118,10 +125,33 @@ class Sandbox:
             self.screen.model_reply()
 
     def call(self, name: str, arguments: dict[str, Any]) -> ToolCall:
-        """Answer one call (through the screen, when one is set)."""
-        if self.screen is not None:
-            return self.screen.screen_call(name, arguments, self.answer)
-        return self.answer(name, arguments)
+        """Answer one call (through the screen, when one is set) and record it."""
+        with self._lock:
+            if self.screen is not None:
+                call = self.screen.screen_call(name, arguments, self.answer)
+            else:
+                call = self.answer(name, arguments)
+            self.calls.append(call)
+            return call
+
+    def refuse(self, name: str, arguments: dict[str, Any], error: str) -> ToolCall:
+        """Record a call that was refused before it could run (malformed, oversized, ...)."""
+        with self._lock:
+            call = ToolCall(
+                id=f"call_{self._next_id}",
+                name=name,
+                arguments=arguments,
+                error=error,
+                declared=name in self.tools,
+            )
+            self._next_id += 1
+            self.calls.append(call)
+            return call
+
+    def calls_since(self, mark: int) -> list[ToolCall]:
+        """The calls recorded after the first ``mark`` (a session reads its turn's share)."""
+        with self._lock:
+            return list(self.calls[mark:])
 
     def answer(self, name: str, arguments: dict[str, Any]) -> ToolCall:
         """Answer one call, unscreened; undeclared tools get an error result and are marked."""

@@ -78,3 +78,18 @@ def reported_tool_calls(items: Any, declared: set[str]) -> list[ToolCall]:
             )
         )
     return calls
+
+
+def with_reported(recorded: list[ToolCall], reported: list[ToolCall]) -> list[ToolCall]:
+    """The calls the sandbox recorded, plus those the agent reports that it did elsewhere.
+
+    An agent that took its tools from probegate (a python agent's context, the MCP server) and
+    also reports its calls reports the same calls: the sandbox's record is kept, a reported
+    call that repeats one of them (same tool, same arguments) is not added twice.
+    """
+    seen = {(c.name, _key(c.arguments)) for c in recorded}
+    return [*recorded, *(c for c in reported if (c.name, _key(c.arguments)) not in seen)]
+
+
+def _key(arguments: dict[str, Any]) -> str:
+    return json.dumps(arguments, sort_keys=True, default=str)

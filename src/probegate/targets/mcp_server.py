@@ -1,0 +1,510 @@
+"""probegate's MCP server: the sandbox's tools, served to agents that run their own loop.
+
+An agent deployed as a service, or built with a framework that runs its own loop, takes its
+tools from MCP servers. During a scan it can take them from probegate (docs/agent-service.md):
+each conversation gets its own endpoint, ``<base>/mcp/<token>`` with an unguessable token, that
+lists the declared tools (with the attempt's poisoned description where a probe poisons one)
+and answers every call from that attempt's :class:`~probegate.targets.sandbox.Sandbox`. The
+sandbox records every call, so oracles judge what the agent did whether or not its API reports
+it, and every channel a probe attacks through (tool results, documents, memory, peer agents,
+tool descriptions) reaches the agent.
+
+The server runs the official ``mcp`` SDK (streamable HTTP, stateless) under uvicorn on a thread
+of its own with its own event loop; the scan's worker threads only register and close
+endpoints. It starts when a target first needs it and stops when the target closes, which the
+scan does on every exit path. Traffic an agent should not send is answered with a JSON-RPC
+error and counted, never a crash: calls to an ended conversation or to a path probegate never
+issued, unknown tools, arguments that do not match the tool's schema or are too large, and
+more calls in one conversation than any task needs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import json
+import secrets
+import socket
+import threading
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+import jsonschema
+
+from probegate.errors import UsageError
+from probegate.models.sections import McpRejections, McpSummary
+from probegate.models.tools import ToolSpec
+from probegate.targets.sandbox import Sandbox
+
+if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
+
+EXTRA_HINT = "install the MCP extra: pip install 'probegate[mcp]'"
+DEFAULT_LISTEN = "127.0.0.1:0"
+PATH_PREFIX = "/mcp/"
+# A request body larger than this is refused before it is parsed (HTTP 413).
+MAX_BODY_BYTES = 1024 * 1024
+# Arguments larger than this (as JSON) are refused and recorded: no tool needs them.
+MAX_ARGUMENT_BYTES = 64 * 1024
+# No task in the library needs more calls than this in one conversation; past it, a flood.
+MAX_CALLS_PER_CONVERSATION = 64
+# Ended tokens remembered to tell "conversation ended" from "never issued".
+ENDED_MEMORY = 65536
+# JSON-RPC error codes: the spec's invalid-params, and ours (server range) for a closed path.
+INVALID_PARAMS = -32602
+CONVERSATION_ENDED = -32001
+UNKNOWN_ENDPOINT = -32002
+PAYLOAD_TOO_LARGE = -32003
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+def sdk_available() -> bool:
+    """Whether the ``mcp`` SDK (the ``mcp`` extra) and the server it runs on can be imported."""
+    try:
+        importlib.import_module("mcp.server.streamable_http_manager")
+        importlib.import_module("uvicorn")
+    except ImportError:
+        return False
+    return True
+
+
+def require_sdk(what: str) -> None:
+    """A usage error (exit 2) naming the extra when the SDK is missing."""
+    if not sdk_available():
+        raise UsageError(
+            f"{what} needs probegate's MCP server, and the mcp package is missing; {EXTRA_HINT}"
+        )
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) -> (host, port); port 0 picks a free one."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"expected HOST:PORT (e.g. 127.0.0.1:8765), got {value!r}")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    return host, int(port)
+
+
+def parse_advertise(value: str) -> str:
+    """The advertised base URL, normalised without a trailing slash."""
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(
+            f"expected an http(s) base URL (e.g. http://probegate:8765), got {value!r}"
+        )
+    if parts.query or parts.fragment:
+        raise ValueError(f"the advertised MCP URL takes no query or fragment: {value!r}")
+    return value.rstrip("/")
+
+
+@dataclass
+class McpEndpoint:
+    """One conversation's endpoint: its URL, its sandbox, and the calls it answered."""
+
+    token: str
+    url: str
+    sandbox: Sandbox
+    host: McpHost
+    calls: int = 0
+    _closed: bool = False
+
+    def close(self) -> None:
+        """End the conversation: later calls get a JSON-RPC error."""
+        if not self._closed:
+            self._closed = True
+            self.host.retire(self.token)
+
+
+@dataclass
+class _Stats:
+    conversations: int = 0
+    calls: int = 0
+    rejected: dict[str, int] = field(default_factory=dict)
+
+    def reject(self, reason: str) -> None:
+        self.rejected[reason] = self.rejected.get(reason, 0) + 1
+
+
+class McpHost:
+    """The scan's MCP server: started on first use, one endpoint per conversation."""
+
+    def __init__(self, listen: str = DEFAULT_LISTEN, advertise: str | None = None) -> None:
+        self.listen = listen
+        self.advertise = advertise
+        self._lock = threading.Lock()
+        self._live: dict[str, McpEndpoint] = {}
+        self._ended: OrderedDict[str, None] = OrderedDict()
+        self._stats = _Stats()
+        self._thread: threading.Thread | None = None
+        self._socket: socket.socket | None = None
+        self._stop: Callable[[], None] | None = None
+        self._base = ""
+        self._closed = False
+        # A failure to start (missing extra, port taken), kept so the session that hit it inside
+        # the agent's own code can raise it where the scan sees it.
+        self.failure: UsageError | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------
+    @property
+    def started(self) -> bool:
+        return self._thread is not None
+
+    @property
+    def address(self) -> tuple[str, int] | None:
+        """Where the server listens, once started."""
+        if self._socket is None:
+            return None
+        host, port = self._socket.getsockname()[:2]
+        return str(host), int(port)
+
+    def start(self) -> None:
+        """Bind and serve; idempotent. A usage error when the extra or the port is missing."""
+        with self._lock:
+            if self._thread is not None:
+                return
+            if self.failure is not None:
+                raise self.failure
+            if self._closed:
+                raise UsageError("probegate's MCP server was asked for after the scan ended")
+            try:
+                self._start_locked()
+            except UsageError as exc:
+                self.failure = exc
+                raise
+
+    def _start_locked(self) -> None:
+        require_sdk("an agent that takes its tools over MCP")
+        host, port = parse_listen(self.listen)
+        try:
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            sock = socket.create_server((host, port), family=family, backlog=256)
+            # Accepted connections inherit it: uvicorn writes a reply's head and body apart,
+            # and without it every reply waits out the client's delayed ACK (~40 ms).
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError as exc:
+            raise UsageError(
+                f"--mcp-listen {self.listen}: cannot listen there ({exc.strerror or exc})"
+            ) from None
+        self._socket = sock
+        bound = self.address
+        assert bound is not None
+        shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+        self._base = self.advertise or f"http://{shown}:{bound[1]}"
+        ready = threading.Event()
+        errors: list[BaseException] = []
+        self._thread = threading.Thread(
+            target=self._serve, args=(sock, ready, errors), name="probegate-mcp", daemon=True
+        )
+        self._thread.start()
+        if not ready.wait(timeout=30) or errors:
+            self._shutdown()
+            detail = f": {errors[0]}" if errors else ""
+            raise UsageError(f"probegate's MCP server did not start{detail}")
+
+    def _serve(
+        self, sock: socket.socket, ready: threading.Event, errors: list[BaseException]
+    ) -> None:
+        import uvicorn
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+        server = self._mcp_server()
+        manager = StreamableHTTPSessionManager(app=server, json_response=True, stateless=True)
+        app = _Router(self, manager.handle_request)
+        config = uvicorn.Config(
+            app,
+            lifespan="off",
+            log_level="critical",
+            access_log=False,
+            timeout_graceful_shutdown=2,
+        )
+        web = uvicorn.Server(config)
+        loop = asyncio.new_event_loop()
+
+        def stop() -> None:
+            web.should_exit = True
+
+        self._stop = stop
+
+        async def serve() -> None:
+            async with manager.run():
+                task = asyncio.ensure_future(web.serve(sockets=[sock]))
+                while not web.started and not task.done():
+                    await asyncio.sleep(0.005)
+                ready.set()
+                await task
+
+        try:
+            loop.run_until_complete(serve())
+        except BaseException as exc:  # the server thread must never take the scan down
+            errors.append(exc)
+        finally:
+            ready.set()
+            loop.close()
+
+    def close(self) -> None:
+        """Stop serving and release the port; idempotent, safe on every exit path."""
+        with self._lock:
+            self._closed = True
+            self._shutdown()
+
+    def _shutdown(self) -> None:
+        if self._stop is not None:
+            self._stop()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        if self._socket is not None:
+            self._socket.close()
+        self._stop = None
+        self._socket = None
+        self._thread = None
+        for endpoint in list(self._live.values()):
+            endpoint._closed = True
+        self._live.clear()
+
+    # -- endpoints -----------------------------------------------------------------------
+    def open(self, sandbox: Sandbox) -> McpEndpoint:
+        """A new conversation's endpoint over ``sandbox`` (starting the server if need be)."""
+        self.start()
+        token = secrets.token_urlsafe(24)
+        endpoint = McpEndpoint(token, f"{self._base}{PATH_PREFIX}{token}", sandbox, self)
+        with self._lock:
+            self._live[token] = endpoint
+            self._stats.conversations += 1
+        return endpoint
+
+    def retire(self, token: str) -> None:
+        with self._lock:
+            if self._live.pop(token, None) is not None:
+                self._ended[token] = None
+                while len(self._ended) > ENDED_MEMORY:
+                    self._ended.popitem(last=False)
+
+    def lookup(self, token: str) -> McpEndpoint | str:
+        """The live endpoint, or why there is none (``ended`` or ``unknown_endpoint``)."""
+        with self._lock:
+            endpoint = self._live.get(token)
+            if endpoint is not None:
+                return endpoint
+            return "ended" if token in self._ended else "unknown_endpoint"
+
+    def reject(self, reason: str) -> None:
+        with self._lock:
+            self._stats.reject(reason)
+
+    def summary(self) -> McpSummary | None:
+        """The report's ``mcp`` section; None when no conversation used the server."""
+        with self._lock:
+            stats = self._stats
+            if not stats.conversations:
+                return None
+            return McpSummary(
+                conversations=stats.conversations,
+                calls=stats.calls,
+                rejected=McpRejections(**stats.rejected),
+            )
+
+    # -- answering -----------------------------------------------------------------------
+    def _mcp_server(self) -> Server[Any, Any]:
+        from mcp import types
+        from mcp.server.lowlevel import Server
+        from mcp.shared.exceptions import McpError
+
+        server: Server[Any, Any] = Server("probegate", instructions=_INSTRUCTIONS)
+
+        def endpoint_of() -> McpEndpoint:
+            request = server.request_context.request
+            found = getattr(request, "scope", {}).get(_SCOPE_KEY)
+            if not isinstance(found, McpEndpoint):
+                raise McpError(types.ErrorData(code=UNKNOWN_ENDPOINT, message="no such endpoint"))
+            return found
+
+        @server.list_tools()  # type: ignore[no-untyped-call, untyped-decorator]
+        async def list_tools() -> list[types.Tool]:
+            endpoint = endpoint_of()
+            specs = list(endpoint.sandbox.tools.values())
+            described = await _in_thread(lambda: _descriptions(endpoint.sandbox, specs))
+            return [
+                types.Tool(name=spec.name, description=text, inputSchema=_schema(spec))
+                for spec, text in zip(specs, described, strict=True)
+            ]
+
+        async def call_tool(request: types.CallToolRequest) -> types.ServerResult:
+            endpoint = endpoint_of()
+            name = request.params.name
+            arguments = dict(request.params.arguments or {})
+            refusal = self._admit(endpoint, name, arguments)
+            if refusal is not None:
+                raise McpError(types.ErrorData(code=INVALID_PARAMS, message=refusal))
+            call = await _in_thread(lambda: endpoint.sandbox.call(name, arguments))
+            if not call.declared:
+                self.reject("unknown_tool")
+                raise McpError(
+                    types.ErrorData(code=INVALID_PARAMS, message=f"unknown tool {name!r}")
+                )
+            text = call.result if call.error is None else call.error
+            return types.ServerResult(
+                types.CallToolResult(
+                    content=[types.TextContent(type="text", text=text or "")],
+                    isError=call.error is not None,
+                )
+            )
+
+        server.request_handlers[types.CallToolRequest] = call_tool
+        return server
+
+    def _admit(self, endpoint: McpEndpoint, name: str, arguments: dict[str, Any]) -> str | None:
+        """Why this call is refused before it runs (recorded as the agent's action), or None."""
+        with self._lock:
+            endpoint.calls += 1
+            if endpoint.calls > MAX_CALLS_PER_CONVERSATION:
+                self._stats.reject("flood")
+                return (
+                    f"too many tool calls: at most {MAX_CALLS_PER_CONVERSATION} in one conversation"
+                )
+            self._stats.calls += 1
+        sandbox = endpoint.sandbox
+        size = len(json.dumps(arguments, default=str))
+        if size > MAX_ARGUMENT_BYTES:
+            self.reject("oversized")
+            excerpt = {"_raw": json.dumps(arguments, default=str)[:512]}
+            sandbox.refuse(name, excerpt, f"oversized arguments: {size} bytes")
+            return f"arguments too large: {size} bytes (at most {MAX_ARGUMENT_BYTES})"
+        spec = sandbox.tools.get(name)
+        if spec is not None:
+            problem = _schema_problem(spec, arguments)
+            if problem is not None:
+                self.reject("malformed")
+                sandbox.refuse(name, arguments, f"malformed arguments: {problem}")
+                return f"invalid arguments for {name}: {problem}"
+        return None
+
+
+_SCOPE_KEY = "probegate.mcp_endpoint"
+_INSTRUCTIONS = "Tools of the agent under test, served by probegate for the length of a scan."
+
+
+def _schema(spec: ToolSpec) -> dict[str, Any]:
+    schema = dict(spec.parameters) if spec.parameters else {}
+    schema.setdefault("type", "object")
+    schema.setdefault("properties", {})
+    return schema
+
+
+def _schema_problem(spec: ToolSpec, arguments: dict[str, Any]) -> str | None:
+    """What is wrong with the arguments by the tool's declared schema, in one line."""
+    try:
+        jsonschema.validate(arguments, _schema(spec))
+    except jsonschema.ValidationError as exc:
+        return exc.message[:200]
+    except jsonschema.SchemaError:
+        return None  # the user's schema is broken, not the agent's call
+    return None
+
+
+def _descriptions(sandbox: Sandbox, specs: list[ToolSpec]) -> list[str]:
+    return [sandbox.tool_description(spec) for spec in specs]
+
+
+async def _in_thread(func: Callable[[], Any]) -> Any:
+    """Run sandbox work off the event loop: a guard in front of the tools answers over HTTP."""
+    import anyio.to_thread
+
+    return await anyio.to_thread.run_sync(func)
+
+
+class _Router:
+    """The ASGI app: ``/mcp/<token>`` to its endpoint, everything else a JSON-RPC error."""
+
+    def __init__(
+        self, host: McpHost, inner: Callable[[Scope, Receive, Send], Awaitable[None]]
+    ) -> None:
+        self.host = host
+        self.inner = inner
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        path = str(scope.get("path", ""))
+        token = path[len(PATH_PREFIX) :].strip("/") if path.startswith(PATH_PREFIX) else ""
+        body, complete = await _read_body(scope, receive)
+        if not complete:
+            self.host.reject("oversized")
+            await _error(send, 413, None, PAYLOAD_TOO_LARGE, "request body too large")
+            return
+        found = self.host.lookup(token) if token and "/" not in token else "unknown_endpoint"
+        if not isinstance(found, McpEndpoint):
+            self.host.reject(found)
+            message = (
+                "this conversation has ended; its tools are closed"
+                if found == "ended"
+                else "no such MCP endpoint"
+            )
+            code = CONVERSATION_ENDED if found == "ended" else UNKNOWN_ENDPOINT
+            await _error(send, 404, _request_id(body), code, message)
+            return
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        inner_scope = dict(scope)
+        inner_scope[_SCOPE_KEY] = found
+        await self.inner(inner_scope, replay, send)
+
+
+async def _read_body(scope: Scope, receive: Receive) -> tuple[bytes, bool]:
+    """The whole body, or (what was read, False) once it passes :data:`MAX_BODY_BYTES`."""
+    for key, value in scope.get("headers") or []:
+        if key == b"content-length" and value.isdigit() and int(value) > MAX_BODY_BYTES:
+            return b"", False
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunk = bytes(message.get("body", b""))
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            return b"", False
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks), True
+
+
+def _request_id(body: bytes) -> Any:
+    with contextlib.suppress(ValueError, UnicodeDecodeError):
+        data = json.loads(body)
+        if isinstance(data, dict):
+            return data.get("id")
+    return None
+
+
+async def _error(send: Send, status: int, request_id: Any, code: int, message: str) -> None:
+    payload = json.dumps(
+        {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+    ).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})

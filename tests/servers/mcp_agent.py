@@ -1,0 +1,125 @@
+"""An agent service that runs its own loop and takes its tools over MCP, with no framework.
+
+``POST /chat {input, session_id, mcp_url}``: the service lists the tools at ``mcp_url`` with the
+official ``mcp`` client, sends the conversation to an OpenAI-compatible model with those tools,
+runs each tool call the model asks for on the MCP server, and repeats until the model answers
+with text. It keeps each conversation (tool calls included) by ``session_id``. It is the
+smallest honest agent of its kind, so the tests and the bench measure probegate, not a
+framework. The model is tests/servers/brain_model.py (``/weak/v1`` or ``/careful/v1``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import requests
+
+from tests.servers.base import Handler, LoopbackServer
+from tests.servers.brain_model import SYSTEM_PROMPT
+
+MAX_STEPS = 48
+
+
+async def _turn(
+    messages: list[dict[str, Any]], mcp_url: str, model: str, http: requests.Session
+) -> str:
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with (
+        streamable_http_client(mcp_url) as (read, write, _),
+        ClientSession(read, write) as mcp,
+    ):
+        await mcp.initialize()
+        listed = await mcp.list_tools()
+        tools = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description or "",
+                    "parameters": t.inputSchema,
+                },
+            }
+            for t in listed.tools
+        ]
+        for _ in range(MAX_STEPS):
+            reply = await asyncio.to_thread(
+                http.post,
+                f"{model}/chat/completions",
+                json={"model": "brain", "messages": messages, "tools": tools},
+                timeout=30,
+            )
+            reply.raise_for_status()
+            message = reply.json()["choices"][0]["message"]
+            messages.append(message)
+            calls = message.get("tool_calls") or []
+            if not calls:
+                return str(message.get("content") or "")
+            for call in calls:
+                function = call["function"]
+                result = await mcp.call_tool(function["name"], json.loads(function["arguments"]))
+                text = "".join(getattr(c, "text", "") for c in result.content)
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": text})
+    return "I could not finish that."
+
+
+class _McpAgentHandler(Handler):
+    def do_POST(self) -> None:
+        service: McpAgentService = self.owner
+        service.count()
+        body = self.read_json()
+        if self.path != "/chat" or not isinstance(body, dict) or "mcp_url" not in body:
+            self.send_json(404, {"error": "POST /chat {input, session_id, mcp_url}"})
+            return
+        session = str(body.get("session_id") or "")
+        with service.lock:
+            messages = service.conversations.setdefault(
+                session, [{"role": "system", "content": SYSTEM_PROMPT}]
+            )
+        messages.append({"role": "user", "content": str(body.get("input") or "")})
+        try:
+            output = asyncio.run(_turn(messages, str(body["mcp_url"]), service.model, service.http))
+        except Exception as exc:  # the agent failed: a 500, as a deployed service answers
+            with service.lock:
+                service.failures.append(f"{type(exc).__name__}: {exc}")
+            self.send_json(500, {"error": type(exc).__name__})
+            return
+        self.send_json(200, {"output": output})
+
+
+class McpAgentService(LoopbackServer):
+    """The service, over the model at ``model`` (an OpenAI base URL)."""
+
+    handler = _McpAgentHandler
+
+    def __init__(self, model: str) -> None:
+        super().__init__()
+        self.model = model.rstrip("/")
+        self.http = requests.Session()
+        self.conversations: dict[str, list[dict[str, Any]]] = {}
+        self.failures: list[str] = []
+
+    def target(self, tools: list[dict[str, Any]], canaries: list[str]) -> dict[str, Any]:
+        """The probegate.yml ``target:`` section for this service."""
+        return http_target(f"{self.url}/chat", tools, canaries)
+
+
+def http_target(url: str, tools: list[dict[str, Any]], canaries: list[str]) -> dict[str, Any]:
+    """An ``http`` target that tells the agent its MCP endpoint in the body."""
+    return {
+        "kind": "http",
+        "http": {
+            "url": url,
+            "body": {
+                "input": "{{input}}",
+                "session_id": "{{session_id}}",
+                "mcp_url": "{{mcp_url}}",
+            },
+            "response_text": "output",
+        },
+        "canaries": canaries,
+        "tools": tools,
+    }
