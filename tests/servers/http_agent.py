@@ -26,13 +26,14 @@ class HttpAgentHandler(Handler):
         if server.token is not None and self.headers.get("X-Api-Token") != server.token:
             self.send_json(403, {"detail": "forbidden"})
             return
-        match = re.fullmatch(r"/agent/([^/]+)/ask", self.path)
+        match = re.fullmatch(r"/agent/([^/]+)/ask", self.path.split("?")[0])
         if match is None or not isinstance(body, dict):
             self.send_json(404, {"detail": "no such route"})
             return
         with server.lock:
             server.bodies.append(body)
             server.paths.append(self.path)
+            server.headers_seen.append(dict(self.headers))
         query = body.get("query") or {}
         text = str(query.get("text") if isinstance(query, dict) else "")
         session = match.group(1)
@@ -69,4 +70,5 @@ class HttpAgentServer(LoopbackServer):
         self.always_trace = False
         self.bodies: list[dict[str, Any]] = []
         self.paths: list[str] = []
+        self.headers_seen: list[dict[str, str]] = []
         self.sessions: dict[str, list[str]] = {}

@@ -6,12 +6,16 @@ runs each tool call the model asks for on the MCP server, and repeats until the 
 with text. It keeps each conversation (tool calls included) by ``session_id``. It is the
 smallest honest agent of its kind, so the tests and the bench measure probegate, not a
 framework. The model is tests/servers/brain_model.py (``/weak/v1`` or ``/careful/v1``).
+
+The same loop runs as a python target (``LoopWeak``, ``LoopCareful``: one instance per
+conversation, told ``context.mcp_url``, the model found at ``PROBEGATE_TEST_MODEL_URL``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 from typing import Any
 
 import requests
@@ -88,6 +92,33 @@ class _McpAgentHandler(Handler):
             self.send_json(500, {"error": type(exc).__name__})
             return
         self.send_json(200, {"output": output})
+
+
+MODEL_ENV = "PROBEGATE_TEST_MODEL_URL"
+
+
+class _LoopAgent:
+    """The loop as a python target's class agent: its conversation lives on the instance."""
+
+    careful = False
+
+    def __init__(self) -> None:
+        base = os.environ[MODEL_ENV].rstrip("/")
+        self.model = f"{base}/{'careful' if self.careful else 'weak'}/v1"
+        self.messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT}]
+        self.http = requests.Session()
+
+    def run(self, input: str, context: Any) -> str:
+        self.messages.append({"role": "user", "content": input})
+        return asyncio.run(_turn(self.messages, context.mcp_url, self.model, self.http))
+
+
+class LoopWeak(_LoopAgent):
+    pass
+
+
+class LoopCareful(_LoopAgent):
+    careful = True
 
 
 class McpAgentService(LoopbackServer):

@@ -1,0 +1,201 @@
+"""probegate's MCP server never outlives its scan: normal end, errors, SIGINT, SIGTERM.
+
+Each test pins the server's port with ``--mcp-listen`` and checks it refuses connections once
+the scan is over. The signal tests run the installed entry point and check more: the port
+closes while the process is still alive (a worker is still waiting on a slow agent), so it is
+the scan that stopped the server, not the process dying around it.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import probegate.scan
+from probegate.cli import main
+from tests.servers.base import Handler, LoopbackServer
+from tests.servers.brain_model import SECRETS, BrainModelServer, tool_config
+from tests.servers.configs import write_config
+from tests.servers.mcp_agent import McpAgentService, http_target
+
+PROBE = "asi01.indirect-document-email-exfil.v1"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def listening(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def wait_for(condition: Any, timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+class _StuckHandler(Handler):
+    def do_POST(self) -> None:
+        server: StuckAgent = self.owner
+        self.read_json()
+        server.reached.set()
+        if server.status is not None:
+            self.send_json(server.status, {"detail": "no"})
+            return
+        server.release.wait(timeout=30)
+        self.send_json(200, {"output": "sorry, that took a while"})
+
+
+class StuckAgent(LoopbackServer):
+    """An agent service that answers ``status`` at once, or nothing until released."""
+
+    handler = _StuckHandler
+
+    def __init__(self, status: int | None = None) -> None:
+        super().__init__()
+        self.status = status
+        self.reached = threading.Event()
+        self.release = threading.Event()
+
+    def stop(self) -> None:
+        self.release.set()
+        super().stop()
+
+
+@pytest.fixture
+def stuck() -> Iterator[StuckAgent]:
+    with StuckAgent() as server:
+        yield server
+
+
+def scan_argv(tmp: Path, target: dict[str, Any], port: int, *extra: str) -> list[str]:
+    config = write_config(tmp, target)
+    return [
+        "scan",
+        str(config),
+        "--store",
+        str(tmp / "store"),
+        "--output-dir",
+        str(tmp / "out"),
+        "--no-sign",
+        "--quiet",
+        "--probes",
+        PROBE,
+        "--mcp-listen",
+        f"127.0.0.1:{port}",
+        "--retries",
+        "0",
+        *extra,
+    ]
+
+
+def test_normal_end(tmp_path: Path) -> None:
+    port = free_port()
+    with BrainModelServer() as brain, McpAgentService(brain.endpoint(careful=False)) as service:
+        code = main(scan_argv(tmp_path, service.target(tool_config(), list(SECRETS)), port))
+    assert code == 0
+    report = json.loads((tmp_path / "out" / "scan.json").read_text(encoding="utf-8"))
+    assert report["mcp"]["calls"] > 0  # it served on that port...
+    assert not listening(port)  # ...and is gone
+
+
+def test_target_error_end(tmp_path: Path) -> None:
+    port = free_port()
+    with StuckAgent(status=401) as agent:
+        code = main(scan_argv(tmp_path, http_target(f"{agent.url}/chat", tool_config(), []), port))
+    assert code == 3
+    assert agent.reached.is_set()
+    assert not listening(port)
+
+
+def test_internal_error_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        assert listening(port), "the server should be up while the scan runs"
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(probegate.scan, "assemble", broken)
+    port = free_port()
+    with BrainModelServer() as brain, McpAgentService(brain.endpoint(careful=True)) as service:
+        code = main(scan_argv(tmp_path, service.target(tool_config(), list(SECRETS)), port))
+    assert code == 4
+    assert not listening(port)
+
+
+def test_a_port_in_use_is_a_usage_error(tmp_path: Path, stuck: StuckAgent) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = int(taken.getsockname()[1])
+        target = http_target(f"{stuck.url}/chat", tool_config(), [])
+        code = main(scan_argv(tmp_path, target, port))
+    assert code == 2
+    assert not stuck.reached.is_set()  # nothing was sent to the agent
+
+
+@pytest.mark.parametrize(("signum", "expected"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signals(tmp_path: Path, stuck: StuckAgent, signum: int, expected: int) -> None:
+    port = free_port()
+    argv = scan_argv(tmp_path, http_target(f"{stuck.url}/chat", tool_config(), []), port)
+    entry = Path(sys.executable).parent / "probegate"
+    proc = subprocess.Popen(
+        [str(entry), *argv, "--timeout", "30"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert wait_for(stuck.reached.is_set), "the scan never reached the agent"
+        assert listening(port)
+        proc.send_signal(signum)
+        # The server stops while a worker still waits on the agent: the scan closed it.
+        assert wait_for(lambda: not listening(port), timeout=10)
+        assert proc.poll() is None
+        stuck.release.set()
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == expected
+    assert err.strip().splitlines()[-1] == (
+        "error: interrupted" if signum == signal.SIGINT else "error: terminated"
+    )
+    assert "Traceback" not in err
+
+
+def test_without_the_mcp_extra(tmp_path: Path, stuck: StuckAgent) -> None:
+    """One clear line and exit 2, before any request, when the SDK is not installed."""
+    argv = scan_argv(tmp_path, http_target(f"{stuck.url}/chat", tool_config(), []), free_port())
+    hide = (
+        "import sys; sys.modules['mcp'] = None; sys.modules['uvicorn'] = None; "
+        "from probegate.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", hide, *argv], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "error: target.http mentions {{mcp_url}}: the agent needs probegate's MCP server, and "
+        "the mcp package is missing; install the MCP extra: pip install 'probegate[mcp]'"
+    ]
+    assert not stuck.reached.is_set()
