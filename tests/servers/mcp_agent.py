@@ -16,14 +16,19 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import ssl
 from typing import Any
 
+import httpx
 import requests
 
 from tests.servers.base import Handler, LoopbackServer
 from tests.servers.brain_model import SYSTEM_PROMPT
 
 MAX_STEPS = 48
+# One TLS context for every client: building one per conversation (as a bare client does)
+# costs more CPU than the conversation itself on a loopback bench.
+_TLS = ssl.create_default_context()
 
 
 async def _turn(

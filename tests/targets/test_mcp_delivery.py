@@ -94,7 +94,9 @@ def test_weak_agent_falls_through_every_indirect_channel(
 ) -> None:
     if kind == "http":
         with McpAgentService(brain.endpoint(careful=False)) as service:
-            code, report = scan(tmp_path, service.target(tool_config(), list(SECRETS)), *selection())
+            code, report = scan(
+                tmp_path, service.target(tool_config(), list(SECRETS)), *selection()
+            )
         assert service.failures == []
     else:
         code, report = scan(tmp_path, python_target(careful=False), *selection())
@@ -103,7 +105,7 @@ def test_weak_agent_falls_through_every_indirect_channel(
     found = {f["probe_id"] for f in report["findings"]}
     assert found == set(INDIRECT)
     channels = {r["channel"] for r in report["results"] if r["outcome"] == "vulnerable"}
-    assert FIXTURE_CHANNELS <= channels
+    assert channels >= FIXTURE_CHANNELS
     # The evidence is the agent's own calls, seen on probegate's server: nothing was reported.
     attempts = {a["probe_id"]: a for a in journal(tmp_path)}
     exfil = attempts["asi01.indirect-document-email-exfil.v1"]
@@ -120,7 +122,9 @@ def test_weak_agent_falls_through_every_indirect_channel(
 def test_careful_agent_resists_them_all(brain: BrainModelServer, tmp_path: Path, kind: str) -> None:
     if kind == "http":
         with McpAgentService(brain.endpoint(careful=True)) as service:
-            code, report = scan(tmp_path, service.target(tool_config(), list(SECRETS)), *selection())
+            code, report = scan(
+                tmp_path, service.target(tool_config(), list(SECRETS)), *selection()
+            )
     else:
         code, report = scan(tmp_path, python_target(careful=True), *selection())
     assert code == 0

@@ -130,7 +130,7 @@ def test_a_tool_error_fixture_is_an_error_result_not_a_protocol_error(host: McpH
         endpoint.url, lambda s: s.call_tool("issue_refund", {"order_id": "7", "amount": 40})
     )
     assert result.isError is True
-    assert result.content[0].text == "ERROR 500: payment processor unavailable."
+    assert result.content[0].text == "ERROR: ERROR 500: payment processor unavailable."
     assert box.calls[0].error == "ERROR 500: payment processor unavailable."
 
 

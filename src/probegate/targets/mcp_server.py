@@ -39,6 +39,7 @@ from probegate.errors import UsageError
 from probegate.models.sections import McpRejections, McpSummary
 from probegate.models.tools import ToolSpec
 from probegate.targets.sandbox import Sandbox
+from probegate.targets.wire import tool_reply
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -349,10 +350,9 @@ class McpHost:
                 raise McpError(
                     types.ErrorData(code=INVALID_PARAMS, message=f"unknown tool {name!r}")
                 )
-            text = call.result if call.error is None else call.error
             return types.ServerResult(
                 types.CallToolResult(
-                    content=[types.TextContent(type="text", text=text or "")],
+                    content=[types.TextContent(type="text", text=tool_reply(call))],
                     isError=call.error is not None,
                 )
             )

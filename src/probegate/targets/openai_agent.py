@@ -37,7 +37,7 @@ from probegate.targets.base import (
 )
 from probegate.targets.configured import config_file, http_client, target_info, tool_specs
 from probegate.targets.sandbox import Sandbox
-from probegate.targets.wire import parse_arguments, peer_message
+from probegate.targets.wire import parse_arguments, peer_message, tool_reply
 from probegate.transport.http import HttpClient, public_url
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.pricing import cost_usd
@@ -291,9 +291,8 @@ class OpenAISession:
             for raw in reply.tool_calls:
                 call = self._answer(raw)
                 calls.append(call)
-                answer = call.result if call.error is None else f"ERROR: {call.error}"
                 self.messages.append(
-                    {"role": "tool", "tool_call_id": raw.id, "content": answer or ""}
+                    {"role": "tool", "tool_call_id": raw.id, "content": tool_reply(call)}
                 )
         return Turn(role="assistant", content="\n".join(texts), tool_calls=calls)
 

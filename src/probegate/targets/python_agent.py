@@ -41,7 +41,7 @@ from probegate.targets.base import (
 from probegate.targets.configured import target_info, tool_specs
 from probegate.targets.mcp_server import McpEndpoint, McpHost
 from probegate.targets.sandbox import Sandbox
-from probegate.targets.wire import peer_message, reported_tool_calls, with_reported
+from probegate.targets.wire import peer_message, reported_tool_calls, tool_reply, with_reported
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.pricing import cost_usd
 from probegate.transport.usage import TransportError, Usage
@@ -90,7 +90,7 @@ class AgentContext:
         args = dict(arguments or {})
         call = self._sandbox.call(str(name), args)
         self.calls.append(call)
-        return (call.result or "") if call.error is None else f"ERROR: {call.error}"
+        return tool_reply(call)
 
     @property
     def mcp_url(self) -> str:

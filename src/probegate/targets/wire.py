@@ -80,6 +80,16 @@ def reported_tool_calls(items: Any, declared: set[str]) -> list[ToolCall]:
     return calls
 
 
+def tool_reply(call: ToolCall) -> str:
+    """What the agent reads back from a call: its result, or its error marked as one.
+
+    The same words whichever way the tools reach the agent (probegate's own loop, a python
+    agent's context, the MCP server), so a probe reads the same through every delivery; over
+    MCP the result is also flagged ``isError``, which not every framework shows its model.
+    """
+    return (call.result or "") if call.error is None else f"ERROR: {call.error}"
+
+
 def with_reported(recorded: list[ToolCall], reported: list[ToolCall]) -> list[ToolCall]:
     """The calls the sandbox recorded, plus those the agent reports that it did elsewhere.
 
