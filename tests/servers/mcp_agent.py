@@ -38,7 +38,8 @@ async def _turn(
     from mcp.client.streamable_http import streamable_http_client
 
     async with (
-        streamable_http_client(mcp_url) as (read, write, _),
+        httpx.AsyncClient(verify=_TLS, timeout=30) as client,
+        streamable_http_client(mcp_url, http_client=client) as (read, write, _),
         ClientSession(read, write) as mcp,
     ):
         await mcp.initialize()
