@@ -7,7 +7,7 @@
 #     docker buildx imagetools inspect python:3.13-slim-trixie --format '{{json .Manifest.Digest}}'
 #   (tests/action/test_image.py accepts the tag alone or tag@sha256 with 64 hex digits, and
 #   checks the lock files were made for the same Python minor);
-# - every Python dependency: requirements/image.txt (runtime, the pdf extra included) and
+# - every Python dependency: requirements/image.txt (runtime, the pdf and mcp extras included) and
 #   requirements/build.txt (setuptools and wheel), pinned with every file's sha256 and installed
 #   with --require-hashes; `make lock` regenerates both;
 # - probegate itself: built from this commit's source, offline (--no-index).

@@ -57,7 +57,7 @@ lock:
 	rm -rf $(LOCK_VENV)
 	$(LOCK_PYTHON) -m venv $(LOCK_VENV)
 	$(LOCK_VENV)/bin/pip install --quiet 'pip-tools==7.6.2'
-	$(PIP_COMPILE) --extra pdf --output-file requirements/image.txt pyproject.toml
+	$(PIP_COMPILE) --extra pdf --extra mcp --output-file requirements/image.txt pyproject.toml
 	$(PIP_COMPILE) --only-build-deps --all-build-deps --output-file requirements/build.txt \
 		pyproject.toml
 	rm -rf $(LOCK_VENV)

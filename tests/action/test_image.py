@@ -113,14 +113,19 @@ def test_every_locked_requirement_is_pinned_with_hashes(lock) -> None:  # type: 
         assert version[0].isdigit(), (name, version)
 
 
-def test_image_lock_covers_the_runtime_dependencies_and_the_pdf_extra() -> None:
+def test_image_lock_covers_the_runtime_dependencies_and_the_pdf_and_mcp_extras() -> None:
     locked = _locked(IMAGE_LOCK)
     project = PYPROJECT["project"]
-    wanted = [*project["dependencies"], *project["optional-dependencies"]["pdf"]]
-    environment = {"python_version": "3.13", "sys_platform": "linux", "extra": "pdf"}
+    extras = project["optional-dependencies"]
+    wanted = [*project["dependencies"], *extras["pdf"], *extras["mcp"]]
     for spec in wanted:
         requirement = Requirement(spec)
-        if requirement.marker is not None and not requirement.marker.evaluate(environment):
+        if requirement.marker is not None and not any(
+            requirement.marker.evaluate(
+                {"python_version": "3.13", "sys_platform": "linux", "extra": extra}
+            )
+            for extra in ("pdf", "mcp")
+        ):
             continue
         name = canonicalize_name(requirement.name)
         assert name in locked, f"{requirement.name} is in pyproject.toml but not in the lock"
