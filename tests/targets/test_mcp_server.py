@@ -32,6 +32,7 @@ from probegate.targets.mcp_server import (
     MAX_CALLS_PER_CONVERSATION,
     UNKNOWN_ENDPOINT,
     McpHost,
+    default_base,
     parse_advertise,
     parse_listen,
 )
@@ -309,3 +310,15 @@ def test_parse_listen_rejects(value: str) -> None:
 def test_parse_advertise_rejects(value: str) -> None:
     with pytest.raises(ValueError):
         parse_advertise(value)
+
+
+def test_a_wildcard_listen_address_advertises_this_machines_own() -> None:
+    assert default_base("127.0.0.1", 8765) == "http://127.0.0.1:8765"
+    assert default_base("::1", 9) == "http://[::1]:9"
+    assert default_base("0.0.0.0", 8765, lambda: "172.18.0.3") == "http://172.18.0.3:8765"
+    assert default_base("::", 8765, lambda: "fd00::3") == "http://[fd00::3]:8765"
+
+    def unresolvable() -> str:
+        raise OSError("no address")
+
+    assert default_base("0.0.0.0", 1, unresolvable) == "http://127.0.0.1:1"

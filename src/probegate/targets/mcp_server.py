@@ -106,6 +106,30 @@ def parse_advertise(value: str) -> str:
     return value.rstrip("/")
 
 
+WILDCARDS = frozenset({"0.0.0.0", "::", ""})
+
+
+def default_base(host: str, port: int, own: Callable[[], str] | None = None) -> str:
+    """The base URL an agent is told when ``--mcp-advertise`` is not given.
+
+    The listen address, except a wildcard one (``0.0.0.0``, ``::``), which no client can dial:
+    then this machine's own address, the one its hostname resolves to. In a container that is
+    the container's address on its network, which a service container beside it (or the host)
+    can reach, as in the Action (docs/agent-service.md).
+    """
+    if host in WILDCARDS:
+        try:
+            host = (own or _own_address)()
+        except OSError:
+            host = "127.0.0.1"
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+def _own_address() -> str:
+    return socket.gethostbyname(socket.gethostname())
+
+
 @dataclass
 class McpEndpoint:
     """One conversation's endpoint: its URL, its sandbox, and the calls it answered."""
@@ -197,8 +221,7 @@ class McpHost:
         self._socket = sock
         bound = self.address
         assert bound is not None
-        shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
-        self._base = self.advertise or f"http://{shown}:{bound[1]}"
+        self._base = self.advertise or default_base(bound[0], bound[1])
         ready = threading.Event()
         errors: list[BaseException] = []
         self._thread = threading.Thread(
