@@ -21,7 +21,7 @@ from probegate.cli import main
 from tests.frameworks.agents import MODEL_ENV
 from tests.frameworks.service import AgentService
 from tests.servers.brain_model import SECRETS, BrainModelServer, tool_config
-from tests.servers.configs import write_config
+from tests.servers.configs import scan_args, write_config
 
 FRAMEWORKS = ("openai-agents", "langgraph")
 PYTHON_AGENTS = {
@@ -55,9 +55,7 @@ def _model(brain: BrainModelServer, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def scan(tmp: Path, target: dict[str, Any], *extra: str) -> tuple[int, dict[str, Any]]:
-    config = write_config(tmp, target)
-    argv = ["scan", str(config), "--store", str(tmp / "store"), "--output-dir", str(tmp / "out")]
-    code = main([*argv, "--no-sign", "--quiet", "--timeout", "60", *extra])
+    code = main(scan_args(write_config(tmp, target), tmp, "--timeout", "60", *extra))
     return code, json.loads((tmp / "out" / "scan.json").read_text(encoding="utf-8"))
 
 

@@ -25,7 +25,7 @@ from probegate.targets.http_agent import HttpConfig, HttpTarget
 from probegate.targets.sandbox import Sandbox
 from probegate.transport.limiter import RequestLimiter
 from tests.servers.brain_model import SECRETS, BrainModelServer, tool_config
-from tests.servers.configs import write_config
+from tests.servers.configs import scan_args, write_config
 from tests.servers.http_agent import HttpAgentServer
 from tests.servers.mcp_agent import MODEL_ENV, McpAgentService
 
@@ -54,22 +54,7 @@ def selection() -> list[str]:
 
 
 def scan(tmp: Path, target: dict[str, Any], *extra: str) -> tuple[int, dict[str, Any]]:
-    config = write_config(tmp, target)
-    code = main(
-        [
-            "scan",
-            str(config),
-            "--store",
-            str(tmp / "store"),
-            "--output-dir",
-            str(tmp / "out"),
-            "--no-sign",
-            "--quiet",
-            "--timeout",
-            "20",
-            *extra,
-        ]
-    )
+    code = main(scan_args(write_config(tmp, target), tmp, "--timeout", "20", *extra))
     return code, json.loads((tmp / "out" / "scan.json").read_text(encoding="utf-8"))
 
 

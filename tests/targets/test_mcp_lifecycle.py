@@ -25,7 +25,7 @@ import probegate.scan
 from probegate.cli import main
 from tests.servers.base import Handler, LoopbackServer
 from tests.servers.brain_model import SECRETS, BrainModelServer, tool_config
-from tests.servers.configs import write_config
+from tests.servers.configs import scan_args, write_config
 from tests.servers.mcp_agent import McpAgentService, http_target
 
 PROBE = "asi01.indirect-document-email-exfil.v1"
@@ -89,24 +89,9 @@ def stuck() -> Iterator[StuckAgent]:
 
 
 def scan_argv(tmp: Path, target: dict[str, Any], port: int, *extra: str) -> list[str]:
-    config = write_config(tmp, target)
-    return [
-        "scan",
-        str(config),
-        "--store",
-        str(tmp / "store"),
-        "--output-dir",
-        str(tmp / "out"),
-        "--no-sign",
-        "--quiet",
-        "--probes",
-        PROBE,
-        "--mcp-listen",
-        f"127.0.0.1:{port}",
-        "--retries",
-        "0",
-        *extra,
-    ]
+    listen = f"127.0.0.1:{port}"
+    extra = ("--probes", PROBE, "--mcp-listen", listen, "--retries", "0", *extra)
+    return scan_args(write_config(tmp, target), tmp, *extra)
 
 
 def test_normal_end(tmp_path: Path) -> None:
