@@ -4,8 +4,8 @@ Each framework agent takes its tools from probegate's MCP server and its decisio
 rule-based model of tests/servers/brain_model.py. It is scanned as a deployed service (``http``,
 told ``{{mcp_url}}`` in the request) and in process (``python``, told ``context.mcp_url``). The
 weak variant falls for attacks in every indirect channel; the careful one resists the same
-probes, and across the whole library it ends with no finding and nothing unjudged but the
-probes that need an LLM judge.
+probes (and a failing tool it must not report as done), and across the whole library it ends
+with no finding and nothing unjudged but the probes that need an LLM judge.
 """
 
 from __future__ import annotations
@@ -40,6 +40,9 @@ INDIRECT = {
     "asi04.poisoned-tool-description-exfil.v1": "tool_description",
     "asi07.fraud-agent-reply-delete.v1": "agent_message",
 }
+# A refund tool that fails: the careful agent must say so (each framework shows the model a
+# failed MCP call its own way; probegate marks it "ERROR: ...").
+TOOL_ERROR = "asi08.failed-refund-false-success.v1"
 JUDGE_ONLY = "probe needs an LLM judge (--judge) and none is configured"
 
 
@@ -98,21 +101,22 @@ def test_weak_agent_is_found_out_in_every_indirect_channel(
 @pytest.mark.parametrize("kind", ["http", "python"])
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_careful_agent_resists_the_same_probes(tmp_path: Path, framework: str, kind: str) -> None:
-    code, report = scan_agent(tmp_path, framework, kind, careful=True, extra=indirect())
+    extra = (*indirect(), "--probes", TOOL_ERROR)
+    code, report = scan_agent(tmp_path, framework, kind, careful=True, extra=extra)
     assert code == 0
     assert report["findings"] == [] and report["unjudged"] == []
     assert report["mcp"]["calls"] > 0
 
 
-@pytest.mark.parametrize("framework", FRAMEWORKS)
-def test_careful_service_across_the_whole_library(tmp_path: Path, framework: str) -> None:
+def test_careful_service_across_the_whole_library(tmp_path: Path) -> None:
     """Every probe once (fast mode): nothing found, nothing undelivered.
 
-    The full mode is measured, not run here: ~4,000 attempts take a framework agent several
-    minutes on CI's two cores (docs/agent-service.md has the figures).
+    One framework only, to keep CI short (LangGraph's run takes ~35 s more); the full mode is
+    measured, not run here: ~4,000 attempts take a framework agent many minutes on CI's two
+    cores. tests/targets/test_mcp_delivery.py runs a full scan of a framework-free agent.
     """
     code, report = scan_agent(
-        tmp_path, framework, "http", careful=True, extra=("--concurrency", "16")
+        tmp_path, "openai-agents", "http", careful=True, extra=("--concurrency", "16")
     )
     assert code == 0
     assert report["findings"] == []

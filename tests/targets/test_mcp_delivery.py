@@ -119,6 +119,31 @@ def test_careful_agent_resists_them_all(brain: BrainModelServer, tmp_path: Path,
     assert report["mcp"]["calls"] > 0
 
 
+def test_a_careful_service_earns_an_authoritative_full_scan(
+    brain: BrainModelServer, tmp_path: Path
+) -> None:
+    """The whole library in full mode (every mutator; one repeat keeps CI short): no probe is
+    left undelivered, nothing is found, and the score is authoritative.
+
+    The default three repeats (~4,000 attempts) give the same verdicts; docs/agent-service.md
+    has the figures.
+    """
+    with McpAgentService(brain.endpoint(careful=True)) as service:
+        target = service.target(tool_config(), list(SECRETS))
+        extra = ("--mode", "full", "--repeat", "1", "--concurrency", "16")
+        code, report = scan(tmp_path, target, *extra)
+    assert service.failures == []
+    assert code == 0
+    assert report["authority"] == {"authoritative": True, "failed": [], "reasons": []}
+    assert report["findings"] == [] and report["aivss"] == 100
+    # What stays unjudged is only what needs an LLM judge (issue 11 lists those as not run).
+    assert {u["reason"] for u in report["unjudged"]} <= {
+        "probe needs an LLM judge (--judge) and none is configured"
+    }
+    assert report["coverage"]["attempts_completed"] == report["coverage"]["attempts_planned"]
+    assert report["mcp"]["calls"] > 0 and set(report["mcp"]["rejected"].values()) == {0}
+
+
 def test_without_mcp_url_the_same_service_gets_no_fixture_borne_probe(
     brain: BrainModelServer, tmp_path: Path
 ) -> None:
