@@ -106,7 +106,8 @@ def parse_advertise(value: str) -> str:
     return value.rstrip("/")
 
 
-WILDCARDS = frozenset({"0.0.0.0", "::", ""})
+# Addresses that mean "every interface": recognised, not bound to, here.
+WILDCARDS = frozenset({"0.0.0.0", "::", ""})  # noqa: S104
 
 
 def default_base(host: str, port: int, own: Callable[[], str] | None = None) -> str:
