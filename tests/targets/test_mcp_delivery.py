@@ -207,3 +207,40 @@ def test_an_agent_that_never_asks_starts_no_server(brain: BrainModelServer, tmp_
     }
     code, report = scan(tmp_path, target, "--probes", INDIRECT[0])
     assert code == 0 and "mcp" not in report
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "expected"),
+    [
+        ("--mcp-listen", "8765", "expected HOST:PORT"),
+        ("--mcp-listen", "127.0.0.1:70000", "expected HOST:PORT"),
+        ("--mcp-advertise", "probegate:8765", "expected an http(s) base URL"),
+    ],
+)
+def test_bad_listen_or_advertise_values_are_usage_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str, expected: str
+) -> None:
+    assert main(["scan", "demo", "--store", str(tmp_path), flag, value]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("error: ") and expected in line
+    assert flag.removeprefix("--").replace("-", "_") in line
+
+
+def test_the_agent_is_told_the_advertised_url(tmp_path: Path) -> None:
+    """``scan.mcp_advertise`` from the config (a flag would win) is the base of every mcp_url."""
+    with HttpAgentServer(weak=False) as server:
+        target = {
+            "kind": "http",
+            "http": {
+                "url": server.url + "/agent/{{session_id}}/ask",
+                "body": {"query": {"text": "{{input}}"}, "tools": "{{mcp_url}}"},
+                "response_text": "result.answer",
+            },
+            "canaries": ["sk-declared-1"],
+            "tools": tool_config(),
+        }
+        config = write_config(tmp_path, target, {"mcp_advertise": "http://probegate.test:8765/"})
+        main(scan_args(config, tmp_path, "--probes", "asi01.direct-system-prompt-leak.v1"))
+    (body,) = server.bodies
+    assert body["tools"].startswith("http://probegate.test:8765/mcp/")
+    assert len(body["tools"].rsplit("/", 1)[1]) >= 32  # the unguessable token

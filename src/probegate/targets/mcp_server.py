@@ -208,7 +208,10 @@ class McpHost:
 
     def _start_locked(self) -> None:
         require_sdk("an agent that takes its tools over MCP")
-        host, port = parse_listen(self.listen)
+        try:
+            host, port = parse_listen(self.listen)
+        except ValueError as exc:
+            raise UsageError(f"--mcp-listen: {exc}") from None
         try:
             family = socket.AF_INET6 if ":" in host else socket.AF_INET
             sock = socket.create_server((host, port), family=family, backlog=256)
