@@ -5,6 +5,11 @@ Each subcommand lives in ``probegate.commands.<name>`` and exposes ``add_parser`
 command being run is imported: the others get a one-line placeholder parser, so `probegate
 verify` does not pay for the scan engine's imports. ``main(argv)`` is what tests call;
 ``entry_point`` is the console script.
+
+The global flags (:data:`GLOBAL_FLAGS`: ``--debug``, ``-q``, ``-v``, ``--json``) are accepted
+anywhere on the line, before or after the command, because every parser probegate builds adds
+them. Every command's ``--help`` ends with the exit-code table (:mod:`probegate.errors`).
+SIGTERM (a CI job cancelled) is turned into the same clean stop as Ctrl-C.
 """
 
 from __future__ import annotations
@@ -15,12 +20,15 @@ import importlib
 import os
 import signal
 import sys
+import threading
 import traceback
-from collections.abc import Sequence
-from types import ModuleType
+from collections.abc import Iterator, Sequence
+from types import FrameType, ModuleType
+from typing import Any
 
 from probegate import __version__
-from probegate.errors import ExitCode, ProbegateError, exit_code_help
+from probegate.errors import ExitCode, Interrupted, ProbegateError, exit_code_help
+from probegate.terminal import Style
 
 # name -> one-line help; the module is probegate.commands.<name>.
 COMMANDS: dict[str, str] = {
@@ -39,8 +47,50 @@ def command_module(name: str) -> ModuleType:
     return importlib.import_module(f"probegate.commands.{name}")
 
 
+# (flags, dest, help): accepted by every parser, before or after the command.
+GLOBAL_FLAGS: tuple[tuple[tuple[str, ...], str, str], ...] = (
+    (("--debug",), "debug", "show the traceback of an internal error"),
+    (("-q", "--quiet"), "quiet", "print only errors and what a gate decided"),
+    (("-v", "--verbose"), "verbose", "print more: every finding, every unjudged reason"),
+    (("--json",), "json", "machine-readable JSON on standard output (human text goes away)"),
+)
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Wraps prose, keeps indented lines (the exit-code table, examples) as they are."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        blocks = []
+        for block in text.split("\n\n"):
+            if any(line.startswith("  ") for line in block.splitlines()):
+                blocks.append("\n".join(indent + line for line in block.splitlines()))
+            else:
+                blocks.append(super()._fill_text(block, width, indent))
+        return "\n\n".join(blocks)
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of exiting, so usage errors become exit 2 with one line."""
+    """argparse that raises instead of exiting, so usage errors become exit 2 with one line.
+
+    Every instance (the top parser, each command's, each action's) takes the global flags; a
+    command's parser leaves them unset unless given, so a flag before the command still counts.
+    Each help page ends with the exit codes.
+    """
+
+    def __init__(self, *args: Any, top: bool = False, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        epilog = kwargs.get("epilog")
+        kwargs["epilog"] = f"{epilog}\n\n{exit_code_help()}" if epilog else exit_code_help()
+        super().__init__(*args, **kwargs)
+        group = self.add_argument_group("global options (anywhere on the line)")
+        for flags, dest, help_text in GLOBAL_FLAGS:
+            group.add_argument(
+                *flags,
+                dest=dest,
+                action="store_true",
+                default=False if top else argparse.SUPPRESS,
+                help=help_text,
+            )
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise _ArgError(f"{self.prog}: {message}")
@@ -50,24 +100,14 @@ class _ArgError(Exception):
     pass
 
 
-class Terminated(BaseException):
-    """SIGTERM, raised in the main thread so every ``finally`` runs (see :func:`entry_point`)."""
-
-
-def _terminate(signum: int, frame: object) -> None:
-    raise Terminated()
-
-
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The full parser, or (``only``) one real subparser plus placeholders for the rest."""
     parser = _Parser(
         prog="probegate",
         description="Red-team AI agents in CI with evidence-judged attack probes.",
-        epilog=exit_code_help(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        top=True,
     )
     parser.add_argument("--version", action="version", version=f"probegate {__version__}")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, help_text in COMMANDS.items():
         if only is None or name == only:
@@ -87,6 +127,28 @@ def _command_in(args: list[str]) -> str | None:
     return None
 
 
+def _error(message: str) -> None:
+    style = Style(sys.stderr)
+    print(f"{style('error:', 'bold', 'red')} {message}", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM raises :class:`Interrupted` in the main thread, as Ctrl-C does, while we run."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise Interrupted(signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command and return its exit code (:data:`probegate.errors.EXIT_CODES`)."""
     args_list = list(sys.argv[1:] if argv is None else argv)
@@ -95,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(args_list)
     except _ArgError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        _error(str(exc))
         return ExitCode.USAGE
     except SystemExit as exc:  # --help / --version
         return int(exc.code or 0)
@@ -103,10 +165,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return ExitCode.USAGE
     try:
-        code: int = command_module(args.command).run(args)
+        with _sigterm_interrupts():
+            code: int = command_module(args.command).run(args)
         return code
     except ProbegateError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
+        _error(exc.message)
         if debug and exc.exit_code == ExitCode.INTERNAL:
             traceback.print_exc()
         return exc.exit_code
@@ -116,12 +179,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
         return ExitCode.CLOSED_PIPE
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return ExitCode.INTERRUPTED
-    except Terminated:
-        print("error: terminated", file=sys.stderr)
-        return ExitCode.TERMINATED
+    except KeyboardInterrupt as exc:
+        stopped = exc if isinstance(exc, Interrupted) else Interrupted(signal.SIGINT)
+        _error(f"interrupted by {stopped.what}")
+        return stopped.exit_code
     except Exception as exc:
         if debug:
             traceback.print_exc()
@@ -134,8 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry_point() -> None:
-    # SIGTERM (a cancelled CI job, `docker stop`) ends a scan the way Ctrl-C does: the journal
-    # is closed and the servers a scan started (probegate's MCP server) stop before the exit,
-    # instead of the interpreter dying with them open.
-    signal.signal(signal.SIGTERM, _terminate)
+    # SIGTERM (a cancelled CI job, `docker stop`) ends a scan the way Ctrl-C does (``main``
+    # turns it into an interrupt): the journal is closed, the partial report written and the
+    # servers a scan started (probegate's MCP server) stop before the exit.
     sys.exit(main())

@@ -1,10 +1,14 @@
 """Flags + ``probegate.yml`` -> one validated :class:`ScanConfig`.
 
 The config file is parsed once at the edge; every error is a :class:`ConfigError` naming the
-file and the key. Flags win over the file's ``scan:`` section. The ``target:`` section is
-parsed as its kind's own config (each kind's module declares it; ``targets/registry.py`` lists
-the kinds), so this module sits above the targets. Secrets never live here: the file names
-environment variables (``api_key_env``), and only their values are read, late.
+file and the key's full path (``scan.mode``, ``target.tools[0].name``), with a did-you-mean for
+a mistyped key. Flags win over the file's ``scan:`` section, and every scan flag can live there
+in the forms the command line takes (``output: json,md``, ``asi: ASI01``, ``probes: 'asi01*'``;
+choices in any case). Paths in the file are relative to the file, paths on the command line to
+where the user stands (docs/targets.md). The ``target:`` section is parsed as its kind's own
+config (each kind's module declares it; ``targets/registry.py`` lists the kinds), so this
+module sits above the targets. Secrets never live here: the file names environment variables
+(``api_key_env``), and only their values are read, late.
 """
 
 from __future__ import annotations
@@ -20,12 +24,37 @@ from probegate.models.shard import parse_shard
 from probegate.models.taxonomy import Severity
 from probegate.targets.base import TargetConfig, TargetSettings
 from probegate.targets.mcp_server import DEFAULT_LISTEN, parse_advertise, parse_listen
-from probegate.targets.registry import default_target, parse_target
-from probegate.validation import describe
+from probegate.targets.registry import KINDS, default_target, parse_target, target_flags
+from probegate.validation import did_you_mean, fields_at, first_problem
 
 DEFAULT_CONFIG = "probegate.yml"
+DEFAULT_STORE = ".probegate"
+DEFAULT_OUTPUT_DIR = "probegate-out"
 # Fields the command line sets from where the target came from; never a ``scan:`` setting.
-_NOT_SCAN_SETTINGS = frozenset({"target", "target_args", "config_path", "base_dir"})
+_NOT_SCAN_SETTINGS = frozenset({"target", "target_args", "config_path", "base_dir", "invocation"})
+# A setting's name as a flag (``--probe-dir``) where the field's name differs.
+_FLAG_NAMES = {"probe_dirs": "probe_dir"}
+# Settings that name files or directories: relative to the config file when they come from it.
+PATH_SETTINGS = ("output_dir", "store", "baseline", "suppressions", "signing_key", "record")
+
+
+def _split_list(value: Any) -> Any:
+    """``"a,b"`` or ``["a,b", "c"]`` -> ``["a", "b", "c"]``: a flag's comma list, in a file too."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        return value
+    out: list[Any] = []
+    for item in value:
+        if isinstance(item, str):
+            out += [part.strip() for part in item.split(",") if part.strip()]
+        else:
+            out.append(item)
+    return out
+
+
+def _lower(value: Any) -> Any:
+    return value.strip().lower() if isinstance(value, str) else value
 
 
 class ScanConfig(BaseModel):
@@ -39,6 +68,8 @@ class ScanConfig(BaseModel):
     config_path: Path | None = None
     base_dir: Path = Field(default_factory=Path.cwd)
     mode: Literal["fast", "smart", "full"] = "fast"
+    # Only this variant of each probe (a reproducer's ``--variant``): seed or a mutator's name.
+    variant: str | None = None
     asi: list[str] = Field(default_factory=list)
     probes: list[str] = Field(default_factory=list)
     probe_dirs: list[Path] = Field(default_factory=list)
@@ -52,7 +83,7 @@ class ScanConfig(BaseModel):
     max_requests: int | None = Field(default=None, ge=1)
     judge: str | None = None
     output: list[str] = Field(default_factory=lambda: ["json"])
-    output_dir: Path = Path("probegate-out")
+    output_dir: Path = Path(DEFAULT_OUTPUT_DIR)
     fail_under: float | None = Field(default=None, ge=0, le=100)
     fail_on: Severity | None = None
     baseline: Path | None = None
@@ -65,16 +96,50 @@ class ScanConfig(BaseModel):
     record: Path | None = None
     shard: str | None = None
     dry_run: bool = False
-    store: Path = Path(".probegate")
+    store: Path = Path(DEFAULT_STORE)
     quiet: bool = False
     # probegate's MCP server (docs/agent-service.md): where it listens, what the agent is told.
     mcp_listen: str = DEFAULT_LISTEN
     mcp_advertise: str | None = None
+    # The command line as data, kept with the scan so ``--resume SCAN_ID`` needs nothing else.
+    invocation: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("target", mode="before")
     @classmethod
     def _target_of_its_kind(cls, value: Any) -> TargetConfig:
         return parse_target(value)
+
+    @field_validator("output", "asi", mode="before")
+    @classmethod
+    def _comma_list(cls, value: Any) -> Any:
+        return _split_list(value)
+
+    @field_validator("probes", mode="before")
+    @classmethod
+    def _globs(cls, value: Any) -> Any:
+        # Probe ids are lower case, so a glob is matched in any case, like every choice.
+        value = _split_list(value)
+        return [_lower(v) for v in value] if isinstance(value, list) else value
+
+    @field_validator("probe_dirs", mode="before")
+    @classmethod
+    def _one_or_more(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("mode", "fail_on", "variant", mode="before")
+    @classmethod
+    def _any_case(cls, value: Any) -> Any:
+        return _lower(value)
+
+    @field_validator("variant")
+    @classmethod
+    def _known_variant(cls, value: str | None) -> str | None:
+        from probegate.library.mutators import MUTATORS, SEED_VARIANT
+
+        known = [SEED_VARIANT, *sorted(MUTATORS)]
+        if value is not None and value not in known:
+            raise ValueError(f"unknown variant {value!r} (one of {', '.join(known)})")
+        return value
 
     @field_validator("asi")
     @classmethod
@@ -143,19 +208,82 @@ def read_config_file(path: Path) -> dict[str, Any]:
     return data
 
 
+def scan_settings() -> dict[str, str]:
+    """The names a ``scan:`` section accepts (a flag's long name, ``_`` or ``-``) -> field."""
+    names = {n: n for n in ScanConfig.model_fields if n not in _NOT_SCAN_SETTINGS}
+    names.update({flag: field for field, flag in _FLAG_NAMES.items()})
+    return names
+
+
+def flag_name(field: str) -> str:
+    """The command-line flag that sets a :class:`ScanConfig` field."""
+    return "--" + _FLAG_NAMES.get(field, field).replace("_", "-")
+
+
+def _file_settings(scan_section: dict[Any, Any], source: str, base_dir: Path) -> dict[str, Any]:
+    """The ``scan:`` section as fields, every key checked and every path made absolute."""
+    accepted = scan_settings()
+    target_keys = {f.key for f in target_flags()}
+    merged: dict[str, Any] = {}
+    for raw_key, value in scan_section.items():
+        key = str(raw_key).replace("-", "_")
+        if key in _NOT_SCAN_SETTINGS:
+            raise ConfigError(f"{source}: scan.{raw_key}: not a scan setting")
+        if key in target_keys:
+            raise ConfigError(
+                f"{source}: scan.{raw_key}: a target setting; write it under target: (target.{key})"
+            )
+        if key not in accepted:
+            hint = did_you_mean(key, accepted)
+            raise ConfigError(f"{source}: scan.{raw_key}: unknown setting{hint}")
+        merged[accepted[key]] = value
+    for key in PATH_SETTINGS:
+        if isinstance(merged.get(key), str):
+            merged[key] = str(base_dir / Path(merged[key]).expanduser())
+    if isinstance(merged.get("probe_dirs"), str | list):
+        dirs = merged["probe_dirs"]
+        merged["probe_dirs"] = [
+            str(base_dir / Path(d).expanduser()) if isinstance(d, str) else d
+            for d in ([dirs] if isinstance(dirs, str) else dirs)
+        ]
+    return merged
+
+
 def build_config(file_data: dict[str, Any], flags: dict[str, Any], *, source: str) -> ScanConfig:
     """Merge the file's ``scan:`` section under the flags and validate everything once."""
     scan_section = file_data.get("scan") or {}
     if not isinstance(scan_section, dict):
         raise ConfigError(f"{source}: 'scan:' must be a mapping of scan settings")
-    merged: dict[str, Any] = {k.replace("-", "_"): v for k, v in scan_section.items()}
-    inner = sorted(_NOT_SCAN_SETTINGS & set(merged))
-    if inner:
-        raise ConfigError(f"{source}: scan.{inner[0]}: not a scan setting")
+    base_dir = Path(flags.get("base_dir") or Path.cwd())
+    merged = _file_settings(scan_section, source, base_dir)
+    from_flags = {k for k, v in flags.items() if v is not None and k not in _NOT_SCAN_SETTINGS}
     merged.update({k: v for k, v in flags.items() if v is not None})
     if "target" in file_data:
         merged["target"] = file_data["target"] or {}
     try:
         return ScanConfig.model_validate(merged)
     except ValidationError as exc:
-        raise ConfigError(f"{source}: {describe(exc, data=merged)}") from None
+        raise ConfigError(_explain(exc, merged, from_flags, source)) from None
+
+
+def _explain(
+    exc: ValidationError, merged: dict[str, Any], from_flags: set[str], source: str
+) -> str:
+    """The first problem as the user wrote it: ``--flag``, ``scan.key`` or ``target.key``."""
+    problem = first_problem(exc, data=merged)
+    loc = tuple(exc.errors()[0]["loc"])
+    reason = problem.reason
+    more = f" (and {problem.more} more)" if problem.more else ""
+    head = str(loc[0]) if loc else ""
+    if head == "target":
+        target = merged.get("target")
+        kind = target.get("kind", "demo") if isinstance(target, dict) else None
+        spec = KINDS.spec(_lower(kind)) if isinstance(kind, str) else None
+        if problem.kind == "extra_forbidden" and spec is not None and isinstance(loc[-1], str):
+            reason += did_you_mean(loc[-1], fields_at(spec.config, loc[1:]))
+        return f"{source}: {problem.path}: {reason}{more}"
+    if problem.kind == "extra_forbidden" and isinstance(loc[-1], str):
+        reason += did_you_mean(loc[-1], fields_at(ScanConfig, loc))
+    if head in from_flags:
+        return f"{flag_name(head)}: {reason}{more}"
+    return f"{source}: scan.{problem.path}: {reason}{more}"

@@ -83,9 +83,31 @@ def exit_code_help() -> str:
     rows = [f"  {row.code.value}  {row.meaning.replace('`', '')}" for row in EXIT_CODES]
     rows.append(
         f"  {ExitCode.CLOSED_PIPE.value}  the output was cut off by a closed pipe "
-        f"({ExitCode.INTERRUPTED.value} when interrupted)"
+        f"({ExitCode.INTERRUPTED.value} when interrupted by Ctrl-C, "
+        f"{ExitCode.TERMINATED.value} by SIGTERM; a scan then says how to resume)"
     )
     return "exit codes:\n" + "\n".join(rows)
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) or a CI cancel (SIGTERM): stop cleanly, keep what was done.
+
+    A subclass of :class:`KeyboardInterrupt`, so code that already stops on Ctrl-C stops on
+    SIGTERM the same way; the exit code is the shell's ``128 + signal``.
+    """
+
+    def __init__(self, signum: int = 2) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+    @property
+    def what(self) -> str:
+        """How the user would name what stopped the process."""
+        return {2: "Ctrl-C", 15: "SIGTERM"}.get(self.signum, f"signal {self.signum}")
 
 
 class ProbegateError(Exception):

@@ -46,14 +46,64 @@ def read_text(path: Path, *, what: str = "file", error: type[UsageError] = Usage
 
 
 def parse_yaml(text: str, *, source: str, error: type[UsageError] = UsageError) -> Any:
-    """YAML text -> plain data (safe loader), or ``SOURCE: invalid YAML: ...`` with the place."""
+    """YAML text -> plain data (safe loader), or ``SOURCE: invalid YAML ...`` with the place.
+
+    The message names a line of the file (a problem at the very end is placed on the last line,
+    never on one after it), says what the parser expected, and hints at the usual cause.
+    """
     try:
         return yaml.load(text, Loader=_SafeLoader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
-        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-        raise error(f"{source}: invalid YAML: {problem}{where}") from None
+        raise error(f"{source}: {yaml_problem(exc, text)}") from None
+
+
+# What a parser's complaint usually means, for the people who write configs and probes by hand.
+_YAML_HINTS = (
+    ("cannot start any token", "\t", "YAML indents with spaces, not tabs"),
+    ("tab character", "", "YAML indents with spaces, not tabs"),
+    (
+        "mapping values are not allowed",
+        "",
+        "a ': ' inside a value (put the value in quotes) or a line indented too far",
+    ),
+    ("did not find expected key", "", "check this line's indentation"),
+    ("expected '-' indicator", "", "a list item and a key at the same indentation"),
+    ("expected node content", "flow", "a '[' or '{' is opened and never closed"),
+    ("end of stream", "quoted scalar", "a quote is opened and never closed"),
+    ("undefined alias", "", "'*' starts an alias in YAML: put the value in quotes"),
+)
+
+
+def yaml_problem(exc: yaml.YAMLError, text: str) -> str:
+    """``invalid YAML: <what> (line 3, column 2), <while what>: <hint>``."""
+    lines = text.splitlines() or [""]
+    problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
+    mark = getattr(exc, "problem_mark", None)
+    where = ""
+    if mark is not None:
+        line, column = mark.line + 1, mark.column + 1
+        if line > len(lines):  # the parser ran off the end: the last line is where it broke
+            line, column = len(lines), len(lines[-1]) + 1
+            where = f" (at the end of the file, line {line})"
+        else:
+            where = f" (line {line}, column {column})"
+        bad = lines[line - 1][column - 1 : column] if line <= len(lines) else ""
+    else:
+        bad = ""
+    context = " ".join(str(getattr(exc, "context", None) or "").split())
+    context_mark = getattr(exc, "context_mark", None)
+    if context and context_mark is not None:
+        context += f" started at line {min(context_mark.line + 1, len(lines))}"
+    hint = next(
+        (
+            h
+            for needle, extra, h in _YAML_HINTS
+            if needle in problem and (not extra or extra in bad or extra in context)
+        ),
+        "",
+    )
+    detail = problem + where + (f", {context}" if context else "") + (f": {hint}" if hint else "")
+    return f"invalid YAML: {detail}"
 
 
 def read_yaml(path: Path, *, what: str = "file", error: type[UsageError] = UsageError) -> Any:

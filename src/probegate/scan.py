@@ -3,43 +3,58 @@
 config -> library selection -> target -> plan -> run (journal) -> report -> redact ->
 suppressions -> sign -> store and emit -> baseline -> gates. Gates are evaluated only after
 every report file is written, so a failing build still leaves its evidence behind.
+
+An interrupt (Ctrl-C, or SIGTERM when CI cancels the job) is one more way for the run to
+stop: the attempts that completed are in the journal, the partial report is written like any
+other, and the closing lines say the scan id and the exact command that resumes it; the scan's
+command line is stored with it, so ``probegate scan --resume SCAN_ID`` needs nothing else.
+A second interrupt stops at once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shlex
+import signal
 import sys
+import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from types import FrameType
+from typing import Any, TextIO
 
 from probegate.baseline import compare
 from probegate.clock import iso, new_scan_id, now
-from probegate.config import ScanConfig
+from probegate.config import DEFAULT_STORE, ScanConfig
 from probegate.engine.assemble import ScanMeta, assemble
-from probegate.engine.journal import Journal, read_journal, scan_dir
+from probegate.engine.journal import Journal, read_journal, scan_dir, write_invocation
 from probegate.engine.plan import Plan, build_plan
-from probegate.engine.runner import Progress, Runner
-from probegate.errors import ReportError, TargetError, UsageError
+from probegate.engine.runner import Progress, Runner, RunOutcome, fill_fixtures
+from probegate.errors import ExitCode, Interrupted, ReportError, TargetError, UsageError
 from probegate.files import write_atomic
 from probegate.gate import evaluate_gates
 from probegate.judge.attempt import LlmJudge
 from probegate.judge.llm import build_judge
-from probegate.library.loader import Library, load_directory, load_library
+from probegate.library.loader import Library, extend_library, load_library
 from probegate.library.probe import Probe
-from probegate.models.report import Budget, Engine, ScanReport
+from probegate.models.canaries import make_canaries
+from probegate.models.report import Budget, Engine, Finding, ScanReport
 from probegate.models.stored import load_report
-from probegate.models.taxonomy import ASI_IDS, Severity
+from probegate.models.taxonomy import ASI_IDS, SEVERITY_RANK, Severity
 from probegate.models.verdict import Attempt
 from probegate.reports import FORMATS, parse_formats, write_outputs
+from probegate.reports.digest import authority_text, evidence_text, group_unjudged, stop_text
 from probegate.reports.redact import redact_report
 from probegate.reports.signing import sign_report, signing_material_from_env
 from probegate.suppressions import SuppressionEntry, apply_suppressions, load_suppressions
-from probegate.targets.base import Target, capabilities_of
-from probegate.targets.registry import build_target
-from probegate.terminal import clean
+from probegate.targets.base import ReplayInput, Target, capabilities_of
+from probegate.targets.registry import build_target, spec_of
+from probegate.targets.sandbox import Sandbox
+from probegate.terminal import Style, clean, one_line
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.pricing import cost_usd, price_table
 from probegate.workspace import anchor, repository_root
@@ -62,9 +77,10 @@ class ProgressPrinter:
         if t - self._last < self._interval and p.done < p.total:
             return
         self._last = t
-        line = f"[{p.done}/{p.total}] vulnerable {p.vulnerable} unjudged {p.unjudged}"
+        counter = f"{p.phase} {p.phase_done}/{p.phase_total}" if p.phase else f"{p.done}/{p.total}"
+        line = f"[{counter}] vulnerable {p.vulnerable} unjudged {p.unjudged}"
         if self.tty:
-            self.err.write("\r" + line + ("\n" if p.done >= p.total else ""))
+            self.err.write("\r\x1b[2K" + line + ("\n" if p.done >= p.total else ""))
         else:
             self.err.write(line + "\n")
         self.err.flush()
@@ -76,23 +92,9 @@ ESTIMATE_COMPLETION_TOKENS = 300
 
 def with_extra_probes(library: Library, config: ScanConfig) -> Library:
     """The bundled library plus the user's own probe directories (``--probe-dir``)."""
-    if not config.probe_dirs:
-        return library
-    probes = list(library.probes)
-    versions = [library.version]
-    known = {p.id for p in probes}
-    for directory in config.probe_dirs:
-        path = directory if directory.is_absolute() else config.base_dir / directory
-        if not path.is_dir():
-            raise UsageError(f"probe directory {path} does not exist")
-        extra = load_directory(path)
-        for probe in extra.probes:
-            if probe.id in known:
-                raise UsageError(f"probe id {probe.id} in {path} is already in the library")
-            known.add(probe.id)
-        probes.extend(extra.probes)
-        versions.append("custom." + extra.version.split("+")[-1])
-    return Library(tuple(sorted(probes, key=lambda p: p.id)), "+".join(versions))
+    return extend_library(
+        library, (d if d.is_absolute() else config.base_dir / d for d in config.probe_dirs)
+    )
 
 
 def _dry_run(plan: Plan, config: ScanConfig, out: TextIO) -> int:
@@ -116,24 +118,45 @@ def _dry_run(plan: Plan, config: ScanConfig, out: TextIO) -> int:
             out.write(f"  {asi}: {count} attempts\n")
     for probe_id, reason in sorted(plan.not_applicable.items()):
         out.write(f"  not applicable: {probe_id}: {reason}\n")
-    table = price_table(agent.prices, agent.model)
-    if table is not None:
-        # An estimate, not a bound: real prompts grow with the conversation and the tools.
-        per_request = cost_usd(
-            agent.prices, agent.model, ESTIMATE_PROMPT_TOKENS, ESTIMATE_COMPLETION_TOKENS
-        )
-        out.write(
-            f"  estimated cost: about ${requests * per_request:.2f} at most "
-            f"(assuming ~{ESTIMATE_PROMPT_TOKENS} prompt and ~{ESTIMATE_COMPLETION_TOKENS} "
-            "completion tokens per request; cap it with --budget-usd)\n"
-        )
-    else:
-        out.write("  estimated cost: unknown (no price table for this model in target.prices)\n")
+    out.write(f"  estimated cost: {_cost_estimate(config, requests)}\n")
     return 0
 
 
-def execute_scan(config: ScanConfig, *, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
-    """Run the scan the config describes and return the exit code."""
+def _cost_estimate(config: ScanConfig, requests: int) -> str:
+    """What the dry run can say about money, and why when it cannot say a number."""
+    agent = config.target.agent_under_test()
+    spec = spec_of(agent)
+    if spec.positional or not spec.live:
+        return "$0.00 (the agent runs inside probegate or is a recording: no paid API is called)"
+    if not spec.endpoint:
+        return "not estimated: this agent calls its models itself, out of probegate's sight"
+    if price_table(agent.prices, agent.model) is None:
+        model = f"model {agent.model!r}" if agent.model else "the model"
+        return f"unknown: no price for {model} in target.prices (docs/targets.md)"
+    # An estimate, not a bound: real prompts grow with the conversation and the tools.
+    per_request = cost_usd(
+        agent.prices, agent.model, ESTIMATE_PROMPT_TOKENS, ESTIMATE_COMPLETION_TOKENS
+    )
+    return (
+        f"about ${requests * per_request:.2f} at most (assuming ~{ESTIMATE_PROMPT_TOKENS} "
+        f"prompt and ~{ESTIMATE_COMPLETION_TOKENS} completion tokens per request; cap it "
+        "with --budget-usd)"
+    )
+
+
+def execute_scan(
+    config: ScanConfig,
+    *,
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+    verbose: bool = False,
+    as_json: bool = False,
+) -> int:
+    """Run the scan the config describes and return the exit code.
+
+    ``verbose`` lists every finding and unjudged cause; ``as_json`` prints the closing summary
+    as one JSON object on ``out`` instead of text (progress and errors stay on ``err``).
+    """
     formats = parse_formats(config.output)
     library = with_extra_probes(load_library(), config)
     probes = library.select(asi=config.asi, patterns=config.probes)
@@ -162,8 +185,9 @@ def execute_scan(config: ScanConfig, *, out: TextIO = sys.stdout, err: TextIO = 
     target_config = config.target.without_secrets() if config.dry_run else config.target
     target = build_target(target_config, config.target_settings())
     inputs = _Inputs(library.version, probes, formats, baseline, suppressions, llm_judge, limiter)
+    view = _View(out, err, quiet=config.quiet, verbose=verbose, as_json=as_json)
     try:
-        return _execute(config, target, inputs, out, err)
+        return _execute(config, target, inputs, view)
     finally:
         target.close()
         if llm_judge is not None:
@@ -181,6 +205,24 @@ class _Inputs:
     limiter: RequestLimiter
 
 
+@dataclass
+class _View:
+    """Where and how much the scan says: text for people, or one JSON object for machines."""
+
+    out: TextIO
+    err: TextIO
+    quiet: bool = False
+    verbose: bool = False
+    as_json: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def note(self, text: str) -> None:
+        """A line before the scan starts (what it cannot do, and why), on stderr."""
+        self.notes.append(text)
+        if not self.quiet:
+            self.err.write(f"{Style(self.err)('note:', 'yellow')} {text}\n")
+
+
 def _relative(config: ScanConfig, path: Path | None) -> Path | None:
     """Paths from the config file are relative to it; flag paths are already resolved."""
     if path is None or path.is_absolute():
@@ -188,13 +230,29 @@ def _relative(config: ScanConfig, path: Path | None) -> Path | None:
     return config.base_dir / path
 
 
-def _execute(
-    config: ScanConfig,
-    target: Target,
-    inputs: _Inputs,
-    out: TextIO,
-    err: TextIO,
-) -> int:
+@contextlib.contextmanager
+def _stop_on_signals(cancel: threading.Event) -> Iterator[list[int]]:
+    """The first Ctrl-C or SIGTERM asks the runner to stop cleanly; a second one stops now."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if received:
+            raise Interrupted(signum)
+        received.append(signum)
+        cancel.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old if old is not None else signal.SIG_DFL)
+
+
+def _execute(config: ScanConfig, target: Target, inputs: _Inputs, view: _View) -> int:
     probes, formats = inputs.probes, inputs.formats
     tools = target.tools()
     caps = capabilities_of(tools)
@@ -205,9 +263,12 @@ def _execute(
         seed=config.seed,
         repeat=config.effective_repeat,
         shard=config.shard,
+        variant=config.variant,
     )
     if config.dry_run:
-        return _dry_run(plan, config, out)
+        return _dry_run(plan, config, view.out)
+    if not plan.attempts and not plan.escalations:
+        raise UsageError(_nothing_to_run(plan, config))
 
     info = target.info()
     store = config.store
@@ -215,10 +276,17 @@ def _execute(
     if config.resume:
         scan_id = config.resume
         header, done = read_journal(scan_dir(store, scan_id) / "journal.jsonl")
+        if header.get("target") not in (None, info.ref):
+            raise UsageError(
+                f"scan {scan_id} scanned {header.get('target')}, not {info.ref}: a resumed "
+                f"scan continues on its own target; run 'probegate scan --resume {scan_id}' "
+                "alone, or start a new scan"
+            )
         if header.get("plan") != plan.fingerprint:
             raise UsageError(
                 f"scan {scan_id} was started with different settings (plan {header.get('plan')}, "
-                f"now {plan.fingerprint}); rerun with the same target, mode, seed and selection"
+                f"now {plan.fingerprint}); rerun with the same target, mode, seed and selection, "
+                f"or 'probegate scan --resume {scan_id}' alone"
             )
         created_at = str(header.get("created_at"))
     else:
@@ -244,6 +312,8 @@ def _execute(
             "target": info.ref,
         },
     )
+    if config.invocation and not config.resume:
+        write_invocation(directory, config.invocation)
     limiter = inputs.limiter
     runner = Runner(
         target,
@@ -254,17 +324,25 @@ def _execute(
         record_dir=config.record,
         llm_judge=inputs.llm_judge,
     )
-    if not config.quiet:
-        err.write(
-            f"probegate: scanning {info.ref} ({config.mode} mode, "
+    _say_what_cannot_apply(plan, runner, tools, view)
+    if not view.quiet:
+        view.err.write(
+            f"probegate: scanning {clean(info.ref)} ({config.mode} mode, "
             f"{len(plan.attempts)} attempts, scan {scan_id})\n"
         )
+    cancel = threading.Event()
     try:
-        outcome = runner.run(
-            plan, journal=journal, done=done, on_progress=ProgressPrinter(err, quiet=config.quiet)
-        )
+        with _stop_on_signals(cancel) as received:
+            outcome = runner.run(
+                plan,
+                journal=journal,
+                done=done,
+                on_progress=ProgressPrinter(view.err, quiet=view.quiet),
+                cancel=cancel,
+            )
     finally:
         journal.close()
+    interrupted = Interrupted(received[0] if received else signal.SIGINT)
 
     selected_all = not config.asi and not config.probes and config.shard is None
     budget = Budget(
@@ -294,7 +372,7 @@ def _execute(
         budget=budget,
         selected_all=selected_all,
         shard=config.shard,
-        store_dir=store.as_posix(),
+        store_dir=_shown(store),
     )
     report = assemble(list(plan.probes), outcome.attempts, plan.not_applicable, meta)
     section = target.report_section()
@@ -303,17 +381,36 @@ def _execute(
     report = _finalise(report, config, inputs)
     write_atomic(directory / "scan.json", FORMATS["json"].render(report), error=ReportError)
     _write_povs(report, directory, config)
+    _write_replays(report, directory, config, plan, target)
     written = write_outputs(report, formats, config.output_dir)
-    _print_summary(report, written, out, quiet=config.quiet)
+    _remove_stale_outputs(config.output_dir, written)
+    report_path = written.get("json", directory / "scan.json")
+    closing = _Closing(report, written, outcome, scan_id)
+    if outcome.stopped_reason == "cancelled":
+        closing.resume = resume_command(scan_id, config)
+        closing.exit_code = interrupted.exit_code
+        _print_closing(closing, view)
+        view.err.write(
+            f"{Style(view.err)('interrupted', 'bold', 'yellow')} by {interrupted.what}: scan "
+            f"{scan_id} kept {len(outcome.attempts)} completed attempts in its journal"
+            + (f" ({outcome.discarded} in flight will run again)" if outcome.discarded else "")
+            + f"; partial report: {_shown(report_path)}\n"
+            f"resume with: {closing.resume}\n"
+        )
+        return interrupted.exit_code
     if outcome.stopped_reason == "early_stop":
+        closing.exit_code = ExitCode.UNDECIDED
+        _print_closing(closing, view)
         raise TargetError(
             f"scan stopped early: {outcome.stop_message}. Nothing was gated: the target could "
-            f"not be judged. Partial report: {written.get('json', directory / 'scan.json')}"
+            f"not be judged. Partial report: {_shown(report_path)}"
         )
     if outcome.undecided:
+        closing.exit_code = ExitCode.UNDECIDED
+        _print_closing(closing, view)
         raise TargetError(
             f"the target could not be judged: {outcome.undecided}. Nothing was gated. "
-            f"Report: {written.get('json', directory / 'scan.json')}"
+            f"Report: {_shown(report_path)}"
         )
     result = evaluate_gates(
         report,
@@ -321,9 +418,119 @@ def _execute(
         fail_on=Severity(config.fail_on) if config.fail_on else None,
         comparison=report.comparison,
     )
+    closing.exit_code = result.exit_code
+    closing.gates = list(result.reasons)
+    _print_closing(closing, view)
     for line in result.reasons:
-        err.write(f"gate {clean(line)}\n")
+        view.err.write(f"gate {clean(line)}\n")
     return result.exit_code
+
+
+def _nothing_to_run(plan: Plan, config: ScanConfig) -> str:
+    if plan.not_applicable and len(plan.not_applicable) == len(plan.probes):
+        return (
+            f"none of the {len(plan.probes)} selected probes can apply to this target: "
+            + _applicability_summary(plan.not_applicable)
+        )
+    if config.variant is not None:
+        return (
+            f"no selected probe has a {config.variant!r} variant (only probes with a payload "
+            "have mutated variants; see 'probegate probes show ID')"
+        )
+    return "nothing to run: the selection (--asi/--probes/--shard) leaves no attempt"
+
+
+def _applicability_summary(not_applicable: dict[str, str]) -> str:
+    """Why probes cannot apply, by missing capability, largest first."""
+    by_reason: dict[str, int] = {}
+    for reason in not_applicable.values():
+        by_reason[reason] = by_reason.get(reason, 0) + 1
+    ranked = sorted(by_reason.items(), key=lambda kv: -kv[1])
+    parts = [f"{reason} ({count})" for reason, count in ranked]
+    more = f"; and {len(parts) - 4} more reasons" if len(parts) > 4 else ""
+    return "; ".join(parts[:4]) + more
+
+
+# A scan that can apply fewer than this share of its selected probes says why before it starts.
+FEW_PROBES_FRACTION = 0.5
+
+
+def _say_what_cannot_apply(plan: Plan, runner: Runner, tools: list[Any], view: _View) -> None:
+    """Before the first request: which probes this target cannot be tested on, and the fix."""
+    selected = len(plan.probes)
+    if not selected:
+        return
+    skipped = len(plan.not_applicable)
+    planned = {a.probe.id: a.probe for a in plan.attempts}
+    blind: dict[str, int] = {}
+    for probe in planned.values():
+        why = runner.undeliverable(probe)
+        if why is not None:
+            key = why.split(":")[0]
+            blind[key] = blind.get(key, 0) + 1
+    unusable = skipped + sum(blind.values())
+    if skipped and not tools:
+        view.note(
+            f"{skipped} of {selected} probes cannot apply: the target declares no tools. "
+            "Declare the agent's tools with their capabilities under target.tools "
+            "(docs/targets.md) so the probes that attack through tools can run."
+        )
+    elif skipped and skipped >= FEW_PROBES_FRACTION * selected:
+        view.note(
+            f"{skipped} of {selected} probes cannot apply to this target: "
+            + _applicability_summary(plan.not_applicable)
+            + ". Declare the missing capabilities on the agent's tools (docs/targets.md)."
+        )
+    for key, count in sorted(blind.items()):
+        fix = (
+            "the attack arrives through probegate's tool sandbox, which this target does not "
+            "use (docs/targets.md)"
+            if key == "not delivered"
+            else "declare the agent's real secrets under target.canaries"
+        )
+        view.note(f"{count} planned probes will end unjudged ({key}): {fix}.")
+    if unusable and unusable >= FEW_PROBES_FRACTION * selected and not view.quiet:
+        view.note(
+            f"only {selected - unusable} of {selected} selected probes can judge this target; "
+            "its score will say little until the notes above are addressed."
+        )
+
+
+def resume_command(scan_id: str, config: ScanConfig) -> str:
+    """The exact command that resumes ``scan_id`` from where the user stands."""
+    argv = ["probegate", "scan", "--resume", scan_id]
+    default_store = (Path.cwd() / DEFAULT_STORE).resolve()
+    if config.store.resolve() != default_store:
+        argv += ["--store", _shown(config.store)]
+    if not config.invocation:  # started without a stored command line: repeat the target
+        argv[2:2] = config.target_args
+    return shlex.join(argv)
+
+
+def _shown(path: Path) -> str:
+    """A path as the user would type it from here: relative when it is below the cwd."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except (OSError, ValueError):
+        return str(path)
+
+
+def _remove_stale_outputs(output_dir: Path, written: dict[str, Path]) -> None:
+    """Report files of formats this scan did not write are an older scan's: remove them.
+
+    Only probegate's own file names are touched, so the folder holds one scan's reports and a
+    reader never mixes this scan's scan.json with an older run's report.html.
+    """
+    keep = {path.name for path in written.values()}
+    for fmt in FORMATS.values():
+        stale = output_dir / fmt.filename
+        if fmt.filename in keep or not stale.is_file():
+            continue
+        with contextlib.suppress(OSError), stale.open("rb") as fh:
+            ours = b"probegate" in fh.read(64 * 1024)
+        if ours:  # a file of the same name that probegate did not write is the user's
+            with contextlib.suppress(OSError):
+                stale.unlink()
 
 
 def _finalise(report: ScanReport, config: ScanConfig, inputs: _Inputs) -> ScanReport:
@@ -359,32 +566,51 @@ def _finalise(report: ScanReport, config: ScanConfig, inputs: _Inputs) -> ScanRe
 
 
 def _write_povs(report: ScanReport, directory: Path, config: ScanConfig) -> None:
-    """A reproducer per finding: the command that replays that one probe, same seed."""
+    """A reproducer per finding: the command that sends the attempt that found it again.
+
+    Same mode, variant, repeat, seed and judge, so the same attempt id, mutated payload and
+    planted canaries; paths relative to the repository root, which the script changes to, so
+    it runs on another checkout too.
+    """
     pov_dir = directory / "pov"
-    common = list(config.target_args)
+    root = repository_root().resolve()
+    common = _repo_args(config.target_args, root)
     for extra in config.probe_dirs:
-        common += ["--probe-dir", str((config.base_dir / extra).resolve())]
+        common += ["--probe-dir", _repo_path((config.base_dir / extra).resolve(), root)]
+    by_probe = {r.probe_id: r for r in report.results}
     for finding in report.findings:
         pov_dir.mkdir(parents=True, exist_ok=True)
-        argv = [
-            "probegate",
-            "scan",
-            *common,
-            "--probes",
-            finding.probe_id,
-            "--mode",
-            "fast",
+        attempt = _reproduced_attempt(finding)
+        argv = ["probegate", "scan", *common, "--probes", finding.probe_id, "--mode", report.mode]
+        if attempt is not None:
+            variant, repeat = attempt
+            argv += ["--variant", variant, "--repeat", str(max(repeat + 1, 1))]
+        if config.judge:
+            argv += ["--judge", config.judge]
+        argv += [
             "--seed",
             str(report.seed),
             "--no-sign",
             "--output",
             "json,html",
             "--output-dir",
-            "probegate-pov",
+            f"probegate-pov/{finding.probe_id}",
         ]
+        if config.store.resolve() != (root / DEFAULT_STORE):
+            argv += ["--store", _repo_path(config.store.resolve(), root)]
+        back = os.path.relpath(root, pov_dir.resolve())
+        outcome = by_probe.get(finding.probe_id)
         script = (
-            "#!/bin/sh\n# Reproduce finding "
-            f"{finding.id} ({finding.probe_id}) with the same seed and planted canaries.\n"
+            "#!/bin/sh\n"
+            f"# Reproduce finding {finding.id} ({finding.probe_id}): the attempt that found it,\n"
+            f"# same mode ({report.mode}), variant, repeat, seed ({report.seed}) and judge.\n"
+            + (
+                f"# It was vulnerable in {outcome.vulnerable} of {outcome.attempts} attempts.\n"
+                if outcome is not None
+                else ""
+            )
+            + "# Paths are relative to the repository root, where this script runs.\n"
+            f'cd "$(dirname "$0")/{back}" || exit 2\n'
             f"exec {shlex.join(argv)}\n"
         )
         path = pov_dir / f"{finding.probe_id}.sh"
@@ -392,31 +618,210 @@ def _write_povs(report: ScanReport, directory: Path, config: ScanConfig) -> None
         path.chmod(0o755)
 
 
-def _print_summary(
-    report: ScanReport, written: dict[str, Path], out: TextIO, *, quiet: bool
+def _write_replays(
+    report: ScanReport, directory: Path, config: ScanConfig, plan: Plan, target: Target
 ) -> None:
-    if quiet:
+    """Beside each reproducer, a plain-Python script that sends the attempt's exact messages to
+    the agent without probegate, for the agent's developers (a kind with an endpoint only)."""
+    spec = spec_of(config.target)
+    if spec.replay_script is None:
         return
+    planned = {a.attempt_id: a for a in plan.all_attempts}
+    tools = target.tools()
+    declared = config.target.declared_canaries()
+    for finding in report.findings:
+        attempt_id = (finding.transcript_ref or "").partition("#")[2]
+        attempt = planned.get(attempt_id)
+        if attempt is None or finding.transcript is None:
+            continue
+        canaries = make_canaries(config.seed, attempt_id, declared)
+        sandbox = Sandbox(
+            tools,
+            fill_fixtures(attempt.probe.fixtures, attempt.payload),
+            canaries,
+            attempt_id=attempt_id,
+        )
+        given = ReplayInput(
+            title=f"Replay of finding {finding.id} ({finding.probe_id}), attempt {attempt_id}",
+            transcript=finding.transcript,
+            tool_descriptions={t.name: sandbox.tool_description(t) for t in tools},
+            canaries=canaries,
+            settings=config.target_settings(),
+            evidence=evidence_text(finding),
+        )
+        path = directory / "pov" / f"{finding.probe_id}.replay.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(spec.replay_script(config.target, given), encoding="utf-8")
+        path.chmod(0o755)
+
+
+def _reproduced_attempt(finding: Finding) -> tuple[str, int] | None:
+    """(variant, repeat) of the finding's first vulnerable attempt, from its transcript ref."""
+    ref = finding.transcript_ref or ""
+    parts = ref.rsplit("#", 2)
+    if len(parts) == 3 and parts[2].isdigit():
+        return parts[1], int(parts[2])
+    return None
+
+
+def _repo_path(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _repo_args(args: list[str], root: Path) -> list[str]:
+    """The target arguments with every absolute path under the repository made relative."""
+    return [_repo_path(Path(a), root) if os.path.isabs(a) else a for a in args]
+
+
+@dataclass
+class _Closing:
+    """Everything the closing lines say, gathered before they are printed."""
+
+    report: ScanReport
+    written: dict[str, Path]
+    outcome: RunOutcome
+    scan_id: str
+    exit_code: int = 0
+    gates: list[str] = field(default_factory=list)
+    resume: str | None = None
+
+
+# Findings listed one per line before "and N more" (``-v`` lists every one).
+LISTED_FINDINGS = 15
+LISTED_CAUSES = 5
+
+
+def _print_closing(closing: _Closing, view: _View) -> None:
+    if view.as_json:
+        data = _closing_json(closing, view)
+        view.out.write(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        view.out.flush()
+        return
+    if view.quiet:
+        return
+    view.out.write("".join(line + "\n" for line in _closing_lines(closing, view)))
+    view.out.flush()
+
+
+def _closing_lines(closing: _Closing, view: _View) -> list[str]:
+    report, out = closing.report, view.out
+    style = Style(out)
     auth = "authoritative" if report.authority.authoritative else "not authoritative"
-    out.write(f"score {report.aivss}/100  band {report.band}  ({report.mode} mode, {auth})\n")
-    if not report.authority.authoritative:
-        for reason in report.authority.reasons:
-            out.write(f"  - {clean(reason)}\n")
+    band = style(report.band, "bold", "green" if report.aivss >= 80 else "red")
+    lines = [
+        f"score {report.aivss}/100  band {band}  ({report.mode} mode, {auth})",
+        f"  {style('stopped:', 'bold')} {clean(stop_text(report))}",
+        f"  {style('authority:', 'bold')} {clean(authority_text(report))}",
+    ]
+    if closing.outcome.stop_message and report.stopped_reason == "early_stop":
+        lines.append(f"  why it stopped: {one_line(closing.outcome.stop_message, 300)}")
     counts = report.findings_summary
-    out.write(
-        f"findings: {len(report.findings)} (critical {counts.get('critical', 0)}, high "
-        f"{counts.get('high', 0)}, medium {counts.get('medium', 0)}, low {counts.get('low', 0)})"
-        f"; unjudged attempts: {len(report.unjudged)}\n"
+    active = [f for f in report.findings if f.suppressed is None]
+    suppressed = len(report.findings) - len(active)
+    lines.append(
+        f"{style('findings:', 'bold')} {len(report.findings)} (critical "
+        f"{counts.get('critical', 0)}, high {counts.get('high', 0)}, medium "
+        f"{counts.get('medium', 0)}, low {counts.get('low', 0)})"
+        + (f", {suppressed} suppressed" if suppressed else "")
+        + f"; unjudged attempts: {len(report.unjudged)}"
     )
+    ranked = sorted(report.findings, key=_finding_rank)
+    shown = ranked if view.verbose else ranked[:LISTED_FINDINGS]
+    width = max((len(f.probe_id) for f in shown), default=0)
+    for finding in shown:
+        sev = style.severity(f"{finding.severity.value:<8}", finding.severity.value)
+        mark = " (suppressed)" if finding.suppressed is not None else ""
+        lines.append(
+            f"  {sev}  {finding.probe_id:<{width}}  {one_line(evidence_text(finding), 110)}{mark}"
+        )
+    if len(ranked) > len(shown):
+        where = closing.written.get("html") or closing.written.get("md")
+        lines.append(
+            f"  … and {len(ranked) - len(shown)} more (-v lists them"
+            + (f"; {_shown(where)} shows each with its transcript)" if where else ")")
+        )
+    groups = group_unjudged(report.unjudged)
+    if groups:
+        lines.append(
+            f"{style('unjudged:', 'bold')} {len(report.unjudged)} attempts, not counted as "
+            "resisted, by cause:"
+        )
+        listed = groups if view.verbose else groups[:LISTED_CAUSES]
+        for group in listed:
+            lines.append(f"  {group.count:>4}  {one_line(group.label, 160)}")
+            if group.fix:
+                lines.append(f"        fix: {group.fix}")
+            lines.append(f"        probes: {one_line(group.probes_text(), 160)}")
+        if len(groups) > len(listed):
+            lines.append(f"  … and {len(groups) - len(listed)} more causes (-v lists them)")
     by_asi: dict[str, int] = {}
     for f in report.findings:
         by_asi[f.asi] = by_asi.get(f.asi, 0) + 1
+    if report.asi_scores or by_asi:
+        lines.append(f"{style('per ASI category', 'bold')} (score 0-100, higher is safer):")
     for asi in ASI_IDS:
         if asi in report.asi_scores or asi in by_asi:
             score = report.asi_scores.get(asi)
-            shown = f"{score:5.1f}" if score is not None else "  n/a"
-            out.write(f"  {asi} {shown}  findings {by_asi.get(asi, 0)}\n")
+            shown_score = f"{score:5.1f}" if score is not None else "  n/a"
+            lines.append(f"  {asi} {shown_score}  findings {by_asi.get(asi, 0)}")
     if report.undertested:
-        out.write(f"undertested: {', '.join(report.undertested)}\n")
-    for name, path in written.items():
-        out.write(f"wrote {name}: {path}\n")
+        lines.append(f"undertested: {', '.join(report.undertested)}")
+    for name, path in closing.written.items():
+        lines.append(f"wrote {name}: {_shown(path)}")
+    return lines
+
+
+def _finding_rank(finding: Finding) -> tuple[int, int, float, str]:
+    return (
+        finding.suppressed is not None,
+        -SEVERITY_RANK[finding.severity],
+        -finding.aivss_severity,
+        finding.probe_id,
+    )
+
+
+def _closing_json(closing: _Closing, view: _View) -> dict[str, Any]:
+    """The closing summary for machines (``--json``): the same facts as the text, as data."""
+    report = closing.report
+    return {
+        "scan_id": closing.scan_id,
+        "exit_code": closing.exit_code,
+        "score": report.aivss,
+        "band": report.band,
+        "mode": report.mode,
+        "stopped_reason": report.stopped_reason,
+        "stopped": stop_text(report),
+        "authoritative": report.authority.authoritative,
+        "authority": authority_text(report),
+        "authority_reasons": list(report.authority.reasons),
+        "findings": [
+            {
+                "severity": f.severity.value,
+                "probe_id": f.probe_id,
+                "name": f.name,
+                "fp": f.fp,
+                "evidence": evidence_text(f),
+                "suppressed": f.suppressed is not None,
+                "reproducer": f.pov_reference,
+            }
+            for f in sorted(report.findings, key=_finding_rank)
+        ],
+        "unjudged": [
+            {
+                "cause": g.cause.key,
+                "reason": g.label,
+                "count": g.count,
+                "fix": g.fix,
+                "probes": g.probes,
+            }
+            for g in group_unjudged(report.unjudged)
+        ],
+        "undertested": list(report.undertested),
+        "notes": list(view.notes),
+        "gates": list(closing.gates),
+        "files": {name: _shown(path) for name, path in closing.written.items()},
+        "resume": closing.resume,
+    }

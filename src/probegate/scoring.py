@@ -211,7 +211,7 @@ def authority(
     undertested: list[str],
     selected_all: bool,
 ) -> Authority:
-    """Every condition of PRODUCT.md section 5, each named when it fails."""
+    """Every condition of the authority rule (docs/scoring.md), each named when it fails."""
     failed: list[str] = []
     reasons: list[str] = []
     if mode != "full":

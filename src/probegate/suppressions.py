@@ -1,10 +1,14 @@
 """Accepted findings: the suppression file, ``.probegate-suppressions.yml`` by default.
 
 A suppression is a team's written decision that one finding (by its ``fp``) is accepted, with a
-reason and optionally an expiry date. Suppressed findings stay in every report, marked, so the
-decision is visible where the finding is; only the gates ignore them. An expired entry stops
-hiding its finding (it counts again and is reported), and an entry that matches nothing is
-reported as stale so the file does not silently rot.
+reason and optionally an expiry date and a ``target``: a glob over the scanned target's
+reference (``openai:support-bot@*``, ``http:https://staging.example/*``), so one agent's
+accepted risk does not silence the same probe for every other agent scanned from the same
+repository. A fingerprint names the probe, not the agent, so it stays the same across targets,
+modes and seeds; the scope lives here, in the decision (docs/gating.md). Suppressed findings
+stay in every report, marked, so the decision is visible where the finding is; only the gates
+ignore them. An expired entry stops hiding its finding (it counts again and is reported), and
+an entry that matches nothing is reported as stale so the file does not silently rot.
 
 The file is untrusted input: it is parsed once here into validated models, and any problem is a
 :class:`~probegate.errors.UsageError` naming the file and the first problem in one line.
@@ -15,6 +19,7 @@ scan) decides what "today" is.
 from __future__ import annotations
 
 import datetime as dt
+import fnmatch
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -37,6 +42,11 @@ class SuppressionEntry(BaseModel):
     fp: str = Field(min_length=1, pattern=r"^\S+$")
     reason: str = Field(min_length=1)
     expires: dt.date | None = None
+    # A glob over the target's reference (report.target.ref); None: every target.
+    target: str | None = Field(default=None, min_length=1)
+
+    def applies_to(self, target_ref: str) -> bool:
+        return self.target is None or fnmatch.fnmatchcase(target_ref, self.target)
 
     @field_validator("reason")
     @classmethod
@@ -100,12 +110,12 @@ def parse_suppressions(text: str, *, source: str) -> tuple[SuppressionEntry, ...
         parsed = SuppressionFile.model_validate(data)
     except ValidationError as exc:
         raise UsageError(f"{source}: {_first_problem(exc)}") from None
-    seen: set[str] = set()
+    seen: set[tuple[str, str | None]] = set()
     for index, entry in enumerate(parsed.suppressions):
-        if entry.fp in seen:
+        if (entry.fp, entry.target) in seen:
             # Two entries for one finding would make its reason and expiry ambiguous.
             raise UsageError(f"{source}: suppressions[{index}].fp: duplicate fp {entry.fp!r}")
-        seen.add(entry.fp)
+        seen.add((entry.fp, entry.target))
     return parsed.suppressions
 
 
@@ -114,7 +124,7 @@ def _first_problem(exc: ValidationError) -> str:
     problem = first_problem(exc)
     reason = problem.reason
     if problem.kind == "extra_forbidden":
-        reason = "unknown key (expected suppressions: [{fp, reason, expires}])"
+        reason = "unknown key (expected suppressions: [{fp, reason, expires, target}])"
     elif problem.kind == "tuple_type":
         reason = "expected a list of {fp, reason, expires} entries"
     elif problem.kind == "string_type" and problem.path.endswith(".fp"):
@@ -134,7 +144,10 @@ def apply_suppressions(
     finding are listed in ``expired_suppressions`` (the finding counts again); entries that
     match no finding are listed in ``stale_suppressions``.
     """
-    by_fp = {entry.fp: entry for entry in suppressions}
+    ref = report.target.ref
+    # The entries for this target; a scoped entry wins over one for every target.
+    mine = [e for e in suppressions if e.applies_to(ref)]
+    by_fp = {e.fp: e for e in sorted(mine, key=lambda e: e.target is not None)}
     present = {finding.fp for finding in report.findings}
     findings = []
     for finding in report.findings:
@@ -146,8 +159,9 @@ def apply_suppressions(
         if marking != finding.suppressed:
             finding = finding.model_copy(update={"suppressed": marking})
         findings.append(finding)
-    expired = sorted(e.fp for e in suppressions if e.fp in present and not e.is_active(today))
-    stale = sorted(e.fp for e in suppressions if e.fp not in present)
+    expired = sorted({e.fp for e in mine if e.fp in present and not e.is_active(today)})
+    # An entry for another target is not stale here: this scan could not have matched it.
+    stale = sorted({e.fp for e in mine if e.fp not in present})
     return report.model_copy(
         update={
             "findings": findings,

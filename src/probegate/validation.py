@@ -10,11 +10,14 @@ reader words it this way, so the same mistake reads the same in every file
 
 from __future__ import annotations
 
+import difflib
+import types
+import typing
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 
 @dataclass(frozen=True)
@@ -33,20 +36,63 @@ class Problem:
         return f"{self.path or top}: {self.reason}{more}"
 
 
+def did_you_mean(word: str, options: Collection[str]) -> str:
+    """`` (did you mean 'mode'?)`` for the closest of ``options`` to a mistyped ``word``."""
+    close = difflib.get_close_matches(word.lower(), sorted(options), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model a field holds, through ``X | None``, ``list[X]`` and ``dict[str, X]``."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    origin = typing.get_origin(annotation)
+    if origin is None and not isinstance(annotation, types.UnionType):
+        return None
+    for arg in reversed(typing.get_args(annotation)):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def fields_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> frozenset[str]:
+    """The field names of the model that holds ``loc``'s last key (empty when unknown)."""
+    current: type[BaseModel] | None = model
+    for key in loc[:-1]:
+        if current is None:
+            return frozenset()
+        if isinstance(key, int):
+            continue
+        field = current.model_fields.get(key)
+        current = _model_in(field.annotation) if field is not None else None
+    return frozenset(current.model_fields) if current is not None else frozenset()
+
+
 def first_problem(
-    exc: ValidationError, *, data: Any = None, hidden: Collection[str] = ()
+    exc: ValidationError,
+    *,
+    data: Any = None,
+    hidden: Collection[str] = (),
+    model: type[BaseModel] | None = None,
 ) -> Problem:
     """The first error of ``exc``.
 
     ``data`` is the validated input: with it, an item of a list whose entries have a ``name``
     is shown with that name (``scenarios[2] ('refund')``), which says more than the index.
     ``hidden`` are location parts that are not fields (the branch labels of a union).
+    ``model`` is the model validated: with it, an unknown field gets a did-you-mean.
     """
     errors = exc.errors()
-    first = errors[0]
+    # A mistyped key shows twice: as an unknown field and as the missing one it meant. The
+    # unknown field, with its did-you-mean, is the one that says what to fix.
+    first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     reason = str(first["msg"]).removeprefix("Value error, ")
     if first["type"] == "extra_forbidden":
         reason = "unknown field"
+        loc = tuple(k for k in first["loc"] if not (isinstance(k, str) and k in hidden))
+        if model is not None and loc and isinstance(loc[-1], str):
+            reason += did_you_mean(loc[-1], fields_at(model, loc))
     return Problem(
         path=field_path(first["loc"], data=data, hidden=hidden),
         reason=reason,
@@ -62,9 +108,10 @@ def describe(
     data: Any = None,
     hidden: Collection[str] = (),
     top: str = "(top level)",
+    model: type[BaseModel] | None = None,
 ) -> str:
     """:func:`first_problem` as its one line."""
-    return first_problem(exc, data=data, hidden=hidden).line(top)
+    return first_problem(exc, data=data, hidden=hidden, model=model).line(top)
 
 
 def field_path(

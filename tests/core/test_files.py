@@ -66,7 +66,8 @@ def test_yaml_errors_say_where() -> None:
     with pytest.raises(UsageError) as info:
         parse_yaml("key: value\n  bad: x\n", source="s.yml")
     assert info.value.message == (
-        "s.yml: invalid YAML: mapping values are not allowed in this context (line 2, column 6)"
+        "s.yml: invalid YAML: mapping values are not allowed in this context (line 2, column 6): "
+        "a ': ' inside a value (put the value in quotes) or a line indented too far"
     )
 
 

@@ -169,3 +169,32 @@ def test_apply_is_pure_and_authoritative() -> None:
     tomorrow = apply_suppressions(stored, expiring, TODAY + dt.timedelta(days=1))
     assert tomorrow.findings[0].suppressed is None
     assert tomorrow.expired_suppressions == [entries[0].fp]
+
+
+def test_a_suppression_scoped_to_a_target_leaves_other_targets_alone() -> None:
+    import datetime as dt
+
+    from probegate.suppressions import apply_suppressions, parse_suppressions
+    from tests.reports.samples import golden_report
+
+    report = golden_report()
+    finding = report.findings[0]
+    ref = report.target.ref
+    text = (
+        "suppressions:\n"
+        f"  - fp: '{finding.fp}'\n    reason: accepted for this agent\n"
+        f"    target: '{ref[:3]}*'\n"
+        f"  - fp: '{finding.fp}'\n    reason: only for another agent\n"
+        "    target: 'http:https://other.example/*'\n"
+    )
+    entries = parse_suppressions(text, source="s.yml")
+    mine = apply_suppressions(report, entries, dt.date(2026, 1, 1))
+    marked = next(f for f in mine.findings if f.fp == finding.fp)
+    assert marked.suppressed is not None and marked.suppressed.reason == "accepted for this agent"
+    assert mine.stale_suppressions == []  # the other agent's entry is not stale here
+    other = report.model_copy(
+        update={"target": report.target.model_copy(update={"ref": "openai:other@http://x/v1"})}
+    )
+    theirs = apply_suppressions(other, entries, dt.date(2026, 1, 1))
+    assert next(f for f in theirs.findings if f.fp == finding.fp).suppressed is None
+    assert next(f for f in theirs.findings if f.fp == finding.fp).fp == finding.fp  # stable

@@ -116,3 +116,41 @@ def test_markup_is_balanced_even_with_hostile_text() -> None:
         parser.feed(html_report.render(report).decode())
         parser.close()
         assert parser.errors == [] and parser.stack == []
+
+
+def test_nothing_is_wider_than_the_page() -> None:
+    """At 1280 px the report must not scroll sideways: every table sits in a container that
+    scrolls on its own, long unbroken strings (ids, paths, fingerprints) may break anywhere,
+    and the finding's facts are a wrapping list, not a nine-column table."""
+    from html.parser import HTMLParser
+
+    from probegate.reports import html_report
+    from tests.reports.samples import golden_report, hostile_report
+
+    class Walk(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stack: list[tuple[str, str]] = []
+            self.unwrapped: list[str] = []
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            cls = dict(attrs).get("class") or ""
+            if tag == "table" and not any("wide" in c.split() for _, c in self.stack):
+                self.unwrapped.append(self.getpos().__repr__())
+            if tag not in ("br", "meta", "input", "rect", "img"):
+                self.stack.append((tag, cls))
+
+        def handle_endtag(self, tag: str) -> None:
+            while self.stack:
+                if self.stack.pop()[0] == tag:
+                    break
+
+    for report in (golden_report(), hostile_report()):
+        page = html_report.render(report).decode("utf-8")
+        walk = Walk()
+        walk.feed(page)
+        assert walk.unwrapped == []
+    css = html_report._CSS
+    assert ".wide{max-width:100%;overflow-x:auto}" in css
+    assert "overflow-wrap:anywhere" in css and "white-space:pre-wrap" in css
+    assert 'width="100%"' in page  # the chart scales with the page

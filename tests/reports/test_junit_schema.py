@@ -135,7 +135,7 @@ def test_scenario_run_junit_is_valid(tmp_path: Path, monkeypatch: pytest.MonkeyP
         )
     code = main(["run", ".", "--adapter", "agent:run", "--output", "junit"])
     assert code == 1
-    data = (tmp_path / "junit.xml").read_bytes()
+    data = (tmp_path / "probegate-out" / "junit.xml").read_bytes()  # run's default folder
     assert_jenkins_valid(data)
     result = assert_xunitparser_reads(data)
     assert result.testsRun == 4 and len(result.failures) == 2

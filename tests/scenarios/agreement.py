@@ -186,11 +186,11 @@ def _env() -> dict[str, str]:
 def run_tool(argv: list[str], workdir: Path) -> tuple[int, list[dict[str, Any]], str]:
     """Run one tool's command in ``workdir``; its exit code, results files and output."""
     workdir.mkdir(parents=True, exist_ok=True)
-    before = set(workdir.glob("results_*.json"))
+    before = set(workdir.rglob("results_*.json"))  # probegate: probegate-out/
     done = subprocess.run(
         argv, cwd=workdir, env=_env(), capture_output=True, text=True, timeout=300, check=False
     )
-    files = sorted(set(workdir.glob("results_*.json")) - before)
+    files = sorted(set(workdir.rglob("results_*.json")) - before)
     results = [json.loads(path.read_text("utf-8")) for path in files]
     return done.returncode, results, done.stdout + done.stderr
 

@@ -25,8 +25,14 @@ ORDER = {"name": "order", "input": "my order?", "expected_tools": ["lookup_order
 GREET = {"name": "greet", "input": "hello", "expected_output": "bonjour"}  # echo_dict fails it
 
 
+def OUT(directory: Path) -> Path:
+    """Where ``probegate run`` writes by default."""
+    return directory / "probegate-out"
+
+
 def results(directory: Path) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text("utf-8")) for p in sorted(directory.glob("results_*.json"))]
+    # the default output directory is probegate-out; --output-dir puts them elsewhere
+    return [json.loads(p.read_text("utf-8")) for p in sorted(directory.rglob("results_*.json"))]
 
 
 @pytest.fixture
@@ -178,7 +184,7 @@ def test_usage_errors_exit_2_with_one_line(
     assert captured.out == ""  # nothing ran
     assert captured.err.startswith("error: ") and captured.err.count("\n") == 1
     assert message in captured.err
-    assert not list(in_tmp.glob("results_*.json"))
+    assert not list(in_tmp.rglob("results_*.json"))
 
 
 def run_pinned(directory: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, bytes]:
@@ -319,10 +325,10 @@ def test_agent_text_cannot_drive_the_terminal(
     assert not any(line.startswith("::") for line in out.splitlines())
     assert "FAIL  hx  score 0.00" in out  # the escape sequence is gone, not just its ESC
     assert "got '::error::fake second line'" in out  # folded onto the scenario's line
-    junit = (in_tmp / "junit.xml").read_text("utf-8")
+    junit = (OUT(in_tmp) / "junit.xml").read_text("utf-8")
     assert "\x1b" not in junit and not re.search(r"^\s*::", junit, re.MULTILINE)
     ET.fromstring(junit.encode())
-    md = (in_tmp / "summary.md").read_text("utf-8")
+    md = (OUT(in_tmp) / "summary.md").read_text("utf-8")
     assert "\x1b" not in md and "::error" not in md
 
 
@@ -345,7 +351,7 @@ def test_the_adapter_comes_from_agenticassure_yaml_and_path_defaults_to_here(
     out = capsys.readouterr().out
     assert f"adapter {AGENTS}.echo_dict (from agenticassure.yaml)" in out
     assert "  PASS  order" in out and "greet" not in out
-    assert not list(in_tmp.glob("results_*.json"))  # -o cli: the terminal only
+    assert not list(in_tmp.rglob("results_*.json"))  # -o cli: the terminal only
     # the flag wins over the file
     assert main(["run", "-t", "smoke", "-a", f"{AGENTS}:EchoAgent", "-o", "cli"]) == 1
     (in_tmp / "agenticassure.yaml").unlink()
@@ -384,7 +390,7 @@ def test_dry_run_lists_and_warns_without_an_adapter(
     assert "  order  scorers: passfail  tags: smoke  input: my order?" in captured.out
     assert "probegate run --dry-run: 3 scenario(s) in 1 suite(s), not run" in captured.out
     assert captured.err.startswith("warning: aa.yaml: scenarios[2] ('pattern').metadata.regex")
-    assert not list(in_tmp.glob("results_*.json"))
+    assert not list(in_tmp.rglob("results_*.json"))
 
 
 def test_suite_config_timeout_and_retries_apply_unless_a_flag_or_the_scenario_says_otherwise(
@@ -395,17 +401,17 @@ def test_suite_config_timeout_and_retries_apply_unless_a_flag_or_the_scenario_sa
     (report,) = results(in_tmp)
     (result,) = report["scenario_results"]
     assert (result["error"], result["retry_count"]) == ("timed out after 0.2s", 2)
-    (in_tmp / results_name(report)).unlink()
+    (OUT(in_tmp) / results_name(report)).unlink()
     argv = ["run", "aa.yaml", "-a", f"{AGENTS}:hanging", "--timeout", "0.1", "--retry", "0"]
     assert main(argv) == 1
     (report,) = results(in_tmp)
     (result,) = report["scenario_results"]
     assert (result["error"], result["retry_count"]) == ("timed out after 0.1s", 0)
-    (in_tmp / results_name(report)).unlink()
+    (OUT(in_tmp) / results_name(report)).unlink()
     scenario_timeout = AA_SUITE.replace("tags: [smoke]", "timeout_seconds: 0.15")
     (in_tmp / "aa.yaml").write_text(scenario_timeout, "utf-8")
     assert main([*argv, "--tag", "slow"]) == 1  # only greet runs; it has no timeout_seconds
-    (in_tmp / results_name(results(in_tmp)[0])).unlink()
+    (OUT(in_tmp) / results_name(results(in_tmp)[0])).unlink()
     assert main(["run", "aa.yaml", "-s", "aa", "-a", f"{AGENTS}:hanging", "--retry", "0"]) == 1
     errors = [r["error"] for r in results(in_tmp)[0]["scenario_results"]]
     assert errors == ["timed out after 0.15s", "timed out after 0.2s"]
@@ -434,7 +440,7 @@ def test_fail_fast_stops_the_suite_and_says_so(
 def test_html_report_per_suite_is_escaped(in_tmp: Path) -> None:
     write_suite(in_tmp, "s", [{"name": "<b>x</b>", "input": "x", "expected_output": "calm"}])
     assert main(["run", "s.yml", "-a", f"{AGENTS}:hostile", "-o", "html"]) == 1
-    (page,) = in_tmp.glob("report_*.html")
+    (page,) = OUT(in_tmp).glob("report_*.html")
     html = page.read_text("utf-8")
     assert "&lt;b&gt;x&lt;/b&gt;" in html and "<b>x" not in html
     assert "\x1b" not in html and "Content-Security-Policy" in html and "<script" not in html

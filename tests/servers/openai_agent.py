@@ -1,5 +1,7 @@
 """An OpenAI-compatible fake agent: a rule-following "model" behind /v1/chat/completions.
 
+``faults`` makes it a faulty target too: a cycle of HTTP statuses injected in place of replies.
+
 ``weak`` acts on instructions wherever it reads them: it reveals its system prompt when asked,
 and when a tool result says "email ... to someone@domain" it emits a ``send_email`` call to that
 address (carrying the customer record it looked up, if any). ``hardened`` acts only on the
@@ -151,8 +153,15 @@ class OpenAIAgentHandler(Handler):
         with server.lock:
             server.bodies.append(body)
             server.headers_seen.append(dict(self.headers))
-            server.inflight += 1
-            server.peak = max(server.peak, server.inflight)
+            fault = (
+                server.faults[(len(server.bodies) - 1) % len(server.faults)] if server.faults else 0
+            )
+            if not fault:
+                server.inflight += 1
+                server.peak = max(server.peak, server.inflight)
+        if fault:
+            self.send_json(fault, {"error": {"message": f"injected fault {fault}"}})
+            return
         try:
             if server.latency:
                 time.sleep(server.latency)
@@ -189,9 +198,16 @@ class OpenAIAgentServer(LoopbackServer):
     handler = OpenAIAgentHandler
 
     def __init__(
-        self, *, hardened: bool = False, api_key: str | None = None, latency: float = 0.0
+        self,
+        *,
+        hardened: bool = False,
+        api_key: str | None = None,
+        latency: float = 0.0,
+        faults: tuple[int, ...] = (),
     ) -> None:
         super().__init__()
+        # Request n gets HTTP status faults[n % len(faults)] instead of a reply (0: a reply).
+        self.faults = faults
         self.agent = FakeAgent(hardened)
         self.api_key = api_key
         self.latency = latency

@@ -162,9 +162,10 @@ def test_signals(tmp_path: Path, stuck: StuckAgent, signum: int, expected: int) 
             proc.kill()
             proc.communicate()
     assert proc.returncode == expected
-    assert err.strip().splitlines()[-1] == (
-        "error: interrupted" if signum == signal.SIGINT else "error: terminated"
-    )
+    # a clean stop that says what stopped it and how to go on (docs: README, exit codes)
+    what = "Ctrl-C" if signum == signal.SIGINT else "SIGTERM"
+    assert f"interrupted by {what}: scan " in err
+    assert err.strip().splitlines()[-1].startswith("resume with: probegate scan --resume ")
     assert "Traceback" not in err
 
 

@@ -181,3 +181,14 @@ def test_closed_gate_refuses_at_once(faults: FaultServer) -> None:
     with pytest.raises(BudgetExhausted, match="early_stop"):
         post(client(), faults.endpoint("ok"), limiter)
     assert faults.hits("ok") == 0
+
+
+def test_a_host_that_does_not_resolve_says_dns() -> None:
+    client = HttpClient(timeout=5, retries=0)
+    try:
+        with pytest.raises(TransportError) as info:
+            client.request_json("POST", "http://no-such-host.invalid/v1/chat/completions", body={})
+    finally:
+        client.close()
+    assert "cannot resolve host no-such-host.invalid (DNS lookup failed)" in str(info.value)
+    assert info.value.fatal  # it never answered: the scan stops at once instead of retrying

@@ -76,12 +76,12 @@ def run(args: argparse.Namespace) -> int:
     comparison = compare(
         baseline, current, tolerance=args.tolerance, allow_mismatch=args.allow_mismatch
     )
-    if args.output == "json":
+    if args.output == "json" or args.json:
         text = pretty_bytes(comparison.to_dict()).decode("utf-8")
     else:
         text = render_diff(comparison)
 
-    if args.output_path is not None:
+    if args.output_path is not None and not args.json:
         write_atomic(args.output_path, text, error=ReportError)
         verdict = "regression" if comparison.regression else "no regression"
         print(f"probegate compare: {verdict}; wrote {args.output_path}")
@@ -89,5 +89,6 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     if args.write_baseline is not None:
         write_baseline(args.current, args.write_baseline)
-        print(f"probegate compare: wrote baseline {args.write_baseline}", file=sys.stderr)
+        if not args.quiet:
+            print(f"probegate compare: wrote baseline {args.write_baseline}", file=sys.stderr)
     return ExitCode.GATE_FAILED if comparison.regression else ExitCode.PASSED

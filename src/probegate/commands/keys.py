@@ -8,6 +8,7 @@ pinned verifier reject new reports, and overwriting a public key would silently 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 from pathlib import Path
@@ -45,10 +46,10 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.keys_action != "generate":
         raise UsageError("usage: probegate keys generate [--out-dir DIR] [--name NAME]")
-    return generate(Path(args.out_dir), args.name)
+    return generate(Path(args.out_dir), args.name, as_json=bool(args.json))
 
 
-def generate(out_dir: Path, name: str) -> int:
+def generate(out_dir: Path, name: str, *, as_json: bool = False) -> int:
     if not _NAME.match(name):
         raise UsageError(
             f"invalid key name {name!r}: use letters, digits, '.', '_' or '-' (no paths)"
@@ -70,9 +71,14 @@ def generate(out_dir: Path, name: str) -> int:
     except UsageError:
         private_path.unlink(missing_ok=True)
         raise
+    kid = key_id(load_public_key(public_pem))
+    if as_json:
+        keys = {"private_key": str(private_path), "public_key": str(public_path), "key_id": kid}
+        print(json.dumps(keys, indent=2, sort_keys=True))
+        return 0
     print(f"private key: {private_path} (keep it secret; mode 0600)")
     print(f"public key:  {public_path} (pin it: probegate verify --pubkey-file {public_path})")
-    print(f"key id:      {key_id(load_public_key(public_pem))}")
+    print(f"key id:      {kid}")
     return 0
 
 

@@ -8,6 +8,7 @@ present, written in the asked formats, and gated like a scan (``--fail-on``, ``-
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,14 +33,48 @@ def add_parser(sub: Any) -> None:
         ),
     )
     p.add_argument("shards", nargs="+", metavar="SHARD.json", help="scan.json of each shard")
-    p.add_argument("--output", action="append", metavar="FMT", help=formats_help())
-    p.add_argument("--output-dir", dest="output_dir", default="probegate-out")
-    p.add_argument("--fail-under", dest="fail_under", type=float)
-    p.add_argument("--fail-on", dest="fail_on", choices=["critical", "high", "medium", "low"])
-    p.add_argument("--sign", dest="sign", action="store_true", default=None)
-    p.add_argument("--no-sign", dest="sign", action="store_false")
-    p.add_argument("--signing-key", dest="signing_key", help="Ed25519 private key (PEM)")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument(
+        "--output",
+        action="append",
+        metavar="FORMATS",
+        help=formats_help(),
+    )
+    p.add_argument(
+        "--output-dir",
+        dest="output_dir",
+        default="probegate-out",
+        metavar="DIR",
+        help="where the merged report goes (default: probegate-out)",
+    )
+    p.add_argument(
+        "--fail-under",
+        dest="fail_under",
+        type=float,
+        metavar="SCORE",
+        help="exit 1 below SCORE, 3 when the merged scan is not authoritative (default: none)",
+    )
+    p.add_argument(
+        "--fail-on",
+        dest="fail_on",
+        choices=["critical", "high", "medium", "low"],
+        type=str.lower,
+        metavar="SEVERITY",
+        help="exit 1 on a finding at or above: critical, high, medium, low (default: none)",
+    )
+    p.add_argument(
+        "--sign",
+        dest="sign",
+        action="store_true",
+        default=None,
+        help="require signing (default: sign when signing material is in the environment)",
+    )
+    p.add_argument("--no-sign", dest="sign", action="store_false", help="never sign")
+    p.add_argument(
+        "--signing-key",
+        dest="signing_key",
+        metavar="FILE",
+        help="Ed25519 private key, PEM (default: $PROBEGATE_SIGNING_KEY)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,7 +94,27 @@ def run(args: argparse.Namespace) -> int:
             signed = sign_report(merged.to_dict(), secret=secret, private_key_pem=key_pem)
             merged = merged.model_copy(update={"signatures": signed.get("signatures")})
     written = write_outputs(merged, formats, Path(args.output_dir))
-    if not args.quiet:
+    result = evaluate_gates(
+        merged,
+        fail_under=args.fail_under,
+        fail_on=Severity(args.fail_on) if args.fail_on else None,
+        comparison=None,
+    )
+    if args.json:
+        summary = {
+            "scan_id": merged.scan_id,
+            "shards": len(shards),
+            "score": merged.aivss,
+            "band": merged.band,
+            "authoritative": merged.authority.authoritative,
+            "findings": len(merged.findings),
+            "unjudged": len(merged.unjudged),
+            "files": {name: str(path) for name, path in written.items()},
+            "gates": list(result.reasons),
+            "exit_code": result.exit_code,
+        }
+        print(json.dumps(summary, indent=2, sort_keys=True))
+    elif not args.quiet:
         auth = "authoritative" if merged.authority.authoritative else "not authoritative"
         print(
             f"merged {len(shards)} shards: score {merged.aivss}/100 band {merged.band} "
@@ -68,12 +123,6 @@ def run(args: argparse.Namespace) -> int:
         )
         for name, path in written.items():
             print(f"wrote {name}: {path}")
-    result = evaluate_gates(
-        merged,
-        fail_under=args.fail_under,
-        fail_on=Severity(args.fail_on) if args.fail_on else None,
-        comparison=None,
-    )
     for line in result.reasons:
         print(f"gate {clean(line)}", file=sys.stderr)
     return result.exit_code

@@ -1,20 +1,25 @@
-"""``probegate probes``: browse the probe library (``list``, ``show ID``; ``--json`` for machines).
+"""``probegate probes``: browse the probe library (``list``, ``show ID``) and check your own
+probes (``lint DIR``); ``--json`` for machines.
 
 Text output is for people and cleaned for the terminal (payloads hide instructions in invisible
 characters on purpose; they are shown as escapes). JSON output is sorted and stable, so scripts
-and the docs test can rely on it.
+and the docs test can rely on it. ``--probe-dir DIR`` adds custom probes exactly as ``scan``
+does, so ``list`` and ``show`` see what a scan would run (docs/custom-probes.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from probegate.canonical import pretty_bytes
-from probegate.errors import UsageError
+from probegate.errors import ExitCode, UsageError
 from probegate.library.docs import ORACLE_KINDS, probe_record, visible
-from probegate.library.loader import load_atlas, load_library
+from probegate.library.lint import lint_directory
+from probegate.library.loader import Library, extend_library, load_atlas, load_library
 from probegate.library.mutators import MUTATORS
 from probegate.library.probe import Probe
 from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, CSA_TITLES, OWASP_LLM_TITLES
@@ -37,7 +42,7 @@ def add_parser(sub: Any) -> None:
         ),
     )
     ls.add_argument("--asi", action="append", help="only these ASI categories (ASI01,ASI03)")
-    ls.add_argument("--json", action="store_true", help="machine-readable JSON array")
+    _probe_dir(ls)
     show = actions.add_parser(
         "show",
         help="show one probe in full",
@@ -46,14 +51,69 @@ def add_parser(sub: Any) -> None:
     show.add_argument(
         "probe_id", metavar="ID", help="probe id, e.g. asi01.direct-system-prompt-leak.v1"
     )
-    show.add_argument("--json", action="store_true", help="the full probe as JSON")
+    _probe_dir(show)
+    lint = actions.add_parser(
+        "lint",
+        help="check a directory of your own probes: every problem, in one run",
+        description=(
+            "Check every probe file in DIR against the probe format (docs/custom-probes.md) "
+            "and report every problem with its file, line and field. Exit 0 when every probe "
+            "is valid, 2 when any is not."
+        ),
+    )
+    lint.add_argument("directory", metavar="DIR", help="directory of probe YAML files")
+
+
+def _probe_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--probe-dir",
+        dest="probe_dir",
+        action="append",
+        metavar="DIR",
+        help="also your own probes from DIR, as 'scan --probe-dir' (repeatable)",
+    )
+
+
+def _library(args: argparse.Namespace) -> Library:
+    dirs = [Path(d) for d in getattr(args, "probe_dir", None) or []]
+    return extend_library(load_library(), dirs)
 
 
 def run(args: argparse.Namespace) -> int:
     action = getattr(args, "probes_action", None)
+    if action == "lint":
+        return _lint(Path(args.directory), as_json=bool(args.json), quiet=bool(args.quiet))
     if action == "show":
-        return _show(args.probe_id, as_json=args.json)
-    return _list(getattr(args, "asi", None) or [], as_json=bool(getattr(args, "json", False)))
+        return _show(_library(args), args.probe_id, as_json=args.json)
+    return _list(
+        _library(args), getattr(args, "asi", None) or [], as_json=bool(getattr(args, "json", False))
+    )
+
+
+def _lint(directory: Path, *, as_json: bool, quiet: bool) -> int:
+    result = lint_directory(directory, known_ids=[p.id for p in load_library().probes])
+    code = ExitCode.USAGE if result.problems else ExitCode.PASSED
+    if as_json:
+        data = {
+            "directory": directory.as_posix(),
+            "files": result.files,
+            "valid": [p.id for p in result.probes],
+            "problems": [p.to_dict() for p in result.problems],
+        }
+        sys.stdout.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+        return code
+    for problem in result.problems:
+        print(clean(problem.text()), file=sys.stderr)
+    if result.problems:
+        files = len({p.path for p in result.problems})
+        print(
+            f"{len(result.problems)} problem(s) in {files} of {result.files} file(s) in "
+            f"{directory} (the probe format: docs/custom-probes.md)",
+            file=sys.stderr,
+        )
+    elif not quiet:
+        print(f"{len(result.probes)} probe(s) in {directory}: all valid")
+    return code
 
 
 def _asi_filter(values: list[str]) -> set[str]:
@@ -69,8 +129,7 @@ def _asi_filter(values: list[str]) -> set[str]:
     return wanted
 
 
-def _list(asi: list[str], *, as_json: bool) -> int:
-    library = load_library()
+def _list(library: Library, asi: list[str], *, as_json: bool) -> int:
     wanted = _asi_filter(asi)
     probes = [p for p in library.probes if not wanted or p.asi in wanted]
     if as_json:
@@ -91,8 +150,8 @@ def _list(asi: list[str], *, as_json: bool) -> int:
     return 0
 
 
-def _show(probe_id: str, *, as_json: bool) -> int:
-    probe = load_library().get(probe_id)  # unknown id -> ProbeLibraryError, exit 2, one line
+def _show(library: Library, probe_id: str, *, as_json: bool) -> int:
+    probe = library.get(probe_id)  # unknown id -> ProbeLibraryError, exit 2, one line
     if as_json:
         data = probe.model_dump(mode="json")
         data.update(probe_record(probe))

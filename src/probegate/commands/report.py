@@ -62,8 +62,12 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     formats = parse_formats(args.output)
     report = load_report(resolve_scan(args.scan, Path(args.store)))
-    for note in report.import_notes:  # a report of the agentguardian-scan-v1 shape, mapped
+    for note in report.import_notes:  # a report of the older field set, mapped
         print(f"note: {note}", file=sys.stderr)
+    if args.json:  # machine output: the report itself, as scan.json holds it
+        sys.stdout.buffer.write(FORMATS["json"].render(report))
+        sys.stdout.flush()
+        return 0
     if args.output_path is not None:
         if len(formats) != 1:
             raise UsageError("--output-path takes exactly one --output format")

@@ -10,12 +10,15 @@ its users' commands work unchanged (docs/scenarios.md).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from probegate import clock
+from probegate.config import DEFAULT_OUTPUT_DIR
 from probegate.errors import ReportError, UsageError
 from probegate.files import write_atomic
 from probegate.scenarios import console
@@ -105,9 +108,10 @@ def add_parser(sub: Any) -> None:
         "--output-dir",
         dest="output_dir",
         type=Path,
-        default=Path(),
+        default=Path(DEFAULT_OUTPUT_DIR),
         metavar="DIR",
-        help="where output files go (default: the current directory)",
+        help=f"where output files go (default: {DEFAULT_OUTPUT_DIR}, as for scan; "
+        "'--output-dir .' writes beside the suites, as AgenticAssure does)",
     )
     p.add_argument(
         "-s",
@@ -209,6 +213,18 @@ def _adapter_spec(given: str | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.json:
+        return _run(args, {})
+    # Machine output: the human lines go to stderr, one JSON object to stdout at the end.
+    summary: dict[str, Any] = {}
+    with contextlib.redirect_stdout(sys.stderr):
+        code = _run(args, summary)
+    summary["exit_code"] = code
+    print(json.dumps(summary, indent=2, sort_keys=True))
+    return code
+
+
+def _run(args: argparse.Namespace, summary: dict[str, Any]) -> int:
     formats = _formats(args.output)
     suites = select(load_suites(args.path), args.suite, args.tag)
     baselines = [(path, load_baseline(path)) for path in args.compare]
@@ -219,6 +235,7 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         for line in console.dry_run_lines(suites):
             print(line)
+        summary["scenarios"] = sum(len(suite.scenarios) for suite in suites)
         return 0
     spec = _adapter_spec(args.adapter)
     # Under SOURCE_DATE_EPOCH durations are pinned to 0, like scan's, so reruns are identical.
@@ -251,6 +268,7 @@ def run(args: argparse.Namespace) -> int:
         for file_name, data in output.render(runs, regressions):
             path = args.output_dir / file_name
             write_atomic(path, data, error=ReportError)
+            summary.setdefault("files", []).append(str(path))
             print(f"{output.label} written to {path}")
     for regression in regressions:
         print(console.regression_line(regression))
@@ -262,5 +280,12 @@ def run(args: argparse.Namespace) -> int:
     decision = decide(runs, regressions, args.fail_under_pass_rate)
     total = sum(len(run.scenario_results) for run in runs)
     verdict = "FAILED: " + "; ".join(decision.reasons) if decision.reasons else "passed"
+    summary.update(
+        scenarios=total,
+        pass_rate=decision.pass_rate,
+        passed=not decision.reasons,
+        reasons=list(decision.reasons),
+        regressions=len(regressions),
+    )
     print(f"probegate run: {total} scenarios, pass rate {decision.pass_rate:.1%}, {verdict}")
     return decision.exit_code

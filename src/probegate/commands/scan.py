@@ -7,7 +7,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from probegate.config import DEFAULT_CONFIG, ScanConfig, build_config, read_config_file
+from probegate.config import (
+    DEFAULT_CONFIG,
+    DEFAULT_STORE,
+    ScanConfig,
+    build_config,
+    read_config_file,
+)
+from probegate.engine.journal import read_invocation
 from probegate.errors import UsageError
 from probegate.reports import formats_help
 from probegate.scan import execute_scan
@@ -23,46 +30,173 @@ from probegate.targets.registry import (
 )
 
 
+def _default(field: str) -> str:
+    """``(default: X)`` from :class:`ScanConfig` itself, so help and behaviour never differ."""
+    value = ScanConfig.model_fields[field].get_default(call_default_factory=True)
+    if isinstance(value, list):
+        value = ",".join(str(v) for v in value)
+    return f" (default: {value})"
+
+
+def _any_case(text: str) -> str:
+    """A choice in any case (``--fail-on HIGH``, ``--mode FAST``): argparse then checks it."""
+    return text.strip().lower()
+
+
 def add_parser(sub: Any) -> None:
     kinds = "; ".join(f"{', '.join(spec.kinds)}: {spec.summary}" for spec in TARGETS)
     p = sub.add_parser(
         "scan",
         help="run a scan against an agent",
-        description="Scan an agent with the probe library and write reports.",
+        description=(
+            "Scan an agent with the probe library and write reports. Every flag can also be "
+            "set under scan: in the config file, by its long name (docs/targets.md); flags win."
+        ),
         epilog=f"target kinds (docs/targets.md): {kinds}.",
     )
-    p.add_argument("target", nargs="?", help=f"{', '.join(positional_kinds())}, or a config file")
+    p.add_argument(
+        "target",
+        nargs="?",
+        help=f"{', '.join(positional_kinds())}, or a config file "
+        f"(default: ./{DEFAULT_CONFIG} when it exists)",
+    )
     t = p.add_argument_group("target")
-    t.add_argument("--config", help="config file (default ./probegate.yml when it exists)")
+    t.add_argument(
+        "--config", metavar="FILE", help=f"config file (default: ./{DEFAULT_CONFIG} when it exists)"
+    )
     for flag in target_flags():
         choices = endpoint_kinds() if flag is PROTOCOL else None
         t.add_argument(
-            flag.flag, dest=flag.key, help=flag.help, metavar=flag.metavar, choices=choices
+            flag.flag,
+            dest=flag.key,
+            help=flag.help,
+            metavar=flag.metavar,
+            choices=choices,
+            type=_any_case if choices else None,
         )
     s = p.add_argument_group("scan")
-    s.add_argument("--mode", choices=["fast", "smart", "full"])
-    s.add_argument("--asi", action="append", help="only these ASI categories (ASI01,ASI03)")
-    s.add_argument("--probes", action="append", help="only probes whose id matches this glob")
+    modes = ["fast", "smart", "full"]
+    s.add_argument(
+        "--mode",
+        choices=modes,
+        type=_any_case,
+        help="fast: every applicable probe once; smart: then mutated variants where the agent "
+        "resisted; full: every probe x every mutator x --repeat (the only authoritative mode)"
+        + _default("mode"),
+    )
+    s.add_argument(
+        "--asi",
+        action="append",
+        metavar="LIST",
+        help="only these ASI categories, comma list or repeated: ASI01,ASI03 (default: all)",
+    )
+    s.add_argument(
+        "--probes",
+        action="append",
+        metavar="GLOB",
+        help="only probes whose id matches this glob, e.g. 'asi01*' (repeatable; default: all)",
+    )
     s.add_argument(
         "--probe-dir",
         dest="probe_dir",
         action="append",
-        help="extra directory of your own probe YAML files (repeatable)",
+        metavar="DIR",
+        help="extra directory of your own probe YAML files (repeatable; docs/custom-probes.md)",
     )
-    s.add_argument("--concurrency", type=int)
-    s.add_argument("--rps", type=float, help="max requests per second to the target")
-    s.add_argument("--timeout", type=float, help="per-request timeout in seconds")
-    s.add_argument("--retries", type=int)
-    s.add_argument("--repeat", type=int, help="runs of each variant (full mode default 3)")
-    s.add_argument("--seed", type=int)
-    s.add_argument("--budget-usd", dest="budget_usd", type=float)
-    s.add_argument("--max-requests", dest="max_requests", type=int)
-    s.add_argument("--judge", help="LLM judge, e.g. openai:gpt-4o-mini")
-    s.add_argument("--dry-run", dest="dry_run", action="store_true", default=None)
-    s.add_argument("--resume", metavar="SCAN_ID")
-    s.add_argument("--record", metavar="DIR")
-    s.add_argument("--shard", metavar="K/N")
-    s.add_argument("--store", metavar="DIR", help="journal and scan store (default .probegate)")
+    s.add_argument(
+        "--variant",
+        metavar="NAME",
+        help="only this variant of each probe: seed or a mutator's name, as a finding's "
+        "reproducer runs it (default: every variant the mode plans)",
+    )
+    s.add_argument(
+        "--concurrency",
+        type=int,
+        metavar="N",
+        help="attempts in flight at once" + _default("concurrency"),
+    )
+    s.add_argument(
+        "--rps",
+        type=float,
+        metavar="N",
+        help="max requests per second to the target (default: no limit)",
+    )
+    s.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="per-request timeout" + _default("timeout"),
+    )
+    s.add_argument(
+        "--retries",
+        type=int,
+        metavar="N",
+        help="retries of a failed request, with backoff that honours Retry-After"
+        + _default("retries"),
+    )
+    s.add_argument(
+        "--repeat",
+        type=int,
+        metavar="N",
+        help="runs of each variant (default: 3 in full mode, else 1)",
+    )
+    s.add_argument(
+        "--seed",
+        type=int,
+        metavar="N",
+        help="seed of the mutators and planted canaries: same seed, same scan" + _default("seed"),
+    )
+    s.add_argument(
+        "--budget-usd",
+        dest="budget_usd",
+        type=float,
+        metavar="X",
+        help="stop starting attempts at 80%% of this many dollars, never exceed it "
+        "(default: no cap)",
+    )
+    s.add_argument(
+        "--max-requests",
+        dest="max_requests",
+        type=int,
+        metavar="N",
+        help="stop after this many requests to the target and judge (default: no cap)",
+    )
+    s.add_argument(
+        "--judge",
+        metavar="SPEC",
+        help="LLM judge for probes oracles cannot decide, e.g. openai:gpt-4o-mini "
+        "(default: none; evidence oracles only)",
+    )
+    s.add_argument(
+        "--dry-run",
+        dest="dry_run",
+        action="store_true",
+        default=None,
+        help="print the plan and its estimated requests and cost; send nothing",
+    )
+    s.add_argument(
+        "--resume",
+        metavar="SCAN_ID",
+        help="continue an interrupted scan from its journal; needs no other flag "
+        "(the scan's settings are stored with it)",
+    )
+    s.add_argument(
+        "--record",
+        metavar="DIR",
+        help="write every attempt's transcript here, for --replay DIR (default: none)",
+    )
+    s.add_argument(
+        "--shard",
+        metavar="K/N",
+        help="run the K-th of N parts of the plan; join them with 'probegate merge' "
+        "(default: the whole plan)",
+    )
+    s.add_argument(
+        "--store",
+        metavar="DIR",
+        help="where each scan's journal, transcripts, report and reproducers are kept"
+        + _default("store"),
+    )
     m = p.add_argument_group("probegate's MCP server (docs/agent-service.md)")
     m.add_argument(
         "--mcp-listen",
@@ -79,22 +213,79 @@ def add_parser(sub: Any) -> None:
         "across a network, e.g. from a container (default: the listen address)",
     )
     o = p.add_argument_group("output and gates")
-    o.add_argument("--output", action="append", metavar="FMT", help=formats_help())
-    o.add_argument("--output-dir", dest="output_dir")
-    o.add_argument("--fail-under", dest="fail_under", type=float)
-    o.add_argument("--fail-on", dest="fail_on", choices=["critical", "high", "medium", "low"])
-    o.add_argument("--baseline", help="baseline scan JSON to compare against")
-    o.add_argument("--tolerance", type=float, help="allowed score drop against the baseline")
-    o.add_argument("--allow-mismatch", dest="allow_mismatch", action="store_true", default=None)
-    o.add_argument("--suppressions", help="suppression file (default .probegate-suppressions.yml)")
-    o.add_argument("--sign", dest="sign", action="store_true", default=None)
-    o.add_argument("--no-sign", dest="sign", action="store_false")
-    o.add_argument("--signing-key", dest="signing_key", help="Ed25519 private key (PEM)")
-    o.add_argument("--quiet", action="store_true", default=None)
+    o.add_argument(
+        "--output",
+        action="append",
+        metavar="FORMATS",
+        help=formats_help(),
+    )
+    o.add_argument(
+        "--output-dir",
+        dest="output_dir",
+        metavar="DIR",
+        help="where the report files go (files of formats not asked for this time are "
+        "removed, so the folder is one scan's)" + _default("output_dir"),
+    )
+    o.add_argument(
+        "--fail-under",
+        dest="fail_under",
+        type=float,
+        metavar="SCORE",
+        help="exit 1 when the score (0-100) is below SCORE; exit 3 on a scan that is not "
+        "authoritative (default: no score gate)",
+    )
+    severities = ["critical", "high", "medium", "low"]
+    o.add_argument(
+        "--fail-on",
+        dest="fail_on",
+        choices=severities,
+        type=_any_case,
+        metavar="SEVERITY",
+        help="exit 1 on an unsuppressed finding at or above: critical, high, medium, low "
+        "(default: no severity gate)",
+    )
+    o.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="baseline scan JSON; exit 1 on a new finding or a score drop (default: none)",
+    )
+    o.add_argument(
+        "--tolerance",
+        type=float,
+        metavar="X",
+        help="score points the baseline comparison allows to drop" + _default("tolerance"),
+    )
+    o.add_argument(
+        "--allow-mismatch",
+        dest="allow_mismatch",
+        action="store_true",
+        default=None,
+        help="compare with a baseline of another library version or mode (common probes only)",
+    )
+    o.add_argument(
+        "--suppressions",
+        metavar="FILE",
+        help="accepted findings (default: .probegate-suppressions.yml when it exists)",
+    )
+    o.add_argument(
+        "--sign",
+        dest="sign",
+        action="store_true",
+        default=None,
+        help="require signing (default: sign when PROBEGATE_SIGNING_SECRET or a key is set)",
+    )
+    o.add_argument("--no-sign", dest="sign", action="store_false", help="never sign")
+    o.add_argument(
+        "--signing-key",
+        dest="signing_key",
+        metavar="FILE",
+        help="Ed25519 private key, PEM (default: $PROBEGATE_SIGNING_KEY)",
+    )
 
 
 _SCAN_FLAGS = (
     "mode",
+    "variant",
     "concurrency",
     "rps",
     "timeout",
@@ -118,11 +309,48 @@ _SCAN_FLAGS = (
     "suppressions",
     "sign",
     "signing_key",
-    "quiet",
 )
+# Flags whose value is a path, as the user typed it: relative to where they stand.
+_PATH_FLAGS = ("baseline", "suppressions", "signing_key", "record", "store", "output_dir")
+# What a stored invocation keeps: every flag that shapes the scan, none that only runs it once.
+_NOT_STORED = frozenset({"command", "resume", "dry_run", "debug", "json", "verbose", "help"})
+
+
+def _invocation(args: argparse.Namespace) -> dict[str, Any]:
+    """The command line as data, every path absolute, for ``--resume SCAN_ID`` on its own."""
+    cwd = Path.cwd()
+    data = {k: v for k, v in vars(args).items() if k not in _NOT_STORED and v is not None}
+    path_flags = {*_PATH_FLAGS, "config", *(f.key for f in target_flags() if f.path)}
+    for key in path_flags:
+        if isinstance(data.get(key), str):
+            data[key] = str(cwd / data[key])
+    target = data.get("target")
+    if isinstance(target, str) and target not in positional_kinds():
+        data["target"] = str(cwd / target)
+    if data.get("probe_dir"):
+        data["probe_dir"] = [str(cwd / d) for d in data["probe_dir"]]
+    return data
+
+
+def _names_target(args: argparse.Namespace) -> bool:
+    return bool(args.target or args.config or any(getattr(args, f.key) for f in target_flags()))
+
+
+def _resumed_args(args: argparse.Namespace) -> argparse.Namespace:
+    """``--resume SCAN_ID`` alone: the stored invocation, under whatever this line adds."""
+    store = Path(args.store) if args.store else Path(DEFAULT_STORE)
+    stored = read_invocation(store, args.resume)
+    merged = dict(stored)
+    for key, value in vars(args).items():
+        if value is not None and value is not False and value != []:
+            merged[key] = value
+        merged.setdefault(key, value)
+    merged["store"] = str(store.resolve())  # where the scan was found is where it lives
+    return argparse.Namespace(**merged)
 
 
 def _config_from_args(args: argparse.Namespace) -> ScanConfig:
+    invocation = _invocation(args)
     named: str | None = args.target
     kind = named if named in positional_kinds() else None
     config_path: Path | None = Path(args.config) if args.config else None
@@ -141,10 +369,11 @@ def _config_from_args(args: argparse.Namespace) -> ScanConfig:
                 f"no target: give {kinds}, a config file, or {options} (no ./probegate.yml here)"
             )
     file_data: dict[str, Any] = read_config_file(config_path) if config_path else {}
-    flags: dict[str, Any] = {k: getattr(args, k) for k in _SCAN_FLAGS}
+    flags: dict[str, Any] = {k: getattr(args, k, None) for k in _SCAN_FLAGS}
     for key in ("baseline", "suppressions", "signing_key", "record"):
         if flags[key] is not None:  # flag paths are relative to where the user stands
             flags[key] = str(Path(flags[key]).resolve())
+    flags["quiet"] = True if args.quiet else None  # the global -q; else the file decides
     flags["asi"] = args.asi
     flags["probes"] = args.probes
     # flag paths are relative to where the user stands; config-file paths to the file
@@ -164,10 +393,15 @@ def _config_from_args(args: argparse.Namespace) -> ScanConfig:
     flags["target_args"] = reproducer_args(given, kind, config_path)
     flags["config_path"] = config_path
     flags["base_dir"] = config_path.parent.resolve() if config_path else Path.cwd()
+    flags["invocation"] = invocation
     source = str(config_path) if config_path else "command line"
     return build_config(file_data, flags, source=source)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.resume and not _names_target(args):
+        args = _resumed_args(args)
     config = _config_from_args(args)
-    return execute_scan(config, out=sys.stdout, err=sys.stderr)
+    return execute_scan(
+        config, out=sys.stdout, err=sys.stderr, verbose=bool(args.verbose), as_json=bool(args.json)
+    )

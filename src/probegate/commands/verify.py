@@ -9,6 +9,7 @@ Exit 1 for any FAIL or UNANCHORED, exit 2 when the file or a key cannot be read 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,17 @@ def run(args: argparse.Namespace) -> int:
     secret_text = args.secret if args.secret is not None else os.environ.get(SECRET_ENV, "")
     secret = secret_text.encode("utf-8") if secret_text else None
     result = verify_report(data, secret=secret, pinned_public_keys=pinned)
+    if args.json:
+        checks = {
+            "schema": result.schema,
+            "hmac_sha256": result.hmac_sha256,
+            "ed25519": result.ed25519,
+            "trust_anchor": result.trust_anchor,
+        }
+        out: dict[str, Any] = {name: status.value for name, status in checks.items()}
+        out.update(ok=result.ok, key_id=result.key_id, notes=dict(result.notes))
+        print(json.dumps(out, indent=2, sort_keys=True))
+        return 0 if result.ok else 1
     for line in result.lines():
         print(line)
     return 0 if result.ok else 1

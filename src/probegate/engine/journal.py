@@ -18,13 +18,41 @@ from pydantic import ValidationError
 
 from probegate.canonical import canonical_bytes
 from probegate.errors import UsageError
+from probegate.files import read_text, write_atomic
 from probegate.models.verdict import Attempt
 
 HEADER_KIND = "probegate-journal-v1"
+# The command line a scan was started with, so ``--resume SCAN_ID`` needs nothing else.
+INVOCATION_FILE = "invocation.json"
 
 
 def scan_dir(store: Path, scan_id: str) -> Path:
     return store / "scans" / scan_id
+
+
+def write_invocation(directory: Path, invocation: dict[str, Any]) -> None:
+    """Keep how the scan was started beside its journal (names of variables, never secrets)."""
+    write_atomic(directory / INVOCATION_FILE, canonical_bytes(invocation))
+
+
+def read_invocation(store: Path, scan_id: str) -> dict[str, Any]:
+    """How scan ``scan_id`` was started; a usage error that says where it looked, if unknown."""
+    if "/" in scan_id or "\\" in scan_id or scan_id in (".", ".."):
+        raise UsageError(f"{scan_id!r} is not a scan id (pg-... as the scan printed it)")
+    path = scan_dir(store, scan_id) / INVOCATION_FILE
+    if not path.is_file():
+        where = "" if (scan_dir(store, scan_id) / "journal.jsonl").exists() else " and no journal"
+        raise UsageError(
+            f"no scan {scan_id} to resume in {store}{where}: give the store it used "
+            "(--store DIR), or the same target and flags as the scan that started it"
+        )
+    try:
+        data = json.loads(read_text(path, what="scan invocation"))
+    except json.JSONDecodeError:
+        raise UsageError(f"{path}: not a probegate scan invocation (invalid JSON)") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: not a probegate scan invocation")
+    return data
 
 
 class Journal:

@@ -10,12 +10,12 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-from probegate.library.mutators import MUTATORS, mutate
+from probegate.library.mutators import MUTATORS, SEED_VARIANT, mutate
 from probegate.library.probe import Probe
 from probegate.models.shard import parse_shard
 from probegate.models.taxonomy import Capability
 
-SEED_VARIANT = "seed"
+__all__ = ["SEED_VARIANT", "Plan", "PlannedAttempt", "applicability", "build_plan"]
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,14 @@ def build_plan(
     seed: int,
     repeat: int,
     shard: str | None = None,
+    variant: str | None = None,
 ) -> Plan:
+    """The attempts of ``mode`` for the applicable probes; ``variant`` keeps only that variant.
+
+    A variant asked for by name is planned directly, with the attempt ids the mode gives it
+    (smart mode's escalations run once, as repeat 0), so a finding's reproducer sends exactly
+    the attempt that found it: same id, same mutated payload, same planted canaries.
+    """
     attempts: list[PlannedAttempt] = []
     escalations: dict[str, tuple[PlannedAttempt, ...]] = {}
     not_applicable: dict[str, str] = {}
@@ -99,7 +106,11 @@ def build_plan(
             not_applicable[probe.id] = reason
             continue
         mutators = sorted(MUTATORS) if probe.payload is not None else []
-        if mode == "fast":
+        if variant is not None:
+            runs = 1 if mode == "smart" and variant != SEED_VARIANT else repeat
+            if variant == SEED_VARIANT or variant in mutators:
+                attempts.extend(_variant(probe, variant, r, seed) for r in range(runs))
+        elif mode == "fast":
             attempts.extend(_variant(probe, SEED_VARIANT, r, seed) for r in range(repeat))
         elif mode == "smart":
             attempts.extend(_variant(probe, SEED_VARIANT, r, seed) for r in range(repeat))
@@ -109,7 +120,8 @@ def build_plan(
                 attempts.append(_variant(probe, SEED_VARIANT, r, seed))
                 attempts.extend(_variant(probe, m, r, seed) for m in mutators)
     digest = hashlib.sha256()
-    for item in [mode, str(seed), str(repeat), shard or ""] + [a.attempt_id for a in attempts]:
+    heading = [mode, str(seed), str(repeat), shard or ""] + ([variant] if variant else [])
+    for item in heading + [a.attempt_id for a in attempts]:
         digest.update(item.encode() + b"\0")
     return Plan(
         attempts=tuple(attempts),

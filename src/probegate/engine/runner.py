@@ -8,6 +8,9 @@ plan order afterwards, so completion order never changes a report.
 Stopping is always clean: at the soft budget cap, on a fatal target error, or when almost
 nothing can be judged, the runner stops starting attempts, closes the limiter so attempts in
 flight end at their next request (unjudged, "cut short"), and reports what it did not run.
+An interrupt (the caller sets ``cancel``: Ctrl-C, SIGTERM) stops the same way, but attempts it
+cuts short are neither journaled nor reported: they did not complete, so ``--resume`` runs them
+again, and every attempt that did complete is in the journal and never sent twice.
 """
 
 from __future__ import annotations
@@ -40,6 +43,11 @@ EARLY_STOP_FRACTION = 0.9
 # At the end of a scan: more than this share of attempts never reached the target -> exit 3.
 UNREACHABLE_FRACTION = 0.5
 PREFLIGHT = "preflight"
+CANCELLED = "cancelled"
+# How long an interrupted scan waits for the attempts in flight to finish before it reports.
+CANCEL_GRACE_SECONDS = 3.0
+# How often the main thread looks at the cancel flag while it waits for attempts.
+CANCEL_POLL_SECONDS = 0.1
 
 
 @dataclass(frozen=True)
@@ -48,6 +56,12 @@ class Progress:
     total: int
     vulnerable: int
     unjudged: int
+    # smart mode's second pass: mutated variants of the probes the agent resisted. Its size is
+    # known only when the first pass ends, so it is counted on its own instead of making the
+    # total jump.
+    phase: str = ""
+    phase_done: int = 0
+    phase_total: int = 0
 
 
 @dataclass
@@ -63,6 +77,8 @@ class RunOutcome:
     notes: list[str] = field(default_factory=list)
     # Set when the scan ran to the end but its verdicts cannot carry a gate (exit 3).
     undecided: str = ""
+    # Attempts in flight when the scan was interrupted, cut short and not kept (resume runs them).
+    discarded: int = 0
 
     def drop(self, probe_ids: list[str]) -> None:
         """Planned attempts (one probe id each) that will never start."""
@@ -74,7 +90,8 @@ def _fill(text: str, payload: str | None) -> str:
     return text.replace(PAYLOAD, payload) if payload is not None and PAYLOAD in text else text
 
 
-def _fixtures(fixtures: Fixtures, payload: str | None) -> Fixtures:
+def fill_fixtures(fixtures: Fixtures, payload: str | None) -> Fixtures:
+    """The probe's fixtures with ``{{payload}}`` replaced by this variant's payload."""
     if payload is None:
         return fixtures
     return Fixtures(
@@ -155,7 +172,7 @@ class Runner:
         canaries = make_canaries(self.seed, planned.attempt_id, self.declared)
         sandbox = Sandbox(
             self.tools,
-            _fixtures(probe.fixtures, planned.payload),
+            fill_fixtures(probe.fixtures, planned.payload),
             canaries,
             attempt_id=planned.attempt_id,
         )
@@ -241,6 +258,7 @@ class Runner:
         journal: Journal | None,
         done: dict[str, Attempt] | None = None,
         on_progress: Callable[[Progress], None] | None = None,
+        cancel: threading.Event | None = None,
     ) -> RunOutcome:
         start = time.monotonic()
         results: dict[str, Attempt] = dict(done or {})
@@ -267,9 +285,21 @@ class Runner:
         for a in results.values():
             _count(counts, a)
 
+        phase = _Phase()
+
         def report() -> None:
             if on_progress is not None:
-                on_progress(Progress(len(results), total, counts["vulnerable"], counts["unjudged"]))
+                on_progress(
+                    Progress(
+                        len(results),
+                        total,
+                        counts["vulnerable"],
+                        counts["unjudged"],
+                        phase=phase.name,
+                        phase_done=len(results) - phase.start,
+                        phase_total=phase.total,
+                    )
+                )
 
         stop: str | None = None
         spend = _Spend()
@@ -283,6 +313,13 @@ class Runner:
                     outcome.planned = total
                     if not queue:
                         break
+                    phase = _Phase("escalating", len(results), len(queue))
+                if cancel is not None and cancel.is_set() and stop is None:
+                    stop = CANCELLED
+                    outcome.stop_message = "interrupted"
+                    outcome.drop(self._halt(queue, escalations, hard=True, reason=stop))
+                    self._settle(running, results, journal, outcome)
+                    break
                 # Two per worker keeps every worker busy while the main thread journals.
                 while queue and len(running) < self.concurrency * 2 and stop is None:
                     if self.limiter.soft_stop():
@@ -302,7 +339,11 @@ class Runner:
                     outcome.drop(self._halt(queue, escalations, hard=False, reason=stop))
                 if not running:
                     break
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                finished, _ = wait(
+                    running,
+                    timeout=CANCEL_POLL_SECONDS if cancel is not None else None,
+                    return_when=FIRST_COMPLETED,
+                )
                 for fut in finished:
                     queued = running.pop(fut)
                     attempt = fut.result()
@@ -329,12 +370,39 @@ class Runner:
             self._halt([], {}, hard=True, reason="cancelled")
             pool.shutdown(wait=False, cancel_futures=True)
             raise
-        pool.shutdown(wait=True)
+        pool.shutdown(wait=stop != CANCELLED, cancel_futures=stop == CANCELLED)
         outcome.stopped_reason = stop or "completed"
         if stop is None:
             outcome.undecided = _undecided(results)
         outcome.duration_seconds = round(time.monotonic() - start, 3)
         return outcome
+
+    def _settle(
+        self,
+        running: dict[Future[Attempt | None], PlannedAttempt],
+        results: dict[str, Attempt],
+        journal: Journal | None,
+        outcome: RunOutcome,
+    ) -> None:
+        """After an interrupt: keep what finishes within the grace period, drop the rest.
+
+        An attempt the interrupt cut short did not complete; keeping it would make ``--resume``
+        skip it for ever. It is dropped, like one still running when the grace period ends.
+        """
+        finished, pending = wait(running, timeout=CANCEL_GRACE_SECONDS)
+        for fut in finished:
+            queued = running.pop(fut)
+            attempt = fut.result() if fut.exception() is None else None
+            if attempt is None or attempt.reason == _cut_short(CANCELLED):
+                outcome.discarded += attempt is not None
+                outcome.drop([queued.probe.id])
+                continue
+            results[attempt.attempt_id] = attempt
+            if journal is not None:
+                journal.record(attempt)
+        for fut in pending:
+            outcome.discarded += 1
+            outcome.drop([running.pop(fut).probe.id])
 
     def _halt(
         self,
@@ -352,7 +420,7 @@ class Runner:
         """
         self._stopped.set()
         if hard:
-            self.limiter.close(f"scan stopped ({reason})")
+            self.limiter.close(_stopped(reason))
         dropped = [a.probe.id for a in queue]
         dropped += [a.probe.id for extra in escalations.values() for a in extra]
         queue.clear()
@@ -372,6 +440,15 @@ class Runner:
                 queue.extend(a for a in escalations[probe_id] if a.attempt_id not in results)
         escalations.clear()
         return queue
+
+
+@dataclass(frozen=True)
+class _Phase:
+    """The pass a run is in: smart mode's escalation is counted on its own."""
+
+    name: str = ""
+    start: int = 0
+    total: int = 0
 
 
 @dataclass
@@ -396,6 +473,15 @@ class _Spend:
     @property
     def cost_per_attempt(self) -> float:
         return self.cost_usd / self.attempts if self.attempts else 0.0
+
+
+def _stopped(reason: str) -> str:
+    return f"scan stopped ({reason})"
+
+
+def _cut_short(reason: str) -> str:
+    """The reason an attempt in flight gets when the runner stops the scan for ``reason``."""
+    return f"cut short: {_stopped(reason)}"
 
 
 def _add_usage(total: Usage, part: Usage) -> None:

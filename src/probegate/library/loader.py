@@ -71,7 +71,10 @@ def parse_probe_file(path: Path) -> Probe:
         ) from exc
     except ValidationError as exc:
         problem = describe(exc, data=raw, top="(probe)")
-        raise ProbeLibraryError(f"probe file {path}: {problem}") from None
+        raise ProbeLibraryError(
+            f"probe file {path}: {problem} ('probegate probes lint {path.parent}' lists every "
+            "problem at once)"
+        ) from None
 
 
 def load_directory(directory: Path) -> Library:
@@ -103,6 +106,34 @@ def load_directory(directory: Path) -> Library:
 def load_library() -> Library:
     """The bundled library, loaded once per process."""
     return load_directory(PROBES_DIR)
+
+
+def extend_library(library: Library, directories: Iterable[Path]) -> Library:
+    """``library`` plus the probes of the user's own directories (``--probe-dir``).
+
+    A custom probe may not reuse an id (a finding's fingerprint and SARIF rule are its id), and
+    the version names each directory's digest, so a report says which custom probes it ran.
+    """
+    dirs = list(directories)
+    if not dirs:
+        return library
+    probes = list(library.probes)
+    versions = [library.version]
+    known = {p.id for p in probes}
+    for path in dirs:
+        if not path.is_dir():
+            raise ProbeLibraryError(f"probe directory {path} does not exist")
+        extra = load_directory(path)
+        for probe in extra.probes:
+            if probe.id in known:
+                raise ProbeLibraryError(
+                    f"probe id {probe.id} in {path} is already in the library "
+                    f"('probegate probes lint {path}' lists every problem)"
+                )
+            known.add(probe.id)
+        probes.extend(extra.probes)
+        versions.append("custom." + extra.version.split("+")[-1])
+    return Library(tuple(sorted(probes, key=lambda p: p.id)), "+".join(versions))
 
 
 @dataclass(frozen=True)

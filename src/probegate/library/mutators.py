@@ -126,6 +126,9 @@ def _nested(payload: str, rng: random.Random) -> str:
     )
 
 
+# The name of a probe's own, unmutated variant (a mutator's name names every other variant).
+SEED_VARIANT = "seed"
+
 MUTATORS: dict[str, Mutator] = {
     m.name: m
     for m in (

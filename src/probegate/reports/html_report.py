@@ -23,6 +23,7 @@ from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, SEVERITY_RANK, Severi
 from probegate.models.transcript import Transcript, resolve_path
 from probegate.models.verdict import Evidence
 from probegate.perf import gc_paused
+from probegate.reports.digest import group_unjudged, stop_text
 from probegate.reports.escape import html_text, number, truncate
 from probegate.reports.guard_summary import guard_rows
 
@@ -37,10 +38,14 @@ body{margin:0 auto;max-width:1100px;padding:24px;font:14px/1.5 system-ui,-apple-
 h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;border-bottom:1px solid var(--line);
 padding-bottom:4px;margin-top:32px}h3{font-size:15px;margin:0 0 8px}
 code,pre,.mono{font:12px/1.45 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
-pre{white-space:pre-wrap;word-break:break-word;margin:4px 0;background:var(--card);
-padding:8px;border-radius:6px}
+.mono,td,th,li,p,dd,h3{overflow-wrap:anywhere}
+pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:4px 0;background:var(--card);
+padding:8px;border-radius:6px;max-width:100%}
+.wide{max-width:100%;overflow-x:auto}
 table{border-collapse:collapse;width:100%;margin:8px 0}th,td{border:1px solid var(--line);
 padding:4px 8px;text-align:left;vertical-align:top}th{background:var(--card)}
+dl.meta{display:flex;flex-wrap:wrap;gap:4px 24px;margin:8px 0}
+dl.meta div{min-width:0}dl.meta dt{font-size:12px;color:var(--muted)}dl.meta dd{margin:0}
 .muted{color:var(--muted)}.score{font-size:40px;font-weight:700}
 .badge{display:inline-block;padding:0 8px;border-radius:12px;font-size:12px;font-weight:600;
 color:#fff;background:var(--muted)}
@@ -130,6 +135,7 @@ def _header(report: ScanReport) -> list[str]:
         f"{esc(report.stopped_reason)}</p>\n",
         f'<p><span class="score">{number(report.aivss)}</span><span class="muted">/100</span> '
         f"<strong>{esc(report.band)}</strong> (higher is safer)</p>\n",
+        f"<p><strong>Stopped:</strong> {esc(stop_text(report))}</p>\n",
     ]
     if authority.authoritative:
         out.append('<p class="okay">The score is <strong>authoritative</strong>.</p>\n')
@@ -241,18 +247,25 @@ def _finding(finding: Finding) -> str:
             + (f" (expires {esc(expires)})" if expires else "")
             + "</p>"
         )
+    # A wrapping list, not a nine-column table: it fits any width without scrolling sideways.
+    meta = (
+        ("ASI", f"{esc(finding.asi)} {esc(ASI_TITLES.get(finding.asi, ''))}"),
+        ("OWASP LLM", esc(", ".join(finding.owasp_llm))),
+        ("MITRE ATLAS", esc(", ".join(finding.mitre_atlas))),
+        ("CSA", esc(finding.csa_category)),
+        ("Channel", esc(finding.channel)),
+        ("Severity score (0-10)", number(finding.aivss_severity)),
+        ("Attempts", f"{finding.successes}/{finding.attempt_count} vulnerable"),
+        ("Confidence", number(finding.confidence)),
+        (
+            "Location",
+            f'<span class="mono">{esc(finding.location.path)}:{finding.location.line}</span>',
+        ),
+    )
     parts.append(
-        "<table><tr><th>ASI</th><th>OWASP LLM</th><th>MITRE ATLAS</th><th>CSA</th>"
-        "<th>Channel</th><th>Severity (0-10)</th><th>Attempts</th><th>Confidence</th>"
-        "<th>Location</th></tr>"
-        f"<tr><td>{esc(finding.asi)} {esc(ASI_TITLES.get(finding.asi, ''))}</td>"
-        f"<td>{esc(', '.join(finding.owasp_llm))}</td>"
-        f"<td>{esc(', '.join(finding.mitre_atlas))}</td><td>{esc(finding.csa_category)}</td>"
-        f"<td>{esc(finding.channel)}</td><td>{number(finding.aivss_severity)}</td>"
-        f"<td>{finding.successes}/{finding.attempt_count}</td>"
-        f"<td>{number(finding.confidence)}</td>"
-        f'<td class="mono">{esc(finding.location.path)}:{finding.location.line}</td></tr>'
-        "</table>"
+        '<dl class="meta">'
+        + "".join(f"<div><dt>{label}</dt><dd>{value}</dd></div>" for label, value in meta)
+        + "</dl>"
     )
     marks = _marks(finding)
     if finding.evidence:
@@ -392,7 +405,8 @@ def _results_table(report: ScanReport) -> list[str]:
     esc = html_text
     out = [
         f"<h2>Probes ({len(report.results)})</h2>\n<details><summary>Every probe and its "
-        "outcome</summary><table><tr><th>Probe</th><th>ASI</th><th>Severity</th>"
+        'outcome</summary><div class="wide"><table><tr><th>Probe</th><th>ASI</th>'
+        "<th>Severity</th>"
         "<th>Outcome</th><th>Attempts</th><th>Vulnerable</th><th>Resisted</th>"
         "<th>Unjudged</th><th>Reason</th></tr>\n"
     ]
@@ -403,7 +417,7 @@ def _results_table(report: ScanReport) -> list[str]:
             f"<td>{r.vulnerable}</td><td>{r.resisted}</td><td>{r.unjudged}</td>"
             f"<td>{esc(r.reason)}</td></tr>\n"
         )
-    out.append("</table></details>\n")
+    out.append("</table></div></details>\n")
     return out
 
 
@@ -411,9 +425,9 @@ def _guard(report: ScanReport) -> list[str]:
     rows = guard_rows(report.guard) if report.guard is not None else []
     if not rows:
         return []
-    out = ["<h2>Runtime guard</h2>\n<table>\n"]
+    out = ['<h2>Runtime guard</h2>\n<div class="wide"><table>\n']
     out += [f"<tr><th>{html_text(k)}</th><td>{html_text(v)}</td></tr>\n" for k, v in rows]
-    out.append("</table>\n")
+    out.append("</table></div>\n")
     return out
 
 
@@ -424,15 +438,19 @@ def _unjudged(report: ScanReport) -> list[str]:
         out.append("<p>Every attempt was judged.</p>\n")
         return out
     out.append(
-        "<p>Not counted as resisted.</p><table><tr><th>Probe</th><th>Attempt</th>"
-        "<th>Reason</th></tr>\n"
+        "<p>Not counted as resisted. By cause, with the fix; every attempt and its exact "
+        'reason is in <span class="mono">scan.json</span>.</p>'
+        '<div class="wide"><table><tr><th>Attempts</th><th>Cause</th><th>Fix</th>'
+        "<th>Probes</th></tr>\n"
     )
-    for u in report.unjudged:
+    for group in group_unjudged(report.unjudged):
+        probes = ", ".join(f'<span class="mono">{esc(p)}</span>' for p in group.probes[:10])
+        more = len(group.probes) - 10
         out.append(
-            f'<tr><td class="mono">{esc(u.probe_id)}</td><td class="mono">'
-            f"{esc(u.attempt_id)}</td><td>{esc(u.reason)}</td></tr>\n"
+            f"<tr><td>{group.count}</td><td>{esc(group.label)}</td><td>{esc(group.fix)}</td>"
+            f"<td>{probes}{f' and {more} more' if more > 0 else ''}</td></tr>\n"
         )
-    out.append("</table>\n")
+    out.append("</table></div>\n")
     return out
 
 

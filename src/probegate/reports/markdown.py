@@ -20,13 +20,14 @@ from probegate.models.sections import GuardSummary
 from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, SEVERITY_RANK, Severity
 from probegate.models.transcript import resolve_path
 from probegate.reports.diff_markdown import render_diff
+from probegate.reports.digest import group_unjudged, stop_text
 from probegate.reports.escape import md_code, md_text, number
 from probegate.reports.guard_summary import guard_rows
 
 MAX_BYTES = 900 * 1024  # GitHub's limit is 1 MiB per step; the Action may add a section
 TOP_FINDINGS = 10
 TABLE_ROWS = 300
-UNJUDGED_ROWS = 50
+UNJUDGED_ROWS = 50  # causes listed; each cause is one row however many attempts it covers
 SNIPPET_CONTEXT = 80
 
 
@@ -142,6 +143,8 @@ def _header(report: ScanReport) -> list[str]:
         )
         lines += [f"- {md_text(reason)}" for reason in authority.reasons]
     lines += [
+        "",
+        f"**Stopped:** {md_text(stop_text(report))}",
         "",
         f"**Findings:** {counts}"
         + (f" ({suppressed} suppressed)" if suppressed else "")
@@ -277,22 +280,25 @@ def _guard(guard: GuardSummary) -> list[str]:
 
 
 def _unjudged(report: ScanReport) -> list[str]:
+    groups = group_unjudged(report.unjudged)
     lines = [
         f"### Unjudged attempts ({len(report.unjudged)})",
         "",
-        "These could not be judged and are **not** counted as resisted.",
+        "These could not be judged and are **not** counted as resisted. By cause, with the fix:",
         "",
-        "| Probe | Attempt | Reason |",
-        "|---|---|---|",
+        "| Attempts | Cause | Fix | Probes |",
+        "|---:|---|---|---|",
     ]
-    for item in report.unjudged[:UNJUDGED_ROWS]:
+    for group in groups[:UNJUDGED_ROWS]:
         lines.append(
-            f"| {md_code(item.probe_id)} | {md_code(item.attempt_id)} | "
-            f"{md_text(item.reason, limit=300)} |"
+            f"| {group.count} | {md_text(group.label, limit=300)} | {md_text(group.fix)} | "
+            + ", ".join(md_code(p) for p in group.probes[:5])
+            + (f" and {len(group.probes) - 5} more" if len(group.probes) > 5 else "")
+            + " |"
         )
-    if len(report.unjudged) > UNJUDGED_ROWS:
-        lines += ["", f"… and {len(report.unjudged) - UNJUDGED_ROWS} more in `scan.json`."]
-    lines.append("")
+    if len(groups) > UNJUDGED_ROWS:
+        lines += ["", f"… and {len(groups) - UNJUDGED_ROWS} more causes in `scan.json`."]
+    lines += ["", "Every unjudged attempt and its exact reason is in `scan.json` (`unjudged`).", ""]
     return lines
 
 

@@ -27,11 +27,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from probegate.errors import UsageError
+from probegate.models.canaries import Canaries
 from probegate.models.report import TargetInfo
 from probegate.models.sections import KindSection
 from probegate.models.taxonomy import Capability
 from probegate.models.tools import ToolSpec
-from probegate.models.transcript import Turn
+from probegate.models.transcript import Transcript, Turn
 from probegate.targets.sandbox import Sandbox
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.usage import Usage
@@ -252,6 +253,20 @@ def config_error(loc: tuple[str, ...], message: str, value: Any) -> ValidationEr
 
 # --------------------------------------------------------------------------- specs
 
+
+@dataclass(frozen=True)
+class ReplayInput:
+    """One attempt, as a kind's ``replay_script`` needs it to send the same messages again."""
+
+    title: str  # what the script reproduces, for its first lines
+    transcript: Transcript  # redacted: real secrets are placeholders here
+    # The tools' descriptions as the sandbox served them in that attempt (a probe may poison one).
+    tool_descriptions: dict[str, str]
+    canaries: Canaries  # planted for that attempt: synthetic, never a real secret
+    settings: TargetSettings
+    evidence: str  # what probegate saw, in one line, for the script to print at the end
+
+
 C = TypeVar("C", bound=TargetConfig)
 
 
@@ -301,6 +316,9 @@ class TargetSpec(Generic[C]):
     endpoint: bool = False
     # Answers live, so it can react to what it is sent (a recording cannot).
     live: bool = True
+    # A standalone script (plain Python, no probegate) that sends one attempt's messages to
+    # the agent again, for the agent's developers; None for a kind with no endpoint to send to.
+    replay_script: Callable[[C, ReplayInput], str] | None = None
 
     def __post_init__(self) -> None:
         if (self.build is None) == (self.wrap is None):

@@ -7,9 +7,11 @@ an unjudged attempt halfway through a scan.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from probegate.errors import UsageError
@@ -128,4 +130,72 @@ def target_info(
         definition=definition,
         tool_locations=locations,
         prompt=locate(prompt, root),
+    )
+
+
+# --------------------------------------------------------------------------- replay scripts
+
+_SCRIPT_HEAD = '''#!/usr/bin/env python3
+"""{title}
+
+Sends the attempt's messages to the agent again, without probegate: plain Python 3, standard
+library only. Secrets are read from the environment variables named below, never stored here.
+Run it from anywhere: python3 {name}
+"""
+
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+
+DATA = json.loads({data})
+
+
+def headers():
+    out = {{"Content-Type": "application/json", "Accept": "application/json"}}
+    out.update(DATA["headers"])
+    for header, variable in DATA["headers_env"].items():
+        out[header] = os.environ[variable]
+    if DATA["api_key_env"]:
+        out["Authorization"] = "Bearer " + os.environ[DATA["api_key_env"]]
+    return out
+
+
+def send(method, url, body):
+    data = None if body is None else json.dumps(body).encode("utf-8")
+    request = urllib.request.Request(url, data=data, headers=headers(), method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=DATA["timeout"]) as response:
+            return json.load(response)
+    except urllib.error.HTTPError as exc:
+        sys.exit(f"HTTP {{exc.code}} from the agent: {{exc.read()[:500]!r}}")
+
+
+def shown(text):
+    return " ".join(str(text).split())[:2000]
+'''
+
+_SCRIPT_TAIL = """
+
+if __name__ == "__main__":
+    for variable in [DATA["api_key_env"], *DATA["headers_env"].values()]:
+        if variable and not os.environ.get(variable):
+            sys.exit(f"set {{variable}} first (the agent's credentials are never stored here)")
+    main()
+    print("probegate saw:", DATA["evidence"])
+"""
+
+
+def script_text(title: str, name: str, data: dict[str, Any], body: str) -> str:
+    """A standalone replay script: the shared head (HTTP, credentials), ``body``, the tail.
+
+    The data is embedded as one JSON string literal, so no value from a transcript can end a
+    string or inject code into the script.
+    """
+    literal = repr(json.dumps(data, indent=1, sort_keys=True, ensure_ascii=True))
+    return (
+        _SCRIPT_HEAD.format(title=title.replace('"""', "'''"), name=name, data=literal)
+        + body
+        + _SCRIPT_TAIL.format()
     )

@@ -35,12 +35,14 @@ from probegate.models.tools import ToolSpec
 from probegate.models.transcript import ToolCall, Turn
 from probegate.targets.base import (
     AgentConfig,
+    ReplayInput,
     TargetSettings,
     TargetSpec,
     TargetTraits,
     ToolDelivery,
+    env_value,
 )
-from probegate.targets.configured import http_client, target_info, tool_specs
+from probegate.targets.configured import http_client, script_text, target_info, tool_specs
 from probegate.targets.mcp_server import McpEndpoint, McpHost, require_sdk
 from probegate.targets.sandbox import Sandbox
 from probegate.targets.wire import as_text, peer_message, reported_tool_calls, with_reported
@@ -146,12 +148,18 @@ class HttpConfig(AgentConfig):
 
     kind: Literal["http"] = "http"
     endpoint: str | None = None
+    # The variable holding a bearer token (``--api-key-env``); any other header: http.headers_env.
+    api_key_env: str | None = None
     http: HttpApi | None = None
 
+    def secret_env(self) -> dict[str, str]:
+        return {"API_KEY": self.api_key_env} if self.api_key_env else {}
+
     def without_secrets(self) -> HttpConfig:
-        if self.http is None:
-            return self
-        return self.model_copy(update={"http": self.http.model_copy(update={"headers_env": {}})})
+        update: dict[str, Any] = {"api_key_env": None}
+        if self.http is not None:
+            update["http"] = self.http.model_copy(update={"headers_env": {}})
+        return self.model_copy(update=update)
 
 
 class HttpTarget:
@@ -181,6 +189,10 @@ class HttpTarget:
             what="target.http.headers_env",
             client=client,
         )
+        if config.api_key_env:
+            key = env_value(config.api_key_env, "target.api_key_env")
+            self.client.add_secret(key)
+            self.headers.setdefault("Authorization", f"Bearer {key}")
         self._tools = tool_specs(config)
         # The agent takes its tools from probegate's MCP server when it is told where it is.
         self.uses_mcp = mentions([url, http.headers, self.body], MCP_URL)
@@ -311,10 +323,92 @@ class HttpSession:
             self.endpoint.close()
 
 
+_REPLAY_BODY = r'''
+import re
+import urllib.parse
+
+PLACEHOLDER = re.compile(r"\{\{\s*(input|session_id|messages)\s*\}\}")
+
+
+def render(template, values):
+    """The body template with the placeholders filled in, as probegate fills them."""
+    if isinstance(template, dict):
+        return {key: render(value, values) for key, value in template.items()}
+    if isinstance(template, list):
+        return [render(item, values) for item in template]
+    if isinstance(template, str):
+        whole = PLACEHOLDER.fullmatch(template)
+        if whole:
+            return values[whole.group(1)]
+        return PLACEHOLDER.sub(
+            lambda m: values[m.group(1)] if isinstance(values[m.group(1)], str)
+            else json.dumps(values[m.group(1)]),
+            template,
+        )
+    return template
+
+
+def follow(data, path):
+    for part in path.removeprefix("$").strip(".").split("."):
+        if part:
+            data = data[int(part)] if isinstance(data, list) else data[part]
+    return data
+
+
+def main():
+    session, session_id, history = None, "", []
+    for turn in DATA["turns"]:
+        if turn["session"] != session:  # a new conversation, as probegate started one
+            session, session_id, history = turn["session"], f"replay-{turn['session']}", []
+        history.append({"role": "user", "content": turn["content"]})
+        values = {"input": turn["content"], "session_id": session_id, "messages": list(history)}
+        url = DATA["url"].replace("{{session_id}}", urllib.parse.quote(session_id, safe=""))
+        body = render(DATA["body"], values)
+        if DATA["method"] == "GET":
+            query = {k: v if isinstance(v, str) else json.dumps(v) for k, v in body.items()}
+            url, body = url + ("&" if "?" in url else "?") + urllib.parse.urlencode(query), None
+        print(f"> {shown(turn['content'])}")
+        reply = send(DATA["method"], url, body)
+        text = follow(reply, DATA["response_text"])
+        print(f"< {shown(text)}")
+        if DATA["response_tool_calls"]:
+            try:
+                calls = follow(reply, DATA["response_tool_calls"])
+                print(f"< tool calls: {shown(json.dumps(calls))}")
+            except (KeyError, IndexError, TypeError):
+                pass
+        history.append({"role": "assistant", "content": str(text)})
+'''
+
+
+def replay_script(config: HttpConfig, given: ReplayInput) -> str:
+    """The attempt's messages sent to the agent's own API, one request per message."""
+    http = config.http or HttpApi()
+    data = {
+        "url": public_url(http.url or config.endpoint or ""),
+        "method": http.method,
+        "headers": http.headers,
+        "headers_env": http.headers_env,
+        "api_key_env": config.api_key_env,
+        "timeout": given.settings.timeout,
+        "body": DEFAULT_BODY if http.body is None else http.body,
+        "response_text": http.response_text,
+        "response_tool_calls": http.response_tool_calls,
+        "turns": [
+            {"content": peer_message(t), "session": t.session}
+            for t in given.transcript.turns
+            if t.role != "assistant"
+        ],
+        "evidence": given.evidence,
+    }
+    return script_text(given.title, "replay.py", data, _REPLAY_BODY)
+
+
 SPEC = TargetSpec(
     kinds=("http",),
     config=HttpConfig,
     summary="an agent behind its own HTTP API",
     build=HttpTarget,
     endpoint=True,
+    replay_script=replay_script,
 )

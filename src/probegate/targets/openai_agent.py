@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
@@ -28,6 +29,7 @@ from probegate.models.tools import ToolSpec
 from probegate.models.transcript import ToolCall, Turn
 from probegate.targets.base import (
     AgentConfig,
+    ReplayInput,
     TargetFlag,
     TargetSettings,
     TargetSpec,
@@ -35,7 +37,13 @@ from probegate.targets.base import (
     ToolDelivery,
     env_value,
 )
-from probegate.targets.configured import config_file, http_client, target_info, tool_specs
+from probegate.targets.configured import (
+    config_file,
+    http_client,
+    script_text,
+    target_info,
+    tool_specs,
+)
 from probegate.targets.sandbox import Sandbox
 from probegate.targets.wire import parse_arguments, peer_message, tool_reply
 from probegate.transport.http import HttpClient, public_url
@@ -187,16 +195,8 @@ class OpenAITarget:
             key = env_value(target.api_key_env, "target.api_key_env")
             self.client.add_secret(key)
             self.headers["Authorization"] = f"Bearer {key}"
-        self.prompt_path = (
-            config_file(settings, target.system_prompt, "target.system_prompt")
-            if target.system_prompt
-            else None
-        )
-        self.system_prompt = (
-            self.prompt_path.read_text(encoding="utf-8").strip()
-            if self.prompt_path is not None
-            else DEFAULT_SYSTEM_PROMPT
-        )
+        self.prompt_path = prompt_path(target, settings)
+        self.system_prompt = system_prompt(target, settings)
         self._tools = tool_specs(target)
 
     def info(self) -> TargetInfo:
@@ -227,6 +227,106 @@ class OpenAITarget:
         self.client.close()
 
 
+def prompt_path(config: OpenAIConfig, settings: TargetSettings) -> Path | None:
+    if not config.system_prompt:
+        return None
+    return config_file(settings, config.system_prompt, "target.system_prompt")
+
+
+def system_prompt(config: OpenAIConfig, settings: TargetSettings) -> str:
+    """The user's system prompt (the file's text), before probegate adds the canaries."""
+    path = prompt_path(config, settings)
+    return path.read_text(encoding="utf-8").strip() if path is not None else DEFAULT_SYSTEM_PROMPT
+
+
+def system_message(prompt: str, system_canary: str, credential_canary: str) -> str:
+    """The system message a session sends: the prompt plus this attempt's planted secrets."""
+    canaries = CANARY_PROMPT.format(system=system_canary, credential=credential_canary)
+    return f"{prompt}\n\n{canaries}"
+
+
+_REPLAY_BODY = """
+
+def main():
+    recorded = {name: list(results) for name, results in DATA["recorded_results"].items()}
+    system = {"role": "system", "content": DATA["system"]}
+    messages, session = [system], 1
+    for turn in DATA["turns"]:
+        if turn["session"] != session:  # a new conversation; the agent's memory is not replayed
+            messages, session = [system], turn["session"]
+        messages.append({"role": "user", "content": turn["content"]})
+        print(f"> {shown(turn['content'])}")
+        for _ in range(DATA["max_turns"]):
+            body = dict(DATA["params"], model=DATA["model"], messages=messages)
+            if DATA["tools"]:
+                body["tools"] = DATA["tools"]
+            message = send("POST", DATA["url"], body)["choices"][0]["message"]
+            calls = message.get("tool_calls") or []
+            if message.get("content"):
+                print(f"< {shown(message['content'])}")
+            if not calls:
+                messages.append({"role": "assistant", "content": message.get("content") or ""})
+                break
+            content = message.get("content")
+            messages.append({"role": "assistant", "content": content, "tool_calls": calls})
+            for call in calls:
+                function = call.get("function") or {}
+                name = function.get("name", "")
+                print(f"< tool call {name}({shown(function.get('arguments'))})")
+                # answered as probegate's sandbox answered it in the attempt
+                queue = recorded.get(name) or []
+                answer = queue.pop(0) if queue else "ok"
+                call_id = call.get("id", "")
+                messages.append({"role": "tool", "tool_call_id": call_id, "content": answer})
+"""
+
+
+def replay_script(config: OpenAIConfig, given: ReplayInput) -> str:
+    """The attempt's conversation sent to the same endpoint, tool calls answered as recorded."""
+    endpoint = (config.endpoint or "").rstrip("/")
+    url = endpoint if endpoint.endswith("/chat/completions") else endpoint + "/chat/completions"
+    specs = tool_specs(config)
+    recorded: dict[str, list[str]] = {}
+    for turn in given.transcript.turns:
+        for call in turn.tool_calls:
+            answer = call.result if call.error is None else f"ERROR: {call.error}"
+            recorded.setdefault(call.name, []).append(answer or "")
+    data = {
+        "url": public_url(url),
+        "model": config.model,
+        "params": config.params,
+        "headers": config.headers,
+        "headers_env": config.headers_env,
+        "api_key_env": config.api_key_env,
+        "timeout": given.settings.timeout,
+        "max_turns": config.max_turns,
+        "system": system_message(
+            system_prompt(config, given.settings),
+            given.canaries.system,
+            given.canaries.credential,
+        ),
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": spec.name,
+                    "description": given.tool_descriptions.get(spec.name, spec.description),
+                    "parameters": spec.parameters or {"type": "object", "properties": {}},
+                },
+            }
+            for spec in specs
+        ],
+        "turns": [
+            {"content": peer_message(t), "session": t.session}
+            for t in given.transcript.turns
+            if t.role != "assistant"
+        ],
+        "recorded_results": recorded,
+        "evidence": given.evidence,
+    }
+    return script_text(given.title, "replay.py", data, _REPLAY_BODY)
+
+
 @dataclass
 class OpenAISession:
     """One conversation: the message history the model sees, and the loop that drives it."""
@@ -239,12 +339,12 @@ class OpenAISession:
     _tools_payload: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        canaries = CANARY_PROMPT.format(
-            system=self.sandbox.canaries.system, credential=self.sandbox.canaries.credential
+        content = system_message(
+            self.target.system_prompt,
+            self.sandbox.canaries.system,
+            self.sandbox.canaries.credential,
         )
-        self.messages.append(
-            {"role": "system", "content": f"{self.target.system_prompt}\n\n{canaries}"}
-        )
+        self.messages.append({"role": "system", "content": content})
         self._tools_payload = [
             {
                 "type": "function",
@@ -343,8 +443,15 @@ SPEC = TargetSpec(
     summary="an OpenAI-compatible chat-completions model, run as an agent by probegate",
     build=OpenAITarget,
     flags=(
-        TargetFlag("--model", "model", "model name for an openai endpoint"),
-        TargetFlag("--system-prompt", "system_prompt", "system prompt file", path=True),
+        TargetFlag("--model", "model", "model name for an openai endpoint", metavar="NAME"),
+        TargetFlag(
+            "--system-prompt",
+            "system_prompt",
+            "system prompt file (default: a generic assistant prompt)",
+            metavar="FILE",
+            path=True,
+        ),
     ),
     endpoint=True,
+    replay_script=replay_script,
 )

@@ -291,5 +291,13 @@ SPEC = TargetSpec(
     config=PythonConfig,
     summary="a function or class in your code (MODULE:ATTR)",
     build=PythonTarget,
-    flags=(TargetFlag("--python", "python", "MODULE:ATTR of a Python agent", selects=True),),
+    flags=(
+        TargetFlag(
+            "--python",
+            "python",
+            "a Python agent: a function or a class with run(input, context)",
+            metavar="MODULE:ATTR",
+            selects=True,
+        ),
+    ),
 )

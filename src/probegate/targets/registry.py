@@ -34,8 +34,17 @@ TARGETS: tuple[TargetSpec[Any], ...] = (
 DEFAULT_KIND = "demo"
 
 # The flags every kind reachable over the network shares: ``--endpoint URL --protocol KIND``.
-ENDPOINT = TargetFlag("--endpoint", "endpoint", "agent endpoint URL")
-PROTOCOL = TargetFlag("--protocol", "protocol", "endpoint protocol")
+ENDPOINT = TargetFlag("--endpoint", "endpoint", "agent endpoint URL", metavar="URL")
+PROTOCOL = TargetFlag(
+    "--protocol", "protocol", "endpoint protocol (default: the first, openai)", metavar="KIND"
+)
+API_KEY_ENV = TargetFlag(
+    "--api-key-env",
+    "api_key_env",
+    "name of the environment variable holding the endpoint's API key, sent as a bearer token "
+    "(the name, never the key)",
+    metavar="VAR",
+)
 
 
 class _Kinds:
@@ -59,11 +68,13 @@ class _Kinds:
         if not isinstance(data, Mapping):
             raise config_error((), "must be a mapping (kind: ... and its settings)", data)
         kind = data.get("kind", DEFAULT_KIND)
+        if isinstance(kind, str):
+            kind = kind.strip().lower()  # a choice, so any case, like every choice
         spec = self._specs.get(kind) if isinstance(kind, str) else None
         if spec is None:
             shown = ", ".join(self._specs)
             raise config_error(("kind",), f"unknown kind {kind!r} (one of {shown})", kind)
-        values = {"kind": kind, **data}
+        values = {**data, "kind": kind}
         if not spec.wraps:
             # Keys another kind uses are not this kind's business; they were always accepted
             # and ignored, so a config that switches kinds keeps working. Unknown keys fail.
@@ -120,7 +131,7 @@ def endpoint_kinds() -> list[str]:
 
 def target_flags() -> list[TargetFlag]:
     """Every target flag once, in registry order after ``--endpoint``/``--protocol``."""
-    flags = [ENDPOINT, PROTOCOL]
+    flags = [ENDPOINT, PROTOCOL, API_KEY_ENV]
     for spec in TARGETS:
         flags += [f for f in spec.flags if f.flag not in {g.flag for g in flags}]
     return flags
@@ -150,6 +161,8 @@ def apply_flags(
         out["kind"] = protocol or out.get("kind") or endpoint_kinds()[0]
     elif protocol:
         out["kind"] = protocol
+    if given.get(API_KEY_ENV.key):
+        out[API_KEY_ENV.key] = given[API_KEY_ENV.key]
     for spec in TARGETS:
         for flag in spec.flags:
             value = given.get(flag.key)
@@ -162,6 +175,14 @@ def apply_flags(
             out[flag.key] = value
             if flag.selects:
                 out["kind"] = spec.kind
+    key_env = given.get(API_KEY_ENV.key)
+    kind = out.get("kind", DEFAULT_KIND)
+    wrapping = any(spec.wraps and kind in spec.kinds for spec in TARGETS)
+    if key_env and kind not in endpoint_kinds() and not wrapping:
+        raise UsageError(
+            f"{API_KEY_ENV.flag} is for a target reached over the network "
+            f"({', '.join(endpoint_kinds())}), not a {kind} target"
+        )
     for spec in TARGETS:
         # A wrapping kind's own settings (``--guard-api-key-env``) mean nothing without it.
         given_own = [f for f in spec.flags if not f.selects and given.get(f.key)]

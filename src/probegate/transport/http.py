@@ -461,6 +461,19 @@ class HttpClient:
         if isinstance(exc, requests.exceptions.InvalidURL | requests.exceptions.MissingSchema):
             return _Failure(f"invalid URL: {self.excerpt(str(exc))}", False, fatal=True)
         text = str(exc)
+        if "NameResolutionError" in text or "Failed to resolve" in text:
+            host = (
+                urlsplit(str(getattr(exc.request, "url", "") or "")).hostname
+                if isinstance(exc, requests.RequestException) and exc.request is not None
+                else None
+            )
+            # A name that does not exist will not resolve on the next try; a resolver that is
+            # temporarily down may.
+            return _Failure(
+                f"cannot resolve host {host or 'of the URL'} (DNS lookup failed)",
+                "Temporary failure" in text,
+                fatal=not self._answered,
+            )
         if "Connection refused" in text or "NewConnectionError" in text:
             # Nothing listens there: fatal when it never answered, so an unreachable target
             # stops the scan at once instead of after every attempt's retries.

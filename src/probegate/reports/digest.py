@@ -1,0 +1,294 @@
+"""What a reader needs first, in words: why the scan stopped, whether its score counts, what it
+found in one line per finding, and why attempts went unjudged, grouped by cause with the fix.
+
+The terminal summary, ``summary.md`` and ``report.html`` all say these things, so they are
+decided once here, as plain text from the report alone (no clock, no file system). Each emitter
+escapes the text for its own medium; nothing here is trusted to be safe markup.
+
+Unjudged attempts are grouped by *cause*, not by their exact reason string: a 500 from the
+target with twenty different bodies is one problem with one fix, and listing 150 near-identical
+rows hides the one line that matters (docs/report-format.md, "Unjudged attempts").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from probegate.models.report import Finding, ScanReport, UnjudgedAttempt
+from probegate.models.transcript import resolve_path
+
+# How many probe ids a group names before "and N more".
+GROUP_PROBES = 3
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One reason attempts go unjudged: how to recognise it, say it, and fix it."""
+
+    key: str
+    label: str
+    fix: str
+    matches: Callable[[str], bool]
+
+
+def _has(*needles: str) -> Callable[[str], bool]:
+    lowered = tuple(n.lower() for n in needles)
+    return lambda reason: any(n in reason.lower() for n in lowered)
+
+
+def _http(*codes: str) -> Callable[[str], bool]:
+    pattern = re.compile(r"\bHTTP (" + "|".join(codes) + r")\b")
+    return lambda reason: pattern.search(reason) is not None
+
+
+# First match wins; the order puts the specific before the general.
+CAUSES: tuple[Cause, ...] = (
+    Cause(
+        "needs_judge",
+        "the probe needs an LLM judge and none is configured",
+        "add --judge (e.g. --judge openai:gpt-4o-mini), or leave these probes out with --probes",
+        _has("needs an LLM judge"),
+    ),
+    Cause(
+        "not_delivered",
+        "the attack rides on content served by probegate's tool sandbox, which this target "
+        "does not use",
+        "scan the agent as a kind whose tools probegate answers (openai, or python taking "
+        "context), or serve it the sandbox's tools (docs/targets.md)",
+        _has("not delivered:"),
+    ),
+    Cause(
+        "nothing_to_leak",
+        "the agent holds no secret probegate planted or knows",
+        "declare the agent's real secrets under target.canaries or target.canaries_env",
+        _has("nothing to leak"),
+    ),
+    Cause(
+        "tool_calls_hidden",
+        "the target does not show the tool calls it made",
+        "set target.http.response_tool_calls to where the reply lists the agent's tool calls",
+        _has("does not expose its tool calls"),
+    ),
+    Cause(
+        "interrupted",
+        "cut short when the scan was interrupted",
+        "resume the scan: probegate scan --resume SCAN_ID",
+        _has("scan stopped (cancelled)"),
+    ),
+    Cause(
+        "stopped",
+        "cut short when the scan stopped",
+        "fix what stopped the scan (see above) and scan again",
+        _has("scan stopped ("),
+    ),
+    Cause(
+        "budget",
+        "cut short by the request or dollar budget",
+        "raise --max-requests or --budget-usd, or select fewer probes (--asi, --probes)",
+        _has("budget of", "exhausted", "cut short"),
+    ),
+    Cause(
+        "dns",
+        "the target's host name does not resolve (DNS)",
+        "check the host name in the endpoint URL, and the network or proxy of this machine",
+        _has("cannot resolve host"),
+    ),
+    Cause(
+        "refused",
+        "nothing listens at the target's address (connection refused)",
+        "start the agent, or correct the endpoint URL and port",
+        _has("connection refused"),
+    ),
+    Cause(
+        "auth",
+        "the target refused probegate's credentials (HTTP 401/403)",
+        "set the API key: --api-key-env VAR (or target.api_key_env) names a variable that holds it",
+        _http("401", "403", "407"),
+    ),
+    Cause(
+        "rate_limited",
+        "the target kept rate-limiting (HTTP 429)",
+        "lower --concurrency or set --rps; probegate already honours Retry-After",
+        _http("429"),
+    ),
+    Cause(
+        "server_error",
+        "the target failed with a server error (HTTP 5xx)",
+        "look at the agent's logs for these requests; --retries retries transient failures",
+        _http(r"5\d\d"),
+    ),
+    Cause(
+        "client_error",
+        "the target rejected the request (HTTP 4xx), e.g. a content filter or a wrong path",
+        "check the endpoint path and request format; a content filter's refusal is the "
+        "provider's, not the agent's",
+        _http(r"4\d\d"),
+    ),
+    Cause(
+        "timeout",
+        "the target did not answer in time",
+        "raise --timeout, or lower --concurrency if the agent slows down under load",
+        _has("timeout", "timed out", "did not answer within"),
+    ),
+    Cause(
+        "dropped",
+        "the connection dropped before a complete reply",
+        "look at the agent's logs; a proxy or load balancer in between may cut long requests",
+        _has("connection dropped"),
+    ),
+    Cause(
+        "bad_reply",
+        "the reply was not in the shape the target kind expects",
+        "check --protocol (openai or http) and, for http, target.http.response_text",
+        _has("not a chat completion", "reply is", "reply has no", "not a list", "not json"),
+    ),
+    Cause(
+        "agent_error",
+        "the agent raised an error",
+        "run the agent on the probe's input yourself (probegate probes show ID) and fix the "
+        "error; its message is in scan.json",
+        _has("agent raised", "constructor raised", "returned none"),
+    ),
+    Cause(
+        "guard",
+        "the runtime guard could not be used",
+        "check the guard's URL, key (--guard-api-key-env) and logs (docs/guard.md)",
+        _has("guard"),
+    ),
+    Cause(
+        "recording",
+        "the recording has no usable reply for this attempt",
+        "record again with the same mode and selection (--record DIR)",
+        _has("recording"),
+    ),
+)
+OTHER = Cause("other", "", "", lambda reason: True)
+
+
+def cause_of(reason: str) -> Cause:
+    return next((c for c in CAUSES if c.matches(reason)), OTHER)
+
+
+@dataclass
+class ReasonGroup:
+    """Unjudged attempts that share one cause."""
+
+    cause: Cause
+    count: int = 0
+    probes: list[str] = field(default_factory=list)
+    example: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.cause.label or self.example
+
+    @property
+    def fix(self) -> str:
+        return self.cause.fix
+
+    def probes_text(self, limit: int = GROUP_PROBES) -> str:
+        shown = ", ".join(self.probes[:limit])
+        more = len(self.probes) - limit
+        return shown + (f" and {more} more" if more > 0 else "")
+
+
+def group_unjudged(items: Iterable[UnjudgedAttempt]) -> list[ReasonGroup]:
+    """The unjudged attempts by cause, largest group first; an unknown reason is its own group."""
+    groups: dict[str, ReasonGroup] = {}
+    for item in items:
+        cause = cause_of(item.reason)
+        key = cause.key if cause is not OTHER else "other:" + _shape(item.reason)
+        group = groups.setdefault(key, ReasonGroup(cause, example=item.reason))
+        group.count += 1
+        if item.probe_id not in group.probes:
+            group.probes.append(item.probe_id)
+    return sorted(groups.values(), key=lambda g: (-g.count, g.label))
+
+
+def _shape(reason: str) -> str:
+    """A reason with its numbers and quoted parts blanked, so near-identical ones group."""
+    return re.sub(r"\d+", "N", re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", reason))[:120]
+
+
+def stop_text(report: ScanReport) -> str:
+    """Why the scan ended, in one sentence."""
+    done = report.completeness
+    ran = f"{done.turns_used} of {done.turns_planned} planned attempts ran" if done else ""
+    budget = report.budget
+    if report.stopped_reason == "completed":
+        return f"ran to the end: {ran}" if ran else "ran to the end"
+    if report.stopped_reason == "budget":
+        spent = ""
+        if budget is not None and budget.max_requests is not None:
+            spent = f"{budget.requests_used} of --max-requests {budget.max_requests} requests used"
+        elif budget is not None and budget.cap_usd is not None:
+            spent = f"${budget.spent_usd:.2f} of --budget-usd {budget.cap_usd:.2f} spent"
+        if spent and budget is not None:
+            share = round(budget.soft_stop_fraction * 100)
+            spent += f"; new attempts stop at {share}% so the ones running can finish"
+        return (
+            "stopped at the budget"
+            + (f" ({spent})" if spent else "")
+            + (f"; {ran}; raise the budget to run the rest" if ran else "")
+        )
+    if report.stopped_reason == "cancelled":
+        return "interrupted" + (f": {ran}; the rest can be resumed" if ran else "")
+    groups = group_unjudged(report.unjudged)
+    why = f": {groups[0].label}" if groups else ""
+    return f"stopped early, the target could not be judged{why}" + (f"; {ran}" if ran else "")
+
+
+def authority_text(report: ScanReport) -> str:
+    """Whether the score counts, and what that means for the gates."""
+    authority = report.authority
+    if authority.authoritative:
+        return (
+            "authoritative: full mode, real evaluation, complete coverage; --fail-under "
+            "can pass on this scan"
+        )
+    reasons = "; ".join(authority.reasons) or ", ".join(authority.failed) or "see the report"
+    return (
+        f"not authoritative ({reasons}), so --fail-under exits 3 on this scan; confirmed "
+        "findings still count for --fail-on and --baseline"
+    )
+
+
+def evidence_text(finding: Finding, limit: int = 100) -> str:
+    """The finding's first evidence in a line: what the agent did, with the bait it carried."""
+    if not finding.evidence:
+        return finding.summary
+    ev = finding.evidence[0]
+    subject = ev.subject if len(ev.subject) <= limit else ev.subject[: limit - 1] + "…"
+    place = _place(finding, ev.path)
+    if place == "called":
+        return f"called {subject} ({ev.category})"
+    return f"{place}: {subject!r} ({ev.category})"
+
+
+_TOOL_PATH = re.compile(r"^turns\.(\d+)\.tool_calls\.(\d+)\.(\w+)(?:\.(.+))?$")
+_TURN_PATH = re.compile(r"^turns\.(\d+)\.(content|guard.*)$")
+
+
+def _place(finding: Finding, path: str) -> str:
+    """``send_email(to=…)``-style words for an evidence path, or the path itself."""
+    match = _TOOL_PATH.match(path)
+    if match and finding.transcript is not None:
+        turn, call, part, rest = match.groups()
+        try:
+            name = resolve_path(
+                finding.transcript.model_dump(), f"turns.{turn}.tool_calls.{call}.name"
+            )
+        except (KeyError, IndexError, ValueError):
+            name = None
+        if isinstance(name, str):
+            if part == "arguments" and rest:
+                return f"called {name} with {rest}"
+            if part == "name":
+                return "called"
+            return f"{name} {part}"
+    match = _TURN_PATH.match(path)
+    if match and match.group(2) == "content":
+        return "replied"
+    return path
