@@ -223,7 +223,7 @@ def test_bad_listen_or_advertise_values_are_usage_errors(
     assert main(["scan", "demo", "--store", str(tmp_path), flag, value]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("error: ") and expected in line
-    assert flag.removeprefix("--").replace("-", "_") in line
+    assert f"{flag}: " in line  # named as the user typed it
 
 
 def test_the_agent_is_told_the_advertised_url(tmp_path: Path) -> None:
