@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from probegate.errors import UsageError
+from probegate.models.bounds import clean_text
 
 ERROR_MAX = 300
 # A dotted Python name: what `import` and attribute access accept, nothing relative.
@@ -38,7 +39,7 @@ class Outcome:
 
 def bounded(text: str, limit: int = ERROR_MAX) -> str:
     """One line of at most ``limit`` characters: error text goes into a report, not a log."""
-    text = " ".join(text.split())
+    text = " ".join(clean_text(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -18,7 +18,9 @@ import pytest
 from probegate.cli import main
 from probegate.errors import ReportError
 from probegate.github.finish import FinishOptions, finish
+from probegate.models.bounds import DEPTH_MAX
 from probegate.models.stored import MAX_DEPTH, load_report, parse_report, parse_report_json
+from probegate.models.transcript import ToolCall
 from probegate.reports import json_report
 from probegate.reports.signing import generate_key_pair, sign_report
 from tests.factories import make_finding, make_report
@@ -136,16 +138,20 @@ def test_a_malformed_comparison_is_exit_2_not_a_bug(
     assert "comparison." in err
 
 
-def test_the_limit_admits_everything_probegate_can_write(tmp_path: Path) -> None:
-    # pydantic writes at most 255 levels below the report: that report reads back.
+@pytest.mark.parametrize("levels", [DEPTH_MAX, 240])
+def test_the_limit_admits_everything_probegate_can_write(tmp_path: Path, levels: int) -> None:
+    # A tool call keeps arguments DEPTH_MAX levels deep, deeper ones as JSON text (the
+    # bounds on agent output), and pydantic writes at most 255 levels below the report:
+    # whatever an agent sent, the report reads back.
     finding = make_finding(1)
     call = finding.transcript.turns[1].tool_calls[0]  # type: ignore[union-attr]
     args: dict[str, object] = {}
     node = args
-    for _ in range(240):
+    for _ in range(levels - 1):
         node["a"] = {}
         node = node["a"]  # type: ignore[assignment]
-    deep = call.model_copy(update={"arguments": args})
+    deep = ToolCall.model_validate({**call.model_dump(), "arguments": args})
+    assert (deep.arguments == args) is (levels <= DEPTH_MAX)
     turn = finding.transcript.turns[1].model_copy(update={"tool_calls": [deep]})  # type: ignore[union-attr]
     transcript = finding.transcript.model_copy(  # type: ignore[union-attr]
         update={"turns": [finding.transcript.turns[0], turn]}  # type: ignore[union-attr]

@@ -27,10 +27,11 @@ from probegate.engine.plan import SEED_VARIANT, Plan, PlannedAttempt
 from probegate.judge.attempt import LlmJudge, judge_attempt
 from probegate.library.oracles.base import JudgeContext
 from probegate.library.probe import Probe
+from probegate.models.bounds import TRANSCRIPT_MAX
 from probegate.models.canaries import make_canaries
 from probegate.models.probe import Fixtures
 from probegate.models.recording import write_manifest, write_recording
-from probegate.models.transcript import Transcript, Turn
+from probegate.models.transcript import Transcript, Turn, fit_turn
 from probegate.models.verdict import Attempt, Evidence, Outcome
 from probegate.targets.base import Session, Target
 from probegate.targets.sandbox import Sandbox
@@ -183,6 +184,9 @@ class Runner:
         trigger = ""
         error: str | None = None
         judged_by = "transport"
+        # What the agent says is kept within TRANSCRIPT_MAX characters for the whole attempt,
+        # so memory and the journal line stay bounded whatever it sends (models/bounds.py).
+        room = TRANSCRIPT_MAX
         skip = self.undeliverable(probe)
         if skip is not None:
             error, judged_by = skip, PREFLIGHT
@@ -204,7 +208,7 @@ class Runner:
                     name=turn.agent_name,
                 )
                 transcript.turns.append(message)
-                reply = session.send(message)
+                reply, room = fit_turn(session.send(message), room)
                 reply.session = turn.session
                 transcript.turns.append(reply)
         except TransportError as exc:

@@ -4,6 +4,12 @@ A path such as ``turns.3.tool_calls.0.arguments.body`` names a location in
 ``Transcript.model_dump()``; :func:`resolve_path` reads it back. Tool calls carry their result
 inline (the seed 002 AgentResult shape), so one assistant turn holds what the agent did and what
 it was told.
+
+What the agent wrote is bounded as it enters a :class:`ToolCall` or an assistant
+:class:`Turn` (:mod:`probegate.models.bounds`): valid Unicode, finite depth and size, at most
+:data:`~probegate.models.bounds.TOOL_CALLS_MAX` calls per reply, with a ``cuts`` record of
+whatever was cut; :func:`fit_turn` keeps a whole transcript within
+:data:`~probegate.models.bounds.TRANSCRIPT_MAX`, so a journal line is bounded too.
 """
 
 from __future__ import annotations
@@ -18,6 +24,17 @@ from pydantic import (
     Field,
     SerializerFunctionWrapHandler,
     model_serializer,
+    model_validator,
+)
+
+from probegate.models.bounds import (
+    NAME_MAX,
+    TEXT_MAX,
+    TOOL_CALLS_MAX,
+    Cut,
+    bound_arguments,
+    calls_cut,
+    cut_text,
 )
 
 Role = Literal["user", "agent", "assistant"]
@@ -73,10 +90,33 @@ class GuardCheck(BaseModel):
 
 def _omit_guard(data: dict[str, Any]) -> dict[str, Any]:
     # Transcripts of unguarded targets serialise exactly as before the guard existed: golden
-    # files, journals and recordings made without a guard stay byte-identical.
+    # files, journals and recordings made without a guard stay byte-identical. So do those
+    # of agents that stayed within the bounds: no empty ``cuts``.
     if data.get("guard") is None:
         data.pop("guard", None)
+    if not data.get("cuts"):
+        data.pop("cuts", None)
     return data
+
+
+def _with_cut(data: dict[str, Any], cut: Cut | None) -> None:
+    """Add ``cut`` to the record, over an earlier record of the same field: the original's
+    length stays the one first recorded, what is kept is what is kept now."""
+    if cut is None:
+        return
+    cuts = [c if isinstance(c, Cut) else Cut.model_validate(c) for c in data.get("cuts") or ()]
+    earlier = next((c for c in cuts if c.field == cut.field), None)
+    if earlier is not None:
+        cuts.remove(earlier)
+        cut = cut.model_copy(update={"length": earlier.length, "sha256": earlier.sha256})
+    data["cuts"] = [*cuts, cut]
+
+
+def _bound_text(data: dict[str, Any], key: str, limit: int) -> None:
+    value = data.get(key)
+    if isinstance(value, str):
+        data[key], cut = cut_text(value, limit, key)
+        _with_cut(data, cut)
 
 
 class ToolCall(BaseModel):
@@ -95,6 +135,23 @@ class ToolCall(BaseModel):
     error: str | None = None
     declared: bool = True
     guard: list[GuardCheck] | None = None
+    cuts: list[Cut] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bounded(cls, data: Any) -> Any:
+        """Whatever the agent wrote, within the bounds (models/bounds.py)."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for key, limit in (("id", NAME_MAX), ("name", NAME_MAX)):
+            _bound_text(data, key, limit)
+        for key in ("result", "error"):
+            _bound_text(data, key, TEXT_MAX)
+        if "arguments" in data:
+            data["arguments"], cut = bound_arguments(data["arguments"])
+            _with_cut(data, cut)
+        return data
 
     @model_serializer(mode="wrap")
     def _serialise(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -128,6 +185,22 @@ class Turn(BaseModel):
     session: int = 1
     name: str | None = None
     guard: TurnGuard | None = None
+    cuts: list[Cut] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bounded(cls, data: Any) -> Any:
+        """An agent's reply within the bounds (models/bounds.py); the attacker's own turns
+        are the probe's text and stay as written."""
+        if not isinstance(data, dict) or data.get("role") != "assistant":
+            return data
+        data = dict(data)
+        _bound_text(data, "content", TEXT_MAX)
+        calls = data.get("tool_calls")
+        if isinstance(calls, list) and len(calls) > TOOL_CALLS_MAX:
+            data["tool_calls"] = calls[:TOOL_CALLS_MAX]
+            _with_cut(data, calls_cut(len(calls), TOOL_CALLS_MAX))
+        return data
 
     @model_serializer(mode="wrap")
     def _serialise(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -148,6 +221,49 @@ class Transcript(BaseModel):
 
     def output_text(self) -> str:
         return "\n".join(t.content for _, t in self.assistant_turns())
+
+
+def _call_size(call: ToolCall) -> int:
+    arguments = json.dumps(call.arguments, ensure_ascii=False)
+    return len(call.name) + len(arguments) + len(call.result or "") + len(call.error or "")
+
+
+def fit_turn(turn: Turn, room: int) -> tuple[Turn, int]:
+    """The reply within ``room`` characters of agent output, and the room left after it.
+
+    Each field is bounded already; this bounds their sum over a transcript: the reply's text
+    is cut to the room, then its tool calls are kept in order while they fit and the rest are
+    recorded as cut. A reply that fits is returned as it is.
+    """
+    sizes = [_call_size(c) for c in turn.tool_calls]
+    refused = turn.guard.refused_calls if turn.guard is not None else []
+    refused_sizes = [_call_size(c) for c in refused]
+    total = len(turn.content) + sum(sizes) + sum(refused_sizes)
+    if total <= room:
+        return turn, room - total
+    data = turn.model_dump()
+    data["cuts"] = list(turn.cuts)
+    content, cut = cut_text(turn.content, max(room, 0), "content")
+    data["content"] = content
+    _with_cut(data, cut)
+    left = room - len(content)
+    kept: list[ToolCall] = []
+    for call, size in zip(turn.tool_calls, sizes, strict=True):
+        if size > left:
+            break
+        kept.append(call)
+        left -= size
+    data["tool_calls"] = kept
+    _with_cut(data, calls_cut(len(turn.tool_calls), len(kept)))
+    if turn.guard is not None:
+        still: list[ToolCall] = []
+        for call, size in zip(refused, refused_sizes, strict=True):
+            if size > left:
+                break
+            still.append(call)
+            left -= size
+        data["guard"] = turn.guard.model_copy(update={"refused_calls": still})
+    return Turn.model_validate(data), max(left, 0)
 
 
 def walk_strings(value: Any, path: str, *, scalars: bool = True) -> Iterator[tuple[str, str]]:

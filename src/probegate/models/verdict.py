@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from probegate.models.bounds import clean_text
 from probegate.models.taxonomy import Severity
 from probegate.models.transcript import Transcript
 
@@ -58,3 +59,9 @@ class Attempt(BaseModel):
     requests: int = 0
     tokens: int = 0
     cost_usd: float = 0.0
+
+    @field_validator("reason", "trigger_prompt")
+    @classmethod
+    def _valid_text(cls, value: str) -> str:
+        # A reason can quote what an agent raised or sent: keep it storable (models/bounds.py).
+        return clean_text(value)

@@ -45,7 +45,14 @@ from probegate.targets.base import (
 from probegate.targets.configured import http_client, script_text, target_info, tool_specs
 from probegate.targets.mcp_server import McpEndpoint, McpHost, require_sdk
 from probegate.targets.sandbox import Sandbox
-from probegate.targets.wire import as_text, peer_message, reported_tool_calls, with_reported
+from probegate.targets.wire import (
+    as_text,
+    calls_reported,
+    peer_message,
+    reply_turn,
+    reported_tool_calls,
+    with_reported,
+)
 from probegate.transport.http import HttpClient, public_url
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.pricing import cost_usd
@@ -254,9 +261,11 @@ class HttpSession:
     # How many of the sandbox's recorded calls are not this session's to report: those of
     # earlier sessions of the attempt (memory outlives a conversation) and of earlier turns.
     _claimed: int = 0
+    _refused: int = 0  # of the sandbox's refused calls (models/bounds.py), likewise
 
     def __post_init__(self) -> None:
         self._claimed = len(self.sandbox.calls)
+        self._refused = self.sandbox.over
 
     def send(self, message: Turn) -> Turn:
         text = peer_message(message)
@@ -298,16 +307,20 @@ class HttpSession:
                 f"{target.client.excerpt(json.dumps(data))}"
             ) from None
         calls: list[ToolCall] = []
+        made = 0
         if target.http.response_tool_calls is not None:
             try:
                 items = json_path(data, target.http.response_tool_calls)
             except (KeyError, IndexError, TypeError):
                 items = None  # an agent that made no tool call often leaves the field out
             calls = reported_tool_calls(items, {t.name for t in target.tools()})
+            made = calls_reported(items) - len(calls)  # reported beyond what was read
         if self.endpoint is not None:
             # What the agent did through the MCP server since the last reply is this turn's.
             recorded = self.sandbox.calls_since(self._claimed)
             self._claimed += len(recorded)
+            made += self.sandbox.over - self._refused  # calls past what the sandbox answers
+            self._refused = self.sandbox.over
             calls = with_reported(recorded, calls)
         prompt_tokens, completion_tokens = _tokens(data)
         cost = cost_usd(target.config.prices, target.config.model, prompt_tokens, completion_tokens)
@@ -316,7 +329,7 @@ class HttpSession:
         self.usage.cost_usd += cost
         self.limiter.record_usage(prompt_tokens, completion_tokens, cost)
         self.history.append({"role": "assistant", "content": reply})
-        return Turn(role="assistant", content=reply, tool_calls=calls)
+        return reply_turn(reply, calls, made=made + len(calls))
 
     def close(self) -> None:
         if self.endpoint is not None:

@@ -10,7 +10,9 @@ verdict rests on the model's *next tool call*, not on what it says it would do.
 What real models send back is taken as it comes: several tool calls in one reply, tool calls
 with no text, names of tools that were never declared (answered with an error, marked
 ``declared=False``), arguments that are not JSON (kept verbatim under ``_raw`` so an oracle can
-still read them, answered with an error), and replies without ``usage``.
+still read them, answered with an error), and replies without ``usage``. What no real model
+sends is bounded (models/bounds.py): a turn answers at most ``TOOL_CALLS_MAX`` tool calls, and
+the rest are recorded as cut rather than answered and sent back.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from probegate.errors import UsageError
+from probegate.models.bounds import TOOL_CALLS_MAX, calls_cut
 from probegate.models.report import TargetInfo
 from probegate.models.sections import KindSection
 from probegate.models.tools import ToolSpec
@@ -98,6 +101,8 @@ class Completion:
     tool_calls: tuple[RawToolCall, ...]
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # How many tool calls the reply asked for; only the first TOOL_CALLS_MAX are read.
+    calls_made: int = 0
 
 
 def parse_completion(data: Any, excerpt: Any = str) -> Completion:
@@ -116,7 +121,7 @@ def parse_completion(data: Any, excerpt: Any = str) -> Completion:
     raw_calls = message.get("tool_calls") or []
     if not isinstance(raw_calls, list):
         raise TransportError("reply is not a chat completion: tool_calls is not a list")
-    for index, item in enumerate(raw_calls):
+    for index, item in enumerate(raw_calls[:TOOL_CALLS_MAX]):
         function = item.get("function") if isinstance(item, dict) else None
         if not isinstance(function, dict):
             function = {}
@@ -136,6 +141,7 @@ def parse_completion(data: Any, excerpt: Any = str) -> Completion:
         tool_calls=tuple(calls),
         prompt_tokens=_int(usage.get("prompt_tokens")),
         completion_tokens=_int(usage.get("completion_tokens")),
+        calls_made=len(raw_calls),
     )
 
 
@@ -361,12 +367,15 @@ class OpenAISession:
         self.messages.append({"role": "user", "content": peer_message(message)})
         texts: list[str] = []
         calls: list[ToolCall] = []
+        made = 0
         for _ in range(self.target.max_turns):
             reply = self._complete()
             self.sandbox.model_reply()
             if reply.text:
                 texts.append(reply.text)
-            if not reply.tool_calls:
+            made += reply.calls_made
+            answered = reply.tool_calls[: TOOL_CALLS_MAX - len(calls)]
+            if not answered:
                 self.messages.append({"role": "assistant", "content": reply.text})
                 break
             self.messages.append(
@@ -384,17 +393,23 @@ class OpenAISession:
                                 else json.dumps(raw.arguments or {}),
                             },
                         }
-                        for raw in reply.tool_calls
+                        for raw in answered
                     ],
                 }
             )
-            for raw in reply.tool_calls:
+            for raw in answered:
                 call = self._answer(raw)
                 calls.append(call)
                 self.messages.append(
                     {"role": "tool", "tool_call_id": raw.id, "content": tool_reply(call)}
                 )
-        return Turn(role="assistant", content="\n".join(texts), tool_calls=calls)
+        cut = calls_cut(made, len(calls))
+        return Turn(
+            role="assistant",
+            content="\n".join(texts),
+            tool_calls=calls,
+            cuts=[cut] if cut is not None else [],
+        )
 
     def _complete(self) -> Completion:
         body: dict[str, Any] = {**self.target.params, "model": self.target.model}

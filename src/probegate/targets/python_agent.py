@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from probegate.errors import UsageError
 from probegate.inprocess import call_with_timeout, describe_exception, load_attribute
+from probegate.models.bounds import text_of
 from probegate.models.report import TargetInfo
 from probegate.models.sections import KindSection
 from probegate.models.tools import ToolSpec
@@ -41,7 +42,14 @@ from probegate.targets.base import (
 from probegate.targets.configured import target_info, tool_specs
 from probegate.targets.mcp_server import McpEndpoint, McpHost
 from probegate.targets.sandbox import Sandbox
-from probegate.targets.wire import peer_message, reported_tool_calls, tool_reply, with_reported
+from probegate.targets.wire import (
+    calls_reported,
+    peer_message,
+    reply_turn,
+    reported_tool_calls,
+    tool_reply,
+    with_reported,
+)
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.pricing import cost_usd
 from probegate.transport.usage import TransportError, Usage
@@ -220,7 +228,7 @@ class PythonSession:
     def send(self, message: Turn) -> Turn:
         self.limiter.acquire()
         self.usage.requests += 1
-        mark = len(self.sandbox.calls)
+        mark, over = len(self.sandbox.calls), self.sandbox.over
         text = peer_message(message)
         context = AgentContext(
             tools=[
@@ -252,21 +260,25 @@ class PythonSession:
                 raise TransportError(f"agent did not answer within --timeout: {outcome.error}")
             raise TransportError(f"agent raised {outcome.error}")
         result = outcome.value
-        turn = self._to_turn(result, self.sandbox.calls_since(mark))
+        turn = self._to_turn(result, self.sandbox.calls_since(mark), self.sandbox.over - over)
         self.history.append({"role": "user", "content": text})
         self.history.append({"role": "assistant", "content": turn.content})
         return turn
 
-    def _to_turn(self, result: Any, recorded: list[ToolCall]) -> Turn:
-        """The reply: what the sandbox recorded (context and MCP calls) plus what it reports."""
+    def _to_turn(self, result: Any, recorded: list[ToolCall], refused: int) -> Turn:
+        """The reply: what the sandbox recorded (context and MCP calls) plus what it reports.
+
+        ``refused`` calls went past what the sandbox answers; they count as made and cut.
+        """
         if isinstance(result, str):
-            return Turn(role="assistant", content=result, tool_calls=recorded)
+            return reply_turn(result, recorded, made=len(recorded) + refused)
         if result is None:
             raise TransportError("agent returned None instead of an AgentResult")
         output = _field(result, "output")
         if output is not None and not isinstance(output, str):
-            output = str(output)
-        reported = reported_tool_calls(_field(result, "tool_calls"), set(self.sandbox.tools))
+            output = text_of(output)
+        items = _field(result, "tool_calls")
+        reported = reported_tool_calls(items, set(self.sandbox.tools))
         calls = with_reported(recorded, reported)
         usage = _field(result, "token_usage")
         prompt = _field(usage, "prompt_tokens") if usage is not None else 0
@@ -279,7 +291,8 @@ class PythonSession:
         self.usage.completion_tokens += completion
         self.usage.cost_usd += cost
         self.limiter.record_usage(prompt, completion, cost)
-        return Turn(role="assistant", content=output or "", tool_calls=calls)
+        made = len(calls) + refused + calls_reported(items) - len(reported)
+        return reply_turn(output or "", calls, made=made)
 
     def close(self) -> None:
         if self.endpoint is not None:

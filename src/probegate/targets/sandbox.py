@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from probegate.models.bounds import NAME_MAX, SANDBOX_CALLS_MAX, bound_arguments, cut_text
 from probegate.models.canaries import Canaries
 from probegate.models.probe import Fixtures
 from probegate.models.taxonomy import Capability
@@ -90,6 +91,7 @@ class Sandbox:
         # on this record, so its calls are its actions whether it reports them or not. The
         # lock also keeps memory and ids consistent when such an agent calls in parallel.
         self.calls: list[ToolCall] = []
+        self.over = 0  # calls refused past SANDBOX_CALLS_MAX, counted only
         self._lock = threading.RLock()
 
     # -- what the agent sees -------------------------------------------------------------
@@ -125,12 +127,32 @@ class Sandbox:
             self.screen.model_reply()
 
     def call(self, name: str, arguments: dict[str, Any]) -> ToolCall:
-        """Answer one call (through the screen, when one is set) and record it."""
+        """Answer one call (through the screen, when one is set) and record it.
+
+        The agent's name and arguments are bounded first (models/bounds.py): the screen and
+        the fixtures only ever see data of finite depth and size. Past
+        :data:`~probegate.models.bounds.SANDBOX_CALLS_MAX` calls in one attempt a call is
+        refused unanswered and only counted (``over``): an agent looping on its tools cannot
+        fill the scan's memory.
+        """
+        name, _ = cut_text(str(name), NAME_MAX, "name")
+        arguments, cut = bound_arguments(arguments)
         with self._lock:
+            if len(self.calls) >= SANDBOX_CALLS_MAX:
+                self.over += 1
+                return ToolCall(
+                    id="call_over",
+                    name=name,
+                    arguments=arguments,
+                    error=f"not run: more than {SANDBOX_CALLS_MAX} tool calls in one conversation",
+                    declared=name in self.tools,
+                )
             if self.screen is not None:
                 call = self.screen.screen_call(name, arguments, self.answer)
             else:
                 call = self.answer(name, arguments)
+            if cut is not None:
+                call = call.model_copy(update={"cuts": [*call.cuts, cut]})
             self.calls.append(call)
             return call
 

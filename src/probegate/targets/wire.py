@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from probegate.models.bounds import TOOL_CALLS_MAX, calls_cut, loads_bounded, text_of
 from probegate.models.transcript import ToolCall, Turn
 from probegate.transport.usage import TransportError
 
@@ -29,20 +30,33 @@ def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
         return {}, None
     if isinstance(raw, str):
         try:
-            value = json.loads(raw)
-        except json.JSONDecodeError:
+            value = loads_bounded(raw)
+        except ValueError:
             return {"_raw": raw}, "malformed arguments: not valid JSON"
         if isinstance(value, dict):
             return value, None
         return {"_raw": raw}, "malformed arguments: not a JSON object"
-    return {"_raw": json.dumps(raw)}, "malformed arguments: not a JSON object"
+    return {"_raw": text_of(raw)}, "malformed arguments: not a JSON object"
 
 
 def as_text(value: Any) -> str:
-    """A JSON value as text: strings as they are, anything else as sorted JSON."""
+    """A JSON value as text: strings as they are, anything else as sorted JSON (bounded, at
+    any depth: models/bounds.py)."""
     if value is None:
         return ""
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return text_of(value)
+
+
+def reply_turn(content: str, calls: list[ToolCall], *, made: int) -> Turn:
+    """An agent's reply turn; ``made`` counts every tool call it made, and those beyond
+    ``calls`` are recorded as cut (models/bounds.py)."""
+    cut = calls_cut(made, len(calls))
+    return Turn(role="assistant", content=content, tool_calls=calls, cuts=[cut] if cut else [])
+
+
+def calls_reported(items: Any) -> int:
+    """How many tool calls an agent reported, read or not."""
+    return len(items) if isinstance(items, list) else 0
 
 
 def reported_tool_calls(items: Any, declared: set[str]) -> list[ToolCall]:
@@ -51,25 +65,27 @@ def reported_tool_calls(items: Any, declared: set[str]) -> list[ToolCall]:
     The shape is the one docs/targets.md documents for the ``http`` and ``python`` kinds.
 
     The OpenAI shape (``{"function": {"name", "arguments"}}``) is accepted too. Arguments that
-    are not a JSON object are kept under ``_raw`` so oracles still read them.
+    are not a JSON object are kept under ``_raw`` so oracles still read them. Only the first
+    :data:`~probegate.models.bounds.TOOL_CALLS_MAX` are read; the reply's turn records the
+    rest as cut (:func:`~probegate.models.bounds.calls_cut`).
     """
     if items is None:
         return []
     if not isinstance(items, list):
         raise TransportError("the tool calls in the reply are not a list")
     calls: list[ToolCall] = []
-    for index, item in enumerate(items):
+    for index, item in enumerate(items[:TOOL_CALLS_MAX]):
         if not isinstance(item, dict):
             item = {name: getattr(item, name, None) for name in ("name", "arguments", "result")}
         function = item.get("function")
         if not isinstance(function, dict):
             function = item
-        name = str(function.get("name") or "")
+        name = as_text(function.get("name") or "")
         arguments, problem = parse_arguments(function.get("arguments"))
         error = item.get("error")
         calls.append(
             ToolCall(
-                id=str(item.get("id") or f"call_{index}"),
+                id=as_text(item.get("id") or f"call_{index}"),
                 name=name,
                 arguments=arguments,
                 result=None if item.get("result") is None else as_text(item.get("result")),

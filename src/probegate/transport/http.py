@@ -17,7 +17,8 @@ Why each piece is the way it is:
 - A total deadline per request, enforced by a watchdog that shuts the socket down: a socket
   timeout alone resets on every byte, so a server dripping one byte per second would hold a
   worker forever.
-- A cap on the body size, read as a stream and abandoned at the cap.
+- A cap on the body size, read as a stream and abandoned at the cap; a body nested deeper than
+  any reply needs has its deep values cut while it is parsed (models/bounds.py).
 - Secrets (API keys, header values taken from the environment) are scrubbed from every message
   this module produces, and no message ever includes request headers.
 """
@@ -28,7 +29,6 @@ import contextlib
 import email.utils
 import heapq
 import itertools
-import json
 import os
 import random
 import re
@@ -48,6 +48,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from probegate import __version__
+from probegate.models.bounds import loads_bounded
 from probegate.terminal import clean
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.usage import TransportError, Usage
@@ -500,8 +501,9 @@ class HttpClient:
                 retry_after=retry_after if retry else None,
             )
         try:
-            data = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError):
+            # Deeper than any reply needs is cut, not a RecursionError (models/bounds.py).
+            data = loads_bounded(raw)
+        except (UnicodeDecodeError, ValueError):
             kind = "empty" if not raw.strip() else "not JSON"
             return _Failure(f"reply is {kind}: {self.excerpt(raw)}".rstrip(": "), False)
         with self._lock:
