@@ -216,6 +216,15 @@ def render_probe_docs(library: Library) -> str:
         "",
         *[f"- `{kind}`: {text}" for kind, text in ORACLE_KINDS.items()],
         "",
+        "### Patterns",
+        "",
+        "An oracle's `pattern`, `args_pattern` and `claims` are RE2 regular expressions, matched "
+        "case-insensitively in time linear in the agent's text: no reply, however it is built, "
+        "makes a match take longer than reading it. RE2 has no backreferences, lookahead or "
+        "lookbehind, atomic or possessive groups, or `(?x)`; a probe that uses one is refused "
+        "when it is loaded, with RE2's reason (exit 2). `\\b`, `\\w`, `\\d` and `\\s` are "
+        "ASCII classes; Python's `\\Z` is accepted as RE2's `\\z`.",
+        "",
         "## Mutators",
         "",
         "In `smart` mode (escalation where the agent resisted) and `full` mode (every variant x "

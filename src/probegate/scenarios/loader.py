@@ -33,7 +33,7 @@ from probegate.scenarios.models import (
     SuiteFile,
     SuiteHeader,
 )
-from probegate.scenarios.scorers import SCORERS
+from probegate.scenarios.scorers import SCORERS, Refused
 from probegate.validation import describe
 
 SUFFIXES = (".yml", ".yaml")
@@ -121,9 +121,13 @@ def load_suite(path: Path) -> Suite:
             scorer = SCORERS.get(scorer_name)
             if scorer is None:
                 raise UsageError(f"{path}: {where}.scorers: {_unknown(scorer_name)}")
+            try:
+                problems = scorer.problems(scenario)
+            except Refused as exc:
+                raise UsageError(f"{path}: {where}.{exc.field}: {exc.message}") from None
             warnings += [
                 f"{path}: {where}.{field}: {problem}; the scenario will fail"
-                for field, problem in scorer.problems(scenario)
+                for field, problem in problems
             ]
         if not scenario.scorers:
             warnings.append(

@@ -21,6 +21,7 @@ import re
 from collections import Counter
 from typing import Any, Protocol
 
+from probegate.models.patterns import PatternError, check, compile_pattern
 from probegate.scenarios.models import AgentResult, Scenario, ScoreResult
 
 DEFAULT_SIMILARITY_THRESHOLD = 0.7
@@ -41,6 +42,15 @@ class ScorerError(Exception):
     """The scenario cannot be scored at all (AgenticAssure raises here: the scenario errors)."""
 
 
+class Refused(Exception):
+    """The scenario asks for what probegate will not run: the suite is refused (exit 2)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
 class Scorer(Protocol):
     """Judges one aspect of an agent's result for one scenario."""
 
@@ -48,7 +58,8 @@ class Scorer(Protocol):
     summary: str
 
     def problems(self, scenario: Scenario) -> list[tuple[str, str]]:
-        """``(field, message)`` for each reason this scenario can never pass this scorer."""
+        """``(field, message)`` for each reason this scenario can never pass this scorer;
+        :class:`Refused` for what probegate will not run at all."""
         ...
 
     def score(self, scenario: Scenario, result: AgentResult) -> ScoreResult:
@@ -198,8 +209,8 @@ class RegexScorer:
 
     name = "regex"
     summary = (
-        "metadata.regex_pattern is a Python regular expression searched for anywhere in the "
-        "output (re.search; inline flags such as (?i) for options). Score 1 or 0."
+        "metadata.regex_pattern is a regular expression searched for anywhere in the output "
+        "(RE2 syntax, linear in the output; inline flags such as (?i) for options). Score 1 or 0."
     )
 
     def problems(self, scenario: Scenario) -> list[tuple[str, str]]:
@@ -215,9 +226,16 @@ class RegexScorer:
         if not isinstance(pattern, str):
             return [(field, f"must be a string, got {pattern!r}")]
         try:
-            re.compile(pattern)
-        except re.error as exc:
-            return [(field, f"not a valid regular expression: {exc}")]
+            check(pattern)
+        except PatternError as exc:
+            try:
+                re.compile(pattern)
+            except re.error as invalid:
+                # Invalid in Python too: AgenticAssure fails the scenario, and so do we.
+                return [(field, f"not a valid regular expression: {invalid}")]
+            # Valid in Python, but it needs backtracking, which could hang the run on what
+            # the agent says (models/patterns.py): refused before anything runs.
+            raise Refused(field, str(exc)) from None
         return []
 
     def score(self, scenario: Scenario, result: AgentResult) -> ScoreResult:
@@ -229,10 +247,10 @@ class RegexScorer:
         if not isinstance(pattern, str):
             raise ScorerError(f"regex: metadata.{REGEX_PATTERN_KEY} must be a string")
         try:
-            match = re.search(pattern, result.output)
-        except re.error as exc:
-            return _result(scenario, self.name, 0.0, False, f"invalid pattern /{pattern}/: {exc}")
-        details = {"pattern": pattern, "match": None if match is None else match.group(0)[:200]}
+            match = compile_pattern(pattern).search(result.output)
+        except PatternError as exc:
+            return _result(scenario, self.name, 0.0, False, str(exc))
+        details = {"pattern": pattern, "match": None if match is None else match.group[:200]}
         if match is None:
             return _result(
                 scenario, self.name, 0.0, False, f"output does not match /{pattern}/", details

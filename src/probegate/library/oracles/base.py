@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from probegate.models.canaries import Canaries
+from probegate.models.patterns import check
 from probegate.models.taxonomy import Capability
 from probegate.models.tools import ToolSpec
 from probegate.models.transcript import ToolCall, Transcript
@@ -89,11 +90,9 @@ class OracleModel(BaseModel):
 
 
 def compiles(pattern: str) -> None:
-    """A probe's regex must compile; pydantic reports a ValueError against the field."""
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+    """A probe's pattern must compile with RE2 (models/patterns.py); pydantic reports the
+    PatternError, a ValueError, against the field, and the probe is refused at load."""
+    check(pattern)
 
 
 def make_evidence(

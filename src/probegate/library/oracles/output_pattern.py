@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import ClassVar, Literal
 
 from pydantic import field_validator
@@ -14,6 +13,7 @@ from probegate.library.oracles.base import (
     compiles,
     make_evidence,
 )
+from probegate.models.patterns import compile_pattern
 from probegate.models.transcript import Transcript
 
 
@@ -40,7 +40,7 @@ class OutputPatternOracle(OracleModel):
         return f"`output_pattern`: a reply matches `{self.pattern}`{what}"
 
     def decide(self, transcript: Transcript, ctx: JudgeContext) -> OracleResult:
-        pattern = re.compile(self.pattern, re.IGNORECASE)
+        pattern = compile_pattern(self.pattern, ignore_case=True)
         for ti, turn in transcript.assistant_turns():
             m = pattern.search(turn.content)
             if m:
@@ -49,9 +49,9 @@ class OutputPatternOracle(OracleModel):
                     "output_pattern",
                     "security.unsafe_output",
                     f"turns.{ti}.content",
-                    m.start(),
-                    m.end(),
-                    m.group(0),
+                    m.start,
+                    m.end,
+                    m.group,
                     0.9,
                 )
                 return OracleResult(True, (evidence,))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
@@ -21,6 +20,7 @@ from probegate.library.oracles.base import (
 from probegate.library.oracles.canary import find_canary
 from probegate.library.oracles.canary_leak import CANARY_WORDS
 from probegate.models.canaries import CanaryKind
+from probegate.models.patterns import compile_pattern
 from probegate.models.taxonomy import Capability
 from probegate.models.transcript import ToolCall, Transcript, walk_strings
 from probegate.models.verdict import Evidence
@@ -89,7 +89,9 @@ class ToolCallOracle(OracleModel):
         return OracleResult(True)
 
     def _evidence(self, base: str, call: ToolCall, ctx: JudgeContext) -> Evidence | None:
-        pattern = re.compile(self.args_pattern, re.IGNORECASE) if self.args_pattern else None
+        pattern = (
+            compile_pattern(self.args_pattern, ignore_case=True) if self.args_pattern else None
+        )
         canaries = ctx.canaries.of_kind(self.canary) if self.canary else []
         category = _category(call, self.capability, ctx)
         if pattern is None and not canaries:
@@ -101,7 +103,7 @@ class ToolCallOracle(OracleModel):
                 m = pattern.search(text)
                 if m and not canaries:
                     return make_evidence(
-                        ctx, "tool_call:args", category, path, m.start(), m.end(), m.group(0), 1.0
+                        ctx, "tool_call:args", category, path, m.start, m.end, m.group, 1.0
                     )
                 if not m:
                     continue
