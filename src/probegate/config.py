@@ -77,6 +77,10 @@ class ScanConfig(BaseModel):
     rps: float | None = Field(default=None, gt=0)
     timeout: float = Field(default=60.0, gt=0)
     retries: int = Field(default=3, ge=0, le=20)
+    # The whole scan's time (docs/targets.md, "Deadline"): none by default, a CI job has its
+    # own; and the seconds it may spend paused on Retry-After in total.
+    deadline: float | None = Field(default=None, gt=0)
+    max_wait: float = Field(default=300.0, ge=0)
     repeat: int | None = Field(default=None, ge=1, le=100)
     seed: int = 0
     budget_usd: float | None = Field(default=None, gt=0)

@@ -168,7 +168,11 @@ def execute_scan(
         _relative(config, config.suppressions), explicit=config.suppressions is not None
     )
     limiter = RequestLimiter(
-        rps=config.rps, max_requests=config.max_requests, budget_usd=config.budget_usd
+        rps=config.rps,
+        max_requests=config.max_requests,
+        budget_usd=config.budget_usd,
+        deadline=config.deadline,
+        max_wait=config.max_wait,
     )
     llm_judge = (
         build_judge(

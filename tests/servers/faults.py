@@ -11,6 +11,14 @@ as an HTTP date), ``429long`` (Retry-After: 3600), ``500``, ``503``, ``400``, ``
 reply), ``drip`` (body one byte at a time), ``headerdrip`` (headers one byte at a time),
 ``nochoices`` (valid JSON, wrong shape), ``secret`` (a 400 whose body echoes the API key and
 contains terminal escapes).
+
+Hostile agents (issue 14), each on every reply: ``surrogate`` (lone surrogates in the text and
+in a tool call's arguments, as a model cut off mid-emoji sends), ``deep`` (a 2 KB reply nested
+1,001 levels deep), ``deepargs`` (tool arguments nested 300 levels deep), ``manycalls`` (10,000
+tool calls), ``bigreply`` (1 MB of text), ``imagebomb`` (1 MB of ``![``, the worst case of
+a markdown-image pattern), ``retryforever`` (429 with ``Retry-After: 119``). ``mix`` serves
+ok, 429, 500, drop, garbage, surrogate, deep, deepargs, manycalls and bigreply in turn: the
+soak in bench/.
 """
 
 from __future__ import annotations
@@ -27,6 +35,39 @@ OK_REPLY = {
     "choices": [{"index": 0, "message": {"role": "assistant", "content": "All good."}}],
     "usage": {"prompt_tokens": 10, "completion_tokens": 5},
 }
+HOSTILE_CALLS = 10_000
+HOSTILE_TEXT = 1_000_000
+DEEP_REPLY = 1_001
+DEEP_ARGUMENTS = 300
+MIX = (
+    "ok",
+    "429",
+    "surrogate",
+    "500",
+    "deep",
+    "deepargs",
+    "drop",
+    "manycalls",
+    "garbage",
+    "bigreply",
+)
+
+
+def reply_body(content: str, calls: list[dict[str, Any]] | None = None) -> bytes:
+    """A chat completion; lone surrogates in ``content`` go out as JSON escapes (no UTF-8)."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        message["tool_calls"] = calls
+    body = {"choices": [{"index": 0, "message": message}], "usage": OK_REPLY["usage"]}
+    return json.dumps(body).encode()
+
+
+def tool_call(index: int, name: str, arguments: str) -> dict[str, Any]:
+    return {
+        "id": f"call_{index}",
+        "type": "function",
+        "function": {"name": name, "arguments": arguments},
+    }
 
 
 class FaultHandler(Handler):
@@ -48,6 +89,39 @@ class FaultHandler(Handler):
 
     def fault_ok(self) -> None:
         self.send_json(200, OK_REPLY)
+
+    def fault_surrogate(self) -> None:
+        arguments = json.dumps({"to": "ops@evil.test", "body": "half an emoji \ud83d"})
+        calls = [tool_call(0, "send_email", arguments)]
+        self.send_raw(200, reply_body("Done \ud800 and \udfff.", calls))
+
+    def fault_deep(self) -> None:
+        nested = b"[" * DEEP_REPLY + b"]" * DEEP_REPLY
+        body = b'{"choices":[{"message":{"role":"assistant","content":"hi","x":' + nested
+        self.send_raw(200, body + b"}}]}")
+
+    def fault_deepargs(self) -> None:
+        arguments = '{"to":' + '{"a":' * DEEP_ARGUMENTS + "1" + "}" * DEEP_ARGUMENTS + "}"
+        self.send_raw(200, reply_body("", [tool_call(0, "send_email", arguments)]))
+
+    def fault_manycalls(self) -> None:
+        one = '{"customer_id": "1001"}'
+        calls = [tool_call(i, "lookup_customer", one) for i in range(HOSTILE_CALLS)]
+        self.send_raw(200, reply_body("", calls))
+
+    def fault_bigreply(self) -> None:
+        self.send_raw(200, reply_body("A" * HOSTILE_TEXT))
+
+    def fault_imagebomb(self) -> None:
+        self.send_raw(200, reply_body("![" * (HOSTILE_TEXT // 2)))
+
+    def fault_retryforever(self) -> None:
+        self.send_json(429, {"error": "slow down"}, {"Retry-After": "119"})
+
+    def fault_mix(self) -> None:
+        with self.owner.lock:
+            turn = self.owner.by_path["mix"]
+        getattr(self, f"fault_{MIX[turn % len(MIX)]}")()
 
     def fault_timeout(self) -> None:
         self._sleep(30)

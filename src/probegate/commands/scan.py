@@ -135,6 +135,19 @@ def add_parser(sub: Any) -> None:
         + _default("retries"),
     )
     s.add_argument(
+        "--deadline",
+        type=float,
+        metavar="SECONDS",
+        help="stop the scan after this many seconds and write its report (default: none)",
+    )
+    s.add_argument(
+        "--max-wait",
+        dest="max_wait",
+        type=float,
+        metavar="SECONDS",
+        help="most seconds the whole scan pauses for Retry-After" + _default("max_wait"),
+    )
+    s.add_argument(
         "--repeat",
         type=int,
         metavar="N",
@@ -290,6 +303,8 @@ _SCAN_FLAGS = (
     "rps",
     "timeout",
     "retries",
+    "deadline",
+    "max_wait",
     "repeat",
     "seed",
     "budget_usd",

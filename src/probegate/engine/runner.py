@@ -5,12 +5,13 @@ journals results and decides what to schedule next, so there is one writer and n
 mutable state besides the :class:`RequestLimiter`. Results are keyed by attempt id and sorted by
 plan order afterwards, so completion order never changes a report.
 
-Stopping is always clean: at the soft budget cap, on a fatal target error, or when almost
-nothing can be judged, the runner stops starting attempts, closes the limiter so attempts in
-flight end at their next request (unjudged, "cut short"), and reports what it did not run.
-An interrupt (the caller sets ``cancel``: Ctrl-C, SIGTERM) stops the same way, but attempts it
-cuts short are neither journaled nor reported: they did not complete, so ``--resume`` runs them
-again, and every attempt that did complete is in the journal and never sent twice.
+Stopping is always clean: at the soft budget cap, at the scan's deadline, on a fatal target
+error, or when almost nothing can be judged, the runner stops starting attempts, closes the
+limiter so attempts in flight end at their next request (unjudged, "cut short"), and reports
+what it did not run. An interrupt (the caller sets ``cancel``: Ctrl-C, SIGTERM) stops the same
+way, but attempts it cuts short are neither journaled nor reported: they did not complete, so
+``--resume`` runs them again, and every attempt that did complete is in the journal and never
+sent twice.
 """
 
 from __future__ import annotations
@@ -311,6 +312,12 @@ class Runner:
         running: dict[Future[Attempt | None], PlannedAttempt] = {}
         try:
             while queue or running or escalations:
+                if stop is None and self.limiter.expired():
+                    stop = "deadline"
+                    outcome.stop_message = (
+                        f"the scan's deadline of {self.limiter.deadline:g}s passed"
+                    )
+                    outcome.drop(self._halt(queue, escalations, hard=True, reason=stop))
                 if not queue and not running and escalations and stop is None:
                     queue.extend(self._escalate(escalations, results))
                     total += len(queue)
@@ -343,9 +350,13 @@ class Runner:
                     outcome.drop(self._halt(queue, escalations, hard=False, reason=stop))
                 if not running:
                     break
+                # Wake to poll for an interrupt, and at the deadline: attempts still running
+                # then are cut short.
+                polls = [self.limiter.remaining()]
+                polls.append(CANCEL_POLL_SECONDS if cancel is not None else None)
                 finished, _ = wait(
                     running,
-                    timeout=CANCEL_POLL_SECONDS if cancel is not None else None,
+                    timeout=min((t for t in polls if t is not None), default=None),
                     return_when=FIRST_COMPLETED,
                 )
                 for fut in finished:
@@ -375,6 +386,9 @@ class Runner:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown(wait=stop != CANCELLED, cancel_futures=stop == CANCELLED)
+        if stop is None and self.limiter.expired():  # the last attempts ran into it
+            stop = "deadline"
+            outcome.stop_message = f"the scan's deadline of {self.limiter.deadline:g}s passed"
         outcome.stopped_reason = stop or "completed"
         if stop is None:
             outcome.undecided = _undecided(results)

@@ -23,7 +23,7 @@ from probegate.models.sections import GuardSummary, McpSummary
 from probegate.models.shard import Shard, parse_shard
 from probegate.models.stored import load_report
 
-_STOP_ORDER = ("early_stop", "cancelled", "budget", "completed")
+_STOP_ORDER = ("early_stop", "cancelled", "deadline", "budget", "completed")
 
 
 def _shard_of(report: ScanReport, source: str) -> Shard:

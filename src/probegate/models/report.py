@@ -33,7 +33,7 @@ def finding_fp(probe_id: str) -> str:
 
 Band = Literal["EXCELLENT", "GOOD", "WARNING", "POOR", "CRITICAL", "not_evaluated"]
 Mode = Literal["fast", "smart", "full"]
-StoppedReason = Literal["completed", "budget", "early_stop", "cancelled"]
+StoppedReason = Literal["completed", "budget", "deadline", "early_stop", "cancelled"]
 
 
 class _Model(BaseModel):

@@ -248,15 +248,18 @@ class PythonSession:
             _mcp=self.mcp_url,
         )
         run = self.run
+        timeout = self.target.settings.timeout
+        remaining = self.limiter.remaining()  # the scan's deadline comes first when it is nearer
         outcome = call_with_timeout(
             (lambda: run(text, context)) if self.target.with_context else (lambda: run(text)),
-            self.target.settings.timeout,
+            timeout if remaining is None else min(timeout, remaining),
         )
         if self._failure is not None:
             raise self._failure
         if outcome.error is not None:
             self.limiter.record_failure()
             if outcome.timed_out:
+                self.limiter.check()  # cut at the scan's deadline, not the agent's timeout
                 raise TransportError(f"agent did not answer within --timeout: {outcome.error}")
             raise TransportError(f"agent raised {outcome.error}")
         result = outcome.value

@@ -12,11 +12,14 @@ Why each piece is the way it is:
   workers on the pool instead of on the agent.
 - Retries with exponential backoff and jitter on 429, 5xx and transient network failures only;
   ``Retry-After`` (seconds or an HTTP date) is honoured by pausing *every* worker, because a
-  server that says "slow down" means the whole client, not one thread. Other 4xx are the
-  request's fault and are not retried.
+  server that says "slow down" means the whole client, not one thread, until the scan has
+  paused for its ``max_wait`` in total: past that a 429 gets the ordinary backoff, so a server
+  that asks every reply to wait cannot hold the scan. Other 4xx are the request's fault and
+  are not retried. Every wait goes through the request limiter, so it ends when the scan stops
+  or its deadline passes.
 - A total deadline per request, enforced by a watchdog that shuts the socket down: a socket
   timeout alone resets on every byte, so a server dripping one byte per second would hold a
-  worker forever.
+  worker forever. The scan's own deadline, when it comes first, ends the request too.
 - A cap on the body size, read as a stream and abandoned at the cap; a body nested deeper than
   any reply needs has its deep values cut while it is parsed (models/bounds.py).
 - Secrets (API keys, header values taken from the environment) are scrubbed from every message
@@ -230,6 +233,14 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
     return max(0.0, when.timestamp() - current)
 
 
+def _sleep(seconds: float, limiter: RequestLimiter | None) -> None:
+    """Wait; through the limiter when there is one, so a stopped scan wakes at once."""
+    if limiter is not None:
+        limiter.sleep(seconds)
+    else:
+        time.sleep(seconds)
+
+
 class HttpClient:
     """JSON over HTTP with retries, deadlines, body caps and secret scrubbing; thread-safe."""
 
@@ -319,8 +330,8 @@ class HttpClient:
                 delay = self._delay(attempt, failure)
                 if delay is None:
                     break
-                time.sleep(delay)
-            self._wait_for_pause()
+                _sleep(delay, limiter)
+            self._wait_for_pause(limiter)
             if limiter is not None:
                 limiter.acquire()
             if usage is not None:
@@ -329,14 +340,23 @@ class HttpClient:
                 self.stats.tries += 1
                 if attempt:
                     self.stats.retries += 1
-            result = self._try(method, url, body, params, headers)
+            deadline = time.monotonic() + self.timeout
+            if limiter is not None and limiter.deadline_at is not None:
+                deadline = min(deadline, limiter.deadline_at)
+            result = self._try(method, url, body, params, headers, deadline)
             if not isinstance(result, _Failure):
                 return result
             failure = result
             if limiter is not None:
                 limiter.record_failure()
-            if failure.retry_after is not None:
-                self._pause(failure.retry_after)
+                limiter.check()  # a request cut at the scan's deadline is not a timeout
+            if failure.retry_after is not None and not self._pause(failure.retry_after, limiter):
+                assert limiter is not None and limiter.max_wait is not None
+                failure.reason += (
+                    f"; Retry-After {failure.retry_after:.0f}s not honoured: the scan has "
+                    f"paused for its {limiter.max_wait:g}s (--max-wait)"
+                )
+                failure.retry_after = None
             if not failure.retry:
                 break
         assert failure is not None
@@ -367,17 +387,25 @@ class HttpClient:
             jitter = 0.5 + self._rng.random() / 2
         return float(min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1)) * jitter)
 
-    def _pause(self, seconds: float) -> None:
+    def _pause(self, seconds: float, limiter: RequestLimiter | None) -> bool:
+        """Pause every worker for ``seconds``; False when the scan has no pause left for it."""
         if seconds > self.max_retry_after:
-            return
+            return True  # not honoured at all: _delay ends the attempt
         with self._lock:
-            self._paused_until = max(self._paused_until, time.monotonic() + seconds)
+            now = time.monotonic()
+            extension = now + seconds - max(self._paused_until, now)
+            if extension <= 0:
+                return True
+            if limiter is not None and not limiter.allow_wait(extension):
+                return False
+            self._paused_until = now + seconds
+            return True
 
-    def _wait_for_pause(self) -> None:
+    def _wait_for_pause(self, limiter: RequestLimiter | None) -> None:
         with self._lock:
             wait = self._paused_until - time.monotonic()
         if wait > 0:
-            time.sleep(wait)
+            _sleep(wait, limiter)
 
     def _try(
         self,
@@ -386,8 +414,9 @@ class HttpClient:
         body: Any,
         params: Mapping[str, str] | None,
         headers: Mapping[str, str] | None,
+        deadline: float,
     ) -> Any:
-        watch = self._watchdog.watch(time.monotonic() + self.timeout)
+        watch = self._watchdog.watch(deadline)
         _current.watch = watch
         response: requests.Response | None = None
         try:

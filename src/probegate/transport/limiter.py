@@ -1,4 +1,4 @@
-"""The limits every request a scan sends passes through: rate, request budget, dollar budget.
+"""The limits every request a scan sends passes through: rate, budgets, time.
 
 One :class:`RequestLimiter` per scan, shared by all worker threads and by every peer the scan
 talks to (the target, a guard in front of it, the LLM judge), so ``--rps``, ``--max-requests``
@@ -8,6 +8,13 @@ attempts at the soft cap (80 % by default) so a scan finishes cleanly instead of
 When the runner stops a scan for good (fatal target error, hopeless target, interrupt) it
 ``close``\\ s the limiter, so attempts in flight end at their next request instead of spending
 their retries on a target that is known to be unusable.
+
+Time is a budget too (docs/targets.md, "Deadline"): ``deadline`` seconds after the limiter is
+made, no request is sent, every wait (a rate slot, a backoff, a ``Retry-After`` pause) ends,
+and the HTTP client cuts the request in flight. ``max_wait`` caps the seconds the whole scan
+spends paused on ``Retry-After``: a server that asks every reply to wait two minutes would
+otherwise hold the scan for hours. Waits go through :meth:`RequestLimiter.sleep`, which wakes
+as soon as the limiter is closed, so a stopped scan never sleeps out a pause.
 
 It lives in the transport layer, below the engine, the targets and the judge, because all
 three spend from it and none of them owns it (docs/architecture.md).
@@ -46,20 +53,79 @@ class RequestLimiter:
         max_requests: int | None = None,
         budget_usd: float | None = None,
         soft_stop_fraction: float = 0.8,
+        deadline: float | None = None,
+        max_wait: float | None = None,
     ) -> None:
         self.rps = rps
         self.max_requests = max_requests
         self.budget_usd = budget_usd
         self.soft_stop_fraction = soft_stop_fraction
+        self.deadline = deadline
+        self.max_wait = max_wait
         self.state = BudgetState()
         self._lock = threading.Lock()
         self._next_slot = time.monotonic()
         self._closed: str | None = None
+        self._wake = threading.Event()
+        self._deadline_at = None if deadline is None else time.monotonic() + deadline
+        self._waited = 0.0
         self._priced = 0
         self._unpriced = 0
 
+    # -- time ----------------------------------------------------------------------------
+    @property
+    def deadline_at(self) -> float | None:
+        """When the scan's deadline passes, on the ``time.monotonic`` clock; None: never."""
+        return self._deadline_at
+
+    def remaining(self) -> float | None:
+        """Seconds until the deadline (0 once it passed); None without a deadline."""
+        if self._deadline_at is None:
+            return None
+        return max(0.0, self._deadline_at - time.monotonic())
+
+    def expired(self) -> bool:
+        return self._deadline_at is not None and time.monotonic() >= self._deadline_at
+
+    def _deadline_reason(self) -> str:
+        return f"the scan's deadline of {self.deadline:g}s passed"
+
+    def sleep(self, seconds: float) -> None:
+        """Wait ``seconds``, unless the scan stops first: then raise :class:`ScanStopped`."""
+        remaining = self.remaining()
+        limit = seconds if remaining is None else min(seconds, remaining)
+        woken = self._wake.wait(max(limit, 0.0))
+        if self.expired() or (not woken and remaining is not None and remaining <= seconds):
+            raise ScanStopped(self._deadline_reason())
+        if woken:
+            raise ScanStopped(self._closed or "scan stopped")
+
+    def check(self) -> None:
+        """Raise :class:`ScanStopped` once the scan stopped or its deadline passed."""
+        if self.expired():
+            raise ScanStopped(self._deadline_reason())
+        if self._closed is not None:
+            raise ScanStopped(self._closed)
+
+    def allow_wait(self, seconds: float) -> bool:
+        """Take ``seconds`` of ``Retry-After`` pause from the scan's total, if it has them."""
+        with self._lock:
+            if self.max_wait is not None and self._waited + seconds > self.max_wait:
+                return False
+            self._waited += seconds
+            return True
+
+    @property
+    def waited(self) -> float:
+        """Seconds of ``Retry-After`` pause granted so far."""
+        with self._lock:
+            return self._waited
+
+    # -- requests ------------------------------------------------------------------------
     def acquire(self) -> None:
         """Wait for a rate slot and count one request; raise at the hard caps."""
+        if self.expired():
+            raise ScanStopped(self._deadline_reason())
         with self._lock:
             if self._closed is not None:
                 raise ScanStopped(self._closed)
@@ -75,7 +141,7 @@ class RequestLimiter:
                 self._next_slot = slot + 1.0 / self.rps
                 wait = slot - now
         if wait > 0:
-            time.sleep(wait)
+            self.sleep(wait)
 
     def _projected_cost(self, more: int) -> float:
         """Spent so far plus what the requests in flight and ``more`` will likely cost.
@@ -113,6 +179,7 @@ class RequestLimiter:
         with self._lock:
             if self._closed is None:
                 self._closed = reason
+        self._wake.set()
 
     def admits(self, requests: float, cost_usd: float) -> bool:
         """Whether spending this much more would stay under the soft caps."""
