@@ -122,3 +122,30 @@ class BadModelInfo:
 
 
 NOT_CALLABLE = 42
+
+
+def _deep(levels: int) -> list[Any]:
+    root: list[Any] = []
+    node = root
+    for _ in range(levels):
+        child: list[Any] = []
+        node.append(child)
+        node = child
+    return root
+
+
+def hostile_output(input: str, context: dict[str, Any]) -> Any:
+    """What a hostile agent hands back (issue 14), chosen by the scenario's input."""
+    cyclic: dict[str, Any] = {}
+    cyclic["self"] = cyclic
+    if input == "surrogate":
+        return {"output": "half an emoji \ud83d and \udfff", "raw_response": cyclic}
+    if input == "deep":
+        return {
+            "output": "ok",
+            "tool_calls": [{"name": "lookup", "arguments": {"q": _deep(5_000)}}],
+            "reasoning_trace": _deep(5_000),
+        }
+    if input == "calls":
+        return {"output": "ok", "tool_calls": [{"name": "lookup"}] * 10_000}
+    return {"output": "![" * 500_000}  # a megabyte, the worst case of a backtracking regex

@@ -257,6 +257,15 @@ def text_of(value: Any, limit: int = TEXT_MAX) -> str:
     return head + _marker(length - len(head), length, sha256)
 
 
+def bound_value(value: Any, limit: int = TRANSCRIPT_MAX) -> Any:
+    """JSON data within :data:`DEPTH_MAX` levels and ``limit`` characters as it is (cleaned),
+    anything else as its bounded JSON text (:func:`text_of`)."""
+    try:
+        return _within(value, DEPTH_MAX, _Room(limit))
+    except _TooBig:
+        return text_of(value, limit)
+
+
 def bound_arguments(value: Any) -> tuple[dict[str, Any], Cut | None]:
     """A tool call's arguments within the bounds, and the Cut when they were not.
 

@@ -10,11 +10,32 @@ are turned into JSON-safe data so the report can always be written).
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    SerializerFunctionWrapHandler,
+    Tag,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 from pydantic_core import to_jsonable_python
+
+from probegate.models.bounds import (
+    NAME_MAX,
+    TOOL_CALLS_MAX,
+    TRANSCRIPT_MAX,
+    Cut,
+    bound_value,
+    calls_cut,
+    cut_text,
+    loads_bounded,
+    text_of,
+)
 
 NonEmpty = Annotated[str, Field(min_length=1)]
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -26,12 +47,16 @@ def json_safe(value: Any) -> Any:
     Adapters return SDK objects, dataclasses, datetimes, sets, bytes...; ``str()`` is the
     fallback so that writing the report can never fail on what an agent returned. Non-finite
     floats become ``None`` because canonical JSON refuses NaN; bytes that are not UTF-8 become
-    base64.
+    base64. What is deeper or larger than the bounds on agent output (models/bounds.py), or
+    contains itself, is kept as its bounded JSON text.
     """
     try:
-        return to_jsonable_python(value, fallback=_text, inf_nan_mode="null")
+        data = to_jsonable_python(value, fallback=_text, inf_nan_mode="null")
     except UnicodeDecodeError:
-        return to_jsonable_python(value, fallback=_text, inf_nan_mode="null", bytes_mode="base64")
+        data = to_jsonable_python(value, fallback=_text, inf_nan_mode="null", bytes_mode="base64")
+    except ValueError:  # deeper than pydantic serialises, or a cycle
+        return text_of(value, TRANSCRIPT_MAX)
+    return bound_value(data)
 
 
 def _text(obj: Any) -> str:
@@ -160,6 +185,11 @@ class ToolCall(BaseModel):
     arguments: dict[str, Any] = Field(default_factory=dict)
     result: Any = None
 
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return cut_text(value, NAME_MAX, "name")[0]
+
     @field_validator("arguments", mode="before")
     @classmethod
     def _arguments(cls, value: Any) -> Any:
@@ -168,10 +198,13 @@ class ToolCall(BaseModel):
             return {}
         if isinstance(value, str | bytes):
             try:
-                value = json.loads(value)
+                value = loads_bounded(value)
             except ValueError:
                 return value  # fails validation below with a clear message
-        return json_safe(value)
+        safe = json_safe(value)
+        # Too deep or too large to keep as data: its bounded JSON text, where oracles of
+        # a scan would read it too (models/bounds.py).
+        return {"_raw": safe} if isinstance(safe, str) and isinstance(value, dict) else safe
 
     @field_validator("result", mode="before")
     @classmethod
@@ -204,6 +237,37 @@ class AgentResult(BaseModel):
     latency_ms: Annotated[float, Field(ge=0.0)] = 0.0
     token_usage: TokenUsage | None = None
     raw_response: Any = None
+    # What was cut to keep the result bounded (models/bounds.py); omitted when nothing was.
+    cuts: list[Cut] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bounded(cls, data: Any) -> Any:
+        """The output valid Unicode and at most TRANSCRIPT_MAX long, at most TOOL_CALLS_MAX
+        tool calls: a scenario's result is stored and rendered whatever the agent sent."""
+        if isinstance(data, AgentResult):
+            return data
+        if not isinstance(data, dict):  # an agent's own result object: read its fields
+            data = {k: getattr(data, k) for k in cls.model_fields if hasattr(data, k)}
+        data = dict(data)
+        cuts = list(data.get("cuts") or [])
+        output = data.get("output")
+        if isinstance(output, str):
+            data["output"], cut = cut_text(output, TRANSCRIPT_MAX, "output")
+            cuts += [cut] if cut else []
+        calls = data.get("tool_calls")
+        if isinstance(calls, list) and len(calls) > TOOL_CALLS_MAX:
+            data["tool_calls"] = calls[:TOOL_CALLS_MAX]
+            cuts += [calls_cut(len(calls), TOOL_CALLS_MAX)]
+        data["cuts"] = cuts
+        return data
+
+    @model_serializer(mode="wrap")
+    def _serialise(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if not data.get("cuts"):
+            data.pop("cuts", None)
+        return data
 
     @field_validator("output", mode="before")
     @classmethod
@@ -220,10 +284,17 @@ class AgentResult(BaseModel):
     def _latency(cls, value: Any) -> Any:
         return 0.0 if value is None else value
 
-    @field_validator("reasoning_trace", "raw_response", mode="before")
+    @field_validator("raw_response", mode="before")
     @classmethod
     def _plain(cls, value: Any) -> Any:
         return json_safe(value)
+
+    @field_validator("reasoning_trace", mode="before")
+    @classmethod
+    def _steps(cls, value: Any) -> Any:
+        safe = json_safe(value)
+        # A trace too deep or large to keep as data is kept as one step: its bounded text.
+        return [safe] if isinstance(safe, str) and not isinstance(value, str) else safe
 
 
 class ScoreResult(BaseModel):
