@@ -126,7 +126,9 @@ def repros(src: Path | None, limit: float) -> None:
                 extra = list(flags) + (list(new_flags) if knows_new else [])
                 if new_flags and not knows_new:
                     name += " (no such flag)"
-                r = _scan(config, work, extra, src, limit)
+                # Without a deadline the early stop needs the 300 s of pauses first.
+                wait = limit if new_flags else max(limit, 360.0)
+                r = _scan(config, work, extra, src, wait if fault == "retryforever" else limit)
             peak = f"{r['peak_mb']:.0f}" if r["peak_mb"] is not None else "?"
             print(
                 f"  {name:34} {r['code']!s:>16} {r['seconds']:7.1f} {peak:>8} "
@@ -137,8 +139,9 @@ def repros(src: Path | None, limit: float) -> None:
 
 
 def patterns() -> None:
-    from probegate.models.patterns import compile_pattern
     from tests.library.test_pattern_bounds import BUNDLED, adversarial
+
+    from probegate.models.patterns import compile_pattern
 
     worst = (0.0, "")
     total = 0.0
@@ -172,13 +175,15 @@ def patterns() -> None:
     print(f"  image pattern on 1 MB of '![': RE2 {(time.perf_counter() - start) * 1000:.1f} ms")
 
 
-def _hwm_kb(pid: int) -> int:
+def _memory_kb(pid: int) -> tuple[int, int]:
+    """The process's peak and current resident memory, from /proc (0, 0 once it is gone)."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
-        return 0
-    found = re.search(r"VmHWM:\s+(\d+) kB", status)
-    return int(found.group(1)) if found else 0
+        return 0, 0
+    peak = re.search(r"VmHWM:\s+(\d+) kB", status)
+    now = re.search(r"VmRSS:\s+(\d+) kB", status)
+    return (int(peak.group(1)) if peak else 0, int(now.group(1)) if now else 0)
 
 
 def soak(src: Path | None, limit: float) -> None:
@@ -206,14 +211,17 @@ def soak(src: Path | None, limit: float) -> None:
             env=_env(src),
             cwd=work,
         )
-        early = last = 0
+        marks = {10: (0, 0), 50: (0, 0), 100: (0, 0)}
+        last = (0, 0)
         while child.poll() is None and time.monotonic() - start < limit:
-            last = _hwm_kb(child.pid) or last
+            last = _memory_kb(child.pid) if _memory_kb(child.pid)[0] else last
             journals = list((work / "store").glob("scans/*/journal.jsonl"))
             done = journals[0].read_bytes().count(b"\n") - 1 if journals else 0
-            if not early and done >= planned // 10:
-                early = last
+            for share in (10, 50):
+                if not marks[share][0] and done * 100 >= planned * share:
+                    marks[share] = last
             time.sleep(0.2)
+        marks[100] = last
         if child.poll() is None:
             child.kill()
         child.wait()
@@ -229,10 +237,11 @@ def soak(src: Path | None, limit: float) -> None:
             f"soak: full mode, concurrency {SOAK_CONCURRENCY}, fault 'mix', exit "
             f"{child.returncode}, {seconds:.1f} s, {faults.requests} requests"
         )
-        print(
-            f"  peak RSS at start (10% journaled) {early / 1024:.0f} MB, at end "
-            f"{last / 1024:.0f} MB"
+        shown = ", ".join(
+            f"{share}% journaled {peak / 1024:.0f} MB (now {now / 1024:.0f})"
+            for share, (peak, now) in marks.items()
         )
+        print(f"  peak RSS at {shown}")
         print(
             f"  attempts planned {planned}, journaled {len(ids) - controls} (+{controls} "
             f"controls), duplicates {len(ids) - len(set(ids))}"

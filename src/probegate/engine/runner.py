@@ -266,7 +266,7 @@ class Runner:
         cancel: threading.Event | None = None,
     ) -> RunOutcome:
         start = time.monotonic()
-        results: dict[str, Attempt] = dict(done or {})
+        results: dict[str, Attempt] = {k: _in_memory(a) for k, a in (done or {}).items()}
         # A resumed scan spends from the same budget: what the journal says was spent counts.
         self.limiter.preload(
             requests=sum(a.requests for a in results.values()),
@@ -365,10 +365,10 @@ class Runner:
                     if attempt is None:
                         outcome.drop([queued.probe.id])
                         continue
-                    results[attempt.attempt_id] = attempt
                     spend.add(attempt)
                     if journal is not None:
                         journal.record(attempt)
+                    results[attempt.attempt_id] = _in_memory(attempt)
                     _count(counts, attempt)
                     report()
                 if stop is None and self.fatal is not None:
@@ -500,6 +500,18 @@ def _stopped(reason: str) -> str:
 def _cut_short(reason: str) -> str:
     """The reason an attempt in flight gets when the runner stops the scan for ``reason``."""
     return f"cut short: {_stopped(reason)}"
+
+
+def _in_memory(attempt: Attempt) -> Attempt:
+    """What the runner keeps of a finished attempt: its transcript only when it is evidence.
+
+    A report shows the transcript of a finding's vulnerable attempt and of no other; the
+    journal keeps them all. Keeping every transcript in memory made a scan's memory grow with
+    its length (docs/targets.md, "Hostile output").
+    """
+    if attempt.outcome is Outcome.VULNERABLE or attempt.transcript is None:
+        return attempt
+    return attempt.model_copy(update={"transcript": None})
 
 
 def _add_usage(total: Usage, part: Usage) -> None:

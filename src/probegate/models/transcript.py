@@ -34,6 +34,7 @@ from probegate.models.bounds import (
     Cut,
     bound_arguments,
     calls_cut,
+    clean_text,
     cut_text,
 )
 
@@ -46,6 +47,20 @@ GuardStage = Literal["tools", "input", "tool_call", "tool_result", "output"]
 GuardAction = Literal["passed", "modified", "dropped", "withheld", "answered", "not_run"]
 
 
+def _clean_strings(data: Any) -> Any:
+    """Every string field valid Unicode: a guard quotes what the agent said, surrogates too."""
+    if not isinstance(data, dict):
+        return data
+    return {
+        k: clean_text(v)
+        if isinstance(v, str)
+        else [clean_text(x) if isinstance(x, str) else x for x in v]
+        if isinstance(v, list)
+        else v
+        for k, v in data.items()
+    }
+
+
 class GuardFinding(BaseModel):
     """One finding of a runtime guard's Verdict (seed 004), kept as the guard sent it.
 
@@ -54,6 +69,11 @@ class GuardFinding(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _valid_text(cls, data: Any) -> Any:
+        return _clean_strings(data)
 
     category: str = ""
     severity: str | None = None
@@ -86,6 +106,11 @@ class GuardCheck(BaseModel):
     unjudged: list[str] = Field(default_factory=list)
     notice: str | None = None
     latency_ms: float | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _valid_text(cls, data: Any) -> Any:
+        return _clean_strings(data)
 
 
 def _omit_guard(data: dict[str, Any]) -> dict[str, Any]:
