@@ -39,9 +39,8 @@ def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_hostile_results_are_stored_scored_and_rendered(in_tmp: Path, fmt: str) -> None:
     write_suite(in_tmp, "s", SCENARIOS)
     start = time.monotonic()
-    code = main(
-        ["run", "s.yml", "--adapter", f"{AGENTS}:hostile_output", "-o", f"{fmt},junit,md,html"]
-    )
+    argv = ["run", "s.yml", "--adapter", f"{AGENTS}:hostile_output", "--output-dir", "."]
+    code = main([*argv, "-o", f"{fmt},junit,md,html"])
     assert code == 1 and time.monotonic() - start < 60  # scenarios fail; nothing crashed or hung
     for name in ("junit.xml", "summary.md"):
         assert (in_tmp / name).stat().st_size > 0
