@@ -32,6 +32,7 @@ from probegate.models.bounds import TRANSCRIPT_MAX
 from probegate.models.canaries import make_canaries
 from probegate.models.probe import Fixtures
 from probegate.models.recording import write_manifest, write_recording
+from probegate.models.redaction import Redactor, redact_attempt
 from probegate.models.transcript import Transcript, Turn, fit_turn
 from probegate.models.verdict import Attempt, Evidence, Outcome
 from probegate.targets.base import Session, Target
@@ -126,6 +127,7 @@ class Runner:
         declared_canaries: tuple[str, ...] = (),
         llm_judge: LlmJudge | None = None,
         record_dir: Path | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self.target = target
         self.limiter = limiter
@@ -141,6 +143,9 @@ class Runner:
         self.uses_sandbox = traits.uses_sandbox
         self.plants_secrets = traits.system_canaries
         self.record_dir = record_dir
+        # Attempts are judged on the clear text, then kept (in memory, in the journal and in
+        # recordings) only in the stored form of redaction: docs/architecture.md.
+        self.redactor = redactor
         self.tools = target.tools()
         self.tools_by_name = {t.name: t for t in self.tools}
         self.fatal: str | None = None
@@ -245,6 +250,8 @@ class Runner:
             tokens=usage.tokens,
             cost_usd=round(usage.cost_usd, 6),
         )
+        if self.redactor is not None:
+            attempt = redact_attempt(attempt, self.redactor)
         if self.record_dir is not None:
             write_recording(self.record_dir, attempt, self.seed)
         return attempt
@@ -273,10 +280,16 @@ class Runner:
             cost_usd=sum(a.cost_usd for a in results.values()),
         )
         if self.record_dir is not None:
+            info = self.target.info()
+            if self.redactor is not None:
+                text = self.redactor.text
+                info = info.model_copy(
+                    update={"ref": text(info.ref), "inferred_goal": text(info.inferred_goal)}
+                )
             write_manifest(
                 self.record_dir,
                 seed=self.seed,
-                info=self.target.info(),
+                info=info,
                 tools=self.tools,
                 tool_calls_visible=self.tool_calls_visible,
                 uses_sandbox=self.uses_sandbox,

@@ -37,8 +37,9 @@ def recording_name(attempt_id: str) -> str:
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
-    """Atomic, so a kill mid-write never leaves half a recording."""
-    write_atomic(path, json.dumps(data, sort_keys=True, indent=1))
+    """Atomic, so a kill mid-write never leaves half a recording; private (0600 in 0700
+    directories), because a transcript is what the agent said, redacted or not."""
+    write_atomic(path, json.dumps(data, sort_keys=True, indent=1), private=True)
 
 
 # --------------------------------------------------------------------------- writing
@@ -72,7 +73,6 @@ def write_manifest(
         "system_canaries": system_canaries,
     }
     _refuse_foreign_recording(directory, manifest)
-    directory.mkdir(parents=True, exist_ok=True)
     _write_json(directory / MANIFEST, manifest)
 
 
@@ -104,7 +104,7 @@ def _refuse_foreign_recording(directory: Path, manifest: dict[str, Any]) -> None
 
 
 def write_recording(directory: Path, attempt: Attempt, seed: int) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
+    """One attempt's recording; ``attempt`` comes in the stored form of redaction."""
     _write_json(
         directory / recording_name(attempt.attempt_id),
         {

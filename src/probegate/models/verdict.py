@@ -11,6 +11,16 @@ from probegate.models.taxonomy import Severity
 from probegate.models.transcript import Transcript
 
 SUBJECT_MAX = 200
+ELLIPSIS = "…"
+
+
+def truncate(text: str, limit: int) -> str:
+    """Cut ``text`` to at most ``limit`` characters, marking the cut with an ellipsis."""
+    if limit <= 0:
+        return ""
+    if len(text) <= limit:
+        return text
+    return text[: limit - 1] + ELLIPSIS
 
 
 class Outcome(StrEnum):

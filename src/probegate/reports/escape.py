@@ -13,6 +13,9 @@ import html
 import json
 import re
 
+# Bounded text is cut the one way evidence subjects are (re-exported for the emitters).
+from probegate.models.verdict import truncate as truncate
+
 # ANSI/VT escape sequences: CSI (ESC [ ... final), OSC (ESC ] ... BEL or ESC \), and the
 # two-byte forms (ESC + one of @-Z \ ] ^ _). C1 CSI (U+009B) is covered by the control strip.
 _ANSI = re.compile(
@@ -39,9 +42,11 @@ _BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
 _DIRTY = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+# What GitHub's Markdown turns into a link with no link syntax at all (its autolink
+# extension): a scheme's "://", a "www." host, an email address; and "@name" mentions.
+_MD_AUTOLINK = re.compile(r"://|(?i:\bwww)\.|@")
+_MD_AUTOLINK_DEFUSED = {"://": "&#58;//", "@": "&#64;"}
 _MD_LINE_START = frozenset("#>+-=")
-
-ELLIPSIS = "…"
 
 
 def strip_ansi(text: str) -> str:
@@ -108,15 +113,6 @@ def one_line(text: str) -> str:
     return defuse_commands(text)
 
 
-def truncate(text: str, limit: int) -> str:
-    """Cut ``text`` to at most ``limit`` characters, marking the cut with an ellipsis."""
-    if limit <= 0:
-        return ""
-    if len(text) <= limit:
-        return text
-    return text[: limit - 1] + ELLIPSIS
-
-
 def html_text(text: str) -> str:
     """Agent text as inert HTML character data or attribute value (quotes escaped too)."""
     if _HTML_DIRTY.search(text) is None:  # the common case: nothing to escape or remove
@@ -130,7 +126,9 @@ def md_text(text: str, *, limit: int | None = None) -> str:
     HTML is entity-escaped so tags render as text; Markdown punctuation that could open code,
     emphasis, links or table cells is backslash-escaped; newlines become ``<br>`` so the text
     never starts a line of its own, and ``::`` becomes ``&#58;&#58;`` so that even a log that
-    prints the summary cannot read a GitHub workflow command out of it.
+    prints the summary cannot read a GitHub workflow command out of it. What GitHub would
+    link on its own (a bare ``https://...``, ``www.``, an address or an ``@mention``) has one
+    character written as an entity: it reads the same and is no link.
     """
     text = clean_text(text)
     if limit is not None:
@@ -138,9 +136,15 @@ def md_text(text: str, *, limit: int | None = None) -> str:
     text = html.escape(text, quote=False)
     text = _MD_SPECIAL.sub(r"\\\1", text)
     text = text.replace("::", "&#58;&#58;").strip()
+    text = _MD_AUTOLINK.sub(_defuse_autolink, text)
     if text[:1] in _MD_LINE_START:  # would open a heading, quote or list inside a list item
         text = "\\" + text
     return "<br>".join(text.split("\n"))
+
+
+def _defuse_autolink(match: re.Match[str]) -> str:
+    found = match.group(0)
+    return _MD_AUTOLINK_DEFUSED.get(found) or found[:-1] + "&#46;"
 
 
 def md_code(text: str, *, limit: int | None = None) -> str:

@@ -17,11 +17,13 @@ never resisted.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Generic, Protocol, Self, TypeVar
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
@@ -169,8 +171,12 @@ class TargetConfig(BaseModel):
         raise NotImplementedError
 
     def secret_env(self) -> dict[str, str]:
-        """``{placeholder name: environment variable}`` of the secrets reports must hide."""
+        """``{placeholder name: environment variable}`` of the secrets no file may contain."""
         return {}
+
+    def secret_urls(self) -> list[str]:
+        """URLs of the config that may carry a password (``https://user:pass@host``)."""
+        return []
 
     def without_secrets(self) -> Self:
         """This config with every environment-held secret left out (a dry run sends nothing)."""
@@ -201,7 +207,26 @@ class TargetConfig(BaseModel):
         for placeholder, variable in self.secret_env().items():
             if os.environ.get(variable):
                 secrets[placeholder] = os.environ[variable]
+        passwords = [_password(url) for url in self.secret_urls()]
+        for i, password in enumerate(dict.fromkeys(filter(None, passwords)), start=1):
+            secrets[f"URL_PASSWORD_{i}"] = password
         return secrets
+
+
+def header_secret_env(headers_env: Mapping[str, str]) -> dict[str, str]:
+    """``{header: ENV_VAR}`` as :meth:`TargetConfig.secret_env` entries: ``HEADER_X_API_KEY``."""
+    out: dict[str, str] = {}
+    for header, variable in sorted(headers_env.items()):
+        name = re.sub(r"[^A-Z0-9]+", "_", header.upper()).strip("_") or "VALUE"
+        out[f"HEADER_{name}"] = variable
+    return out
+
+
+def _password(url: str | None) -> str:
+    try:
+        return (urlsplit(url).password or "") if url else ""
+    except ValueError:
+        return ""
 
 
 class ToolConfig(BaseModel):

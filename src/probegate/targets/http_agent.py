@@ -41,6 +41,7 @@ from probegate.targets.base import (
     TargetTraits,
     ToolDelivery,
     env_value,
+    header_secret_env,
 )
 from probegate.targets.configured import http_client, script_text, target_info, tool_specs
 from probegate.targets.mcp_server import McpEndpoint, McpHost, require_sdk
@@ -160,7 +161,13 @@ class HttpConfig(AgentConfig):
     http: HttpApi | None = None
 
     def secret_env(self) -> dict[str, str]:
-        return {"API_KEY": self.api_key_env} if self.api_key_env else {}
+        own = {"API_KEY": self.api_key_env} if self.api_key_env else {}
+        headers = header_secret_env(self.http.headers_env) if self.http is not None else {}
+        return {**headers, **own}
+
+    def secret_urls(self) -> list[str]:
+        urls = [self.endpoint, self.http.url if self.http is not None else None]
+        return [url for url in urls if url]
 
     def without_secrets(self) -> HttpConfig:
         update: dict[str, Any] = {"api_key_env": None}

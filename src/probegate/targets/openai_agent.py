@@ -39,6 +39,7 @@ from probegate.targets.base import (
     TargetTraits,
     ToolDelivery,
     env_value,
+    header_secret_env,
 )
 from probegate.targets.configured import (
     config_file,
@@ -159,7 +160,11 @@ class OpenAIConfig(AgentConfig):
     system_prompt: str | None = None
 
     def secret_env(self) -> dict[str, str]:
-        return {"API_KEY": self.api_key_env} if self.api_key_env else {}
+        own = {"API_KEY": self.api_key_env} if self.api_key_env else {}
+        return {**header_secret_env(self.headers_env), **own}
+
+    def secret_urls(self) -> list[str]:
+        return [self.endpoint] if self.endpoint else []
 
     def without_secrets(self) -> OpenAIConfig:
         return self.model_copy(update={"api_key_env": None, "headers_env": {}})

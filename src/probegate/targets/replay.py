@@ -3,9 +3,12 @@
 It answers each message with the reply recorded (``--record DIR``, the format in
 :mod:`probegate.models.recording`) for the same attempt, so the same oracles see the same
 transcript and reach the same verdicts; the canaries match because they derive from the
-recorded seed and the attempt id. A changed probe library shows up as a message that does not
-match the recording, and the attempt is unjudged with that reason rather than judged against a
-conversation that never happened.
+recorded seed and the attempt id. A recording holds its scan's real secrets only as
+placeholders (the stored form of :mod:`probegate.models.redaction`): the declared canaries
+given to the replay are spelled back into each reply exactly as the agent wrote them (encoded,
+cut off), so a leak of one is judged exactly as it was live. A changed probe library shows up
+as a message that does not match the recording, and the attempt is unjudged with that reason
+rather than judged against a conversation that never happened.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Literal
 
 from probegate.errors import UsageError
 from probegate.models.recording import Recording, read_manifest, read_recording
+from probegate.models.redaction import Redactor, restore_turn, same_when_stored
 from probegate.models.report import TargetInfo
 from probegate.models.sections import KindSection
 from probegate.models.tools import ToolSpec
@@ -69,6 +73,10 @@ class ReplayTarget:
             uses_sandbox=manifest.uses_sandbox,
         )
         self._ref = raw
+        self._secrets = config.real_secrets()
+        # Only to compare a message with its recorded, redacted, copy: the key is not the
+        # recording scan's, so pattern tokens are compared by kind (same_when_stored).
+        self._stored = Redactor(self._secrets, key=b"replay")
 
     def info(self) -> TargetInfo:
         return self._info.model_copy(
@@ -88,7 +96,7 @@ class ReplayTarget:
         return read_recording(self.directory, attempt_id)
 
     def open_session(self, sandbox: Sandbox, limiter: RequestLimiter) -> ReplaySession:
-        return ReplaySession(self.load(sandbox.attempt_id))
+        return ReplaySession(self.load(sandbox.attempt_id), self._secrets, self._stored)
 
     def close(self) -> None:
         return None
@@ -99,6 +107,8 @@ class ReplaySession:
     """Replays one recorded conversation (one ``session`` number of one attempt)."""
 
     recording: Recording | None
+    secrets: dict[str, str] = field(default_factory=dict)
+    stored: Redactor = field(default_factory=lambda: Redactor({}, key=b"replay"))
     usage: Usage = field(default_factory=Usage)
     _sent: int = 0
 
@@ -115,14 +125,16 @@ class ReplaySession:
             raise TransportError("the recording has fewer turns than this attempt")
         at = inputs[index]
         recorded = turns[at]
-        if recorded.content != message.content or recorded.role != message.role:
+        if recorded.role != message.role or not same_when_stored(
+            recorded.content, message.content, self.stored
+        ):
             raise TransportError(
                 "recording does not match this attempt (probe library or settings changed)"
             )
         if at + 1 >= len(turns) or turns[at + 1].role != "assistant":
             # The recorded attempt failed here; replay the same failure.
             raise TransportError(self.recording.reason or "the recording ends here")
-        return turns[at + 1].model_copy(deep=True)
+        return restore_turn(turns[at + 1], self.secrets).model_copy(deep=True)
 
     def close(self) -> None:
         return None

@@ -120,7 +120,12 @@ class GuardConfig(TargetConfig):
 
     def secret_env(self) -> dict[str, str]:
         own = {"API_KEY": self.api_key_env} if self.api_key_env else {}
+        if self.guard_api_key_env:
+            own["GUARD_API_KEY"] = self.guard_api_key_env
         return {**self.agent.secret_env(), **own}
+
+    def secret_urls(self) -> list[str]:
+        return [*self.agent.secret_urls(), *([self.guard] if self.guard else [])]
 
     def without_secrets(self) -> GuardConfig:
         return self.model_copy(

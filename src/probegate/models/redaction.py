@@ -1,0 +1,524 @@
+"""Redaction: no real secret or personal data reaches a file probegate writes.
+
+Two sources of sensitive text are replaced by ``${...}`` placeholders:
+
+- named secrets, everything the user handed probegate that must never land in a file (declared
+  canaries the agent holds, API keys, secret headers, the signing secret), given as a mapping
+  ``{"CANARY_1": "<value>"}``. Every occurrence is replaced, including its common encodings
+  (URL-encoded, base64, hex, upper/lower case, reversed) and a cut-off piece at the edge of a
+  bounded string, because an exfiltrating agent rarely sends a secret verbatim and subjects are
+  truncated;
+- patterns: API keys and tokens (``sk-...``, ``Bearer ...``, AWS, GitHub, Google, Slack, JWT,
+  PEM private keys), emails, phone numbers and Luhn-valid card numbers.
+
+Emails on reserved test domains (RFC 2606 / RFC 6761: ``example.com``, ``example.org``,
+``example.net``, ``*.test``, ``*.invalid``, ``*.example``, ``*.localhost``) and the phone
+numbers reserved for fiction stay readable: attack probes address their fake attackers there
+and a report must show where the agent sent data. Synthetic canaries the probes plant are not
+secrets and are simply not passed in.
+
+Placeholders come in two forms, one per kind of file:
+
+- The **stored form** is what a scan keeps while it runs: the journal, ``--record``
+  recordings and the attempts in memory, so a resumed scan assembles exactly what an
+  uninterrupted one does. A named secret becomes ``${NAME}``, or ``${NAME:how}`` when it came
+  encoded or cut off (``${CANARY_1:base64}``, ``${CANARY_1:head12}``): given the same secret,
+  :func:`restore` rebuilds the exact original text, which is what lets a replay judge a declared
+  canary exactly as the live scan did. A pattern match becomes ``${EMAIL#3f9a0c61d2}``, the
+  token a keyed hash of the value (:func:`stored_key`): the same value has the same token in
+  every file of one scan, also across ``--resume``, and the token alone says nothing about the
+  value. Verdicts are judged on the clear text before anything is stored, and a resumed scan
+  never judges a journaled attempt again.
+- The **report form** is what reports show: ``${NAME}``, and ``${EMAIL_1}``, ``${EMAIL_2}``
+  numbered per report in the order first met (the same value, or the same stored token,
+  always gets the same number), so the same report always redacts to the same bytes.
+  Stored-form placeholders met while redacting a report are folded into the report form.
+
+Evidence offsets: an evidence ``start``/``end`` points into a transcript string. When redaction
+changes that string, the offsets are recomputed so they point into the *redacted* text, at the
+same content; a span that overlapped a redacted value grows to cover the whole placeholder.
+So ``redacted[start:end]`` is what the evidence was about, now with placeholders in it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import re
+import urllib.parse
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from probegate.models.transcript import Transcript, Turn, resolve_path
+from probegate.models.verdict import SUBJECT_MAX, Attempt, Evidence, truncate
+
+RESERVED_EMAIL_DOMAINS = ("example.com", "example.org", "example.net")
+RESERVED_EMAIL_TLDS = ("test", "invalid", "example", "localhost")
+
+# A piece of a secret shorter than this at a string's edge is too likely to be innocent text;
+# so is a case-changed or reversed spelling of a secret this short.
+_PARTIAL_MIN = 8
+_TOKEN_HEX = 10
+
+# Stored-form placeholders, as written by a stored-form Redactor (see the module docstring).
+_STORED_SECRET = re.compile(r"\$\{([A-Z][A-Z0-9_]*)(?::([A-Za-z0-9+]+))?\}")
+_STORED_TAGGED = re.compile(r"\$\{([A-Z][A-Z0-9_]*):([A-Za-z0-9+]+)\}")
+_STORED_TOKEN = re.compile(r"\$\{([A-Z][A-Z0-9_]*)#([0-9a-f]{" + str(_TOKEN_HEX) + r"})\}")
+_PARTIAL_TAG = re.compile(r"(head|tail)([1-9][0-9]{0,4})")
+_ENCODING_TAGS = frozenset(
+    {"lower", "upper", "reversed", "url", "url+", "base64", "base64url", "hex", "HEX"}
+)
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for i, char in enumerate(reversed(digits)):
+        d = ord(char) - 48
+        if i % 2:
+            d *= 2
+            if d > 9:
+                d -= 9
+        total += d
+    return total % 10 == 0
+
+
+def _card_ok(value: str) -> bool:
+    digits = re.sub(r"\D", "", value)
+    return 13 <= len(digits) <= 19 and _luhn(digits)
+
+
+def _email_ok(value: str) -> bool:
+    domain = value.rsplit("@", 1)[-1].lower().rstrip(".")
+    if domain.rsplit(".", 1)[-1] in RESERVED_EMAIL_TLDS:
+        return False
+    return not any(domain == d or domain.endswith("." + d) for d in RESERVED_EMAIL_DOMAINS)
+
+
+def _phone_ok(value: str) -> bool:
+    # 555-0100 to 555-0199 are the North American numbers reserved for fiction: attack
+    # probes plant them (like example.com addresses) and a report must show them.
+    digits = re.sub(r"\D", "", value)
+    return not (len(digits) >= 7 and digits[-7:-2] == "55501")
+
+
+def _token_ok(value: str) -> bool:
+    # "Bearer authentication" is prose; real tokens carry digits or are long.
+    return any(c.isdigit() for c in value) or len(value) >= 20
+
+
+@dataclass(frozen=True)
+class _Pattern:
+    kind: str
+    regex: re.Pattern[str]
+    group: int = 0
+    valid: Callable[[str], bool] | None = None
+
+
+# Priority order: when two matches overlap, the earlier pattern wins.
+_PATTERNS: tuple[_Pattern, ...] = (
+    _Pattern(
+        "PRIVATE_KEY",
+        re.compile(
+            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY-----"
+        ),
+    ),
+    _Pattern(
+        "GITHUB_TOKEN",
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"),
+    ),
+    _Pattern("AWS_KEY", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b")),
+    _Pattern(
+        "AWS_SECRET",
+        re.compile(
+            r"(?i)\b(?:aws_?secret_?access_?key|aws_?secret|secret_?access_?key)"
+            r"\W{0,4}[:=]\s*[\"']?([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
+        ),
+        group=1,
+    ),
+    _Pattern(
+        "API_KEY",
+        re.compile(
+            r"\bsk-[A-Za-z0-9_-]{16,}"
+            r"|\bAIza[0-9A-Za-z_-]{35}\b"
+            r"|\bxox[abposr]-[A-Za-z0-9-]{10,}"
+        ),
+    ),
+    _Pattern(
+        "TOKEN",
+        re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{10,}"),
+    ),
+    _Pattern(
+        "TOKEN",
+        re.compile(r"(?i)\bbearer\s+([A-Za-z0-9._~+/-]{8,}=*)"),
+        group=1,
+        valid=_token_ok,
+    ),
+    _Pattern(
+        "EMAIL",
+        re.compile(
+            r"(?<![\w.+-])[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)+"
+            r"[A-Za-z]{2,63}\b"
+        ),
+        valid=_email_ok,
+    ),
+    _Pattern("CARD", re.compile(r"(?<![\d.])\d(?:[ -]?\d){12,18}(?![\d])"), valid=_card_ok),
+    _Pattern(
+        "PHONE",
+        re.compile(
+            # not inside a longer run of digit groups (card numbers, ids, dates)
+            r"(?<![\w+.])(?<!\d[\s.-])(?:\+\d{1,3}[\s.-]?)?(?:\(\d{2,4}\)[\s.-]?|\d{2,4}[\s.-])"
+            r"\d{3,4}[\s.-]\d{3,4}(?!\w)(?![\s.-]\d)"
+            r"|(?<![\w+])\+\d{8,15}(?!\d)"
+        ),
+        valid=_phone_ok,
+    ),
+)
+
+
+def _encodings(value: str) -> list[tuple[str, str]]:
+    """``(how, text)`` for the secret and the spellings an agent most often leaks it in.
+
+    ``how`` is the stored form's tag ("" for the secret itself); the order is the priority
+    when two spellings coincide (a secret with nothing to escape is its own URL encoding).
+    """
+    raw = value.encode("utf-8")
+    out = [("", value)]
+    if len(value) >= _PARTIAL_MIN:
+        out += [("lower", value.lower()), ("upper", value.upper()), ("reversed", value[::-1])]
+    out += [
+        ("url", urllib.parse.quote(value, safe="")),
+        ("url+", urllib.parse.quote_plus(value)),
+        ("base64", base64.b64encode(raw).decode("ascii").rstrip("=")),
+        ("base64url", base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")),
+        ("hex", raw.hex()),
+        ("HEX", raw.hex().upper()),
+    ]
+    return [(how, text) for how, text in out if text]
+
+
+def _spelling(value: str, how: str) -> str | None:
+    """The text a stored ``${NAME:how}`` stood for, given the secret; None for an unknown tag."""
+    partial = _PARTIAL_TAG.fullmatch(how)
+    if partial is not None:
+        size = int(partial.group(2))
+        if size >= len(value):
+            return None
+        return value[:size] if partial.group(1) == "head" else value[-size:]
+    return dict(_encodings(value)).get(how)
+
+
+def stored_key(salt: str, secrets: Mapping[str, str]) -> bytes:
+    """The key of one scan's stored-form tokens: its salt (kept in the journal's header, so a
+    resumed scan tokenises as the first run did) and the values of its secrets, which are never
+    stored, so a copy of the store alone cannot test guesses against the tokens."""
+    material = "\0".join(f"{name}={secrets[name]}" for name in sorted(secrets) if secrets[name])
+    return hmac.new(salt.encode("utf-8"), material.encode("utf-8"), hashlib.sha256).digest()
+
+
+@dataclass(frozen=True)
+class OffsetMap:
+    """Maps offsets in an original string to offsets in its redacted form.
+
+    ``spans`` are ``(orig_start, orig_end, new_start, new_end)`` of each replacement, sorted.
+    An offset inside a replaced span moves to the placeholder's start (for a ``start``) or end
+    (for an ``end``), so the mapped range always covers the whole placeholder.
+    """
+
+    spans: tuple[tuple[int, int, int, int], ...] = ()
+
+    def start(self, pos: int) -> int:
+        delta = 0
+        for o_start, o_end, n_start, n_end in self.spans:
+            if pos < o_start:
+                break
+            if pos < o_end:
+                return n_start
+            delta = n_end - o_end
+        return pos + delta
+
+    def end(self, pos: int) -> int:
+        delta = 0
+        for o_start, o_end, _n_start, n_end in self.spans:
+            if pos <= o_start:
+                break
+            if pos <= o_end:
+                return n_end
+            delta = n_end - o_end
+        return pos + delta
+
+
+class Redactor:
+    """Redacts strings with one numbering shared by everything it sees.
+
+    Without ``key`` it writes the report form: use one instance per report, so the same email
+    is ``${EMAIL_1}`` in the transcript, the evidence subject and the summary, and the
+    numbering follows the order texts are given in. With ``key`` it writes the stored form
+    (tokens instead of numbers), which needs no shared state: one instance may serve a whole
+    scan from several threads. Without ``patterns`` only the named secrets are replaced (for
+    text that is not agent output, such as a command line).
+    """
+
+    def __init__(
+        self, secrets: Mapping[str, str], *, key: bytes | None = None, patterns: bool = True
+    ) -> None:
+        self._key = key
+        self._patterns = _PATTERNS if patterns else ()
+        self._secret_names: dict[str, tuple[str, str]] = {}
+        self._secret_values: list[tuple[str, str]] = []
+        for name in sorted(secrets):
+            value = secrets[name]
+            if not value:
+                continue
+            self._secret_values.append((name, value))
+            for how, text in _encodings(value):
+                self._secret_names.setdefault(text, (name, how))
+        self._secret_re: re.Pattern[str] | None = None
+        if self._secret_names:
+            alternatives = sorted(self._secret_names, key=lambda v: (-len(v), v))
+            self._secret_re = re.compile("|".join(re.escape(v) for v in alternatives))
+        self._assigned: dict[tuple[str, str], str] = {}
+        self._counters: dict[str, int] = {}
+
+    @property
+    def stored(self) -> bool:
+        """Whether this redactor writes the stored form."""
+        return self._key is not None
+
+    def text(self, text: str) -> str:
+        """``text`` with every secret and pattern match replaced by its placeholder."""
+        return self.text_with_map(text)[0]
+
+    def text_with_map(self, text: str) -> tuple[str, OffsetMap]:
+        """The redacted text and the :class:`OffsetMap` from old offsets to new ones."""
+        matches = self._matches(text)
+        if not matches:
+            return text, OffsetMap()
+        parts: list[str] = []
+        spans: list[tuple[int, int, int, int]] = []
+        cursor = 0
+        length = 0
+        for start, end, placeholder in matches:
+            parts.append(text[cursor:start])
+            length += start - cursor
+            parts.append(placeholder)
+            spans.append((start, end, length, length + len(placeholder)))
+            length += len(placeholder)
+            cursor = end
+        parts.append(text[cursor:])
+        return "".join(parts), OffsetMap(tuple(spans))
+
+    def transcript(self, transcript: Transcript) -> tuple[Transcript, dict[str, OffsetMap]]:
+        """A redacted copy and, per changed string's evidence path, its :class:`OffsetMap`."""
+        maps: dict[str, OffsetMap] = {}
+        data = self._walk(transcript.model_dump(), "", maps)
+        if not maps:
+            return transcript, maps
+        return Transcript.model_validate(data), maps
+
+    def value(self, node: Any) -> Any:
+        """Any JSON-like value with every string in it redacted (keys are left alone)."""
+        return self._walk(node, "", {})
+
+    def _walk(self, node: Any, path: str, maps: dict[str, OffsetMap]) -> Any:
+        if isinstance(node, str):
+            new, offsets = self.text_with_map(node)
+            if offsets.spans:
+                maps[path] = offsets
+            return new
+        prefix = f"{path}." if path else ""
+        if isinstance(node, dict):
+            return {k: self._walk(v, f"{prefix}{k}", maps) for k, v in node.items()}
+        if isinstance(node, list):
+            return [self._walk(v, f"{prefix}{i}", maps) for i, v in enumerate(node)]
+        return node
+
+    def _matches(self, text: str) -> list[tuple[int, int, str]]:
+        found: list[tuple[int, int, str, str]] = []  # start, end, kind, value
+
+        def add(start: int, end: int, kind: str, value: str) -> None:
+            if start >= end:
+                return
+            for s, e, _k, _v in found:
+                if start < e and s < end:
+                    return
+            found.append((start, end, kind, value))
+
+        if not self.stored and "${" in text:
+            # Stored-form placeholders (a journaled attempt) fold into the report form.
+            for m in _STORED_TAGGED.finditer(text):
+                if m.group(2) in _ENCODING_TAGS or _PARTIAL_TAG.fullmatch(m.group(2)):
+                    add(m.start(), m.end(), "", m.group(1))
+            for m in _STORED_TOKEN.finditer(text):
+                add(m.start(), m.end(), m.group(1), "#" + m.group(2))
+        if self._secret_re is not None:
+            for m in self._secret_re.finditer(text):
+                name, how = self._secret_names[m.group()]
+                add(m.start(), m.end(), "", f"{name}:{how}" if how else name)
+            for name, value in self._secret_values:
+                for start, end, how in _partial_edges(text, value):
+                    add(start, end, "", f"{name}:{how}")
+        for pattern in self._patterns:
+            for m in pattern.regex.finditer(text):
+                value = m.group(pattern.group)
+                if pattern.valid is not None and not pattern.valid(value):
+                    continue
+                add(m.start(pattern.group), m.end(pattern.group), pattern.kind, value)
+        found.sort()
+        return [(s, e, self._placeholder(kind, value)) for s, e, kind, value in found]
+
+    def _placeholder(self, kind: str, value: str) -> str:
+        if not kind:  # a named secret: ``value`` is ``NAME`` or ``NAME:how``
+            return "${" + (value if self.stored else value.split(":", 1)[0]) + "}"
+        if self._key is not None:
+            digest = hmac.new(self._key, f"{kind}\0{value}".encode(), hashlib.sha256)
+            return "${" + f"{kind}#{digest.hexdigest()[:_TOKEN_HEX]}" + "}"
+        key = (kind, value)
+        placeholder = self._assigned.get(key)
+        if placeholder is None:
+            self._counters[kind] = self._counters.get(kind, 0) + 1
+            placeholder = "${" + f"{kind}_{self._counters[kind]}" + "}"
+            self._assigned[key] = placeholder
+        return placeholder
+
+
+def _partial_edges(text: str, secret: str) -> list[tuple[int, int, str]]:
+    """A secret cut off at the end (or start) of a bounded string, e.g. a truncated subject."""
+    spans: list[tuple[int, int, str]] = []
+    top = min(len(secret) - 1, len(text))
+    for size in range(top, _PARTIAL_MIN - 1, -1):
+        if text.endswith(secret[:size]):
+            spans.append((len(text) - size, len(text), f"head{size}"))
+            break
+    for size in range(top, _PARTIAL_MIN - 1, -1):
+        if text.startswith(secret[-size:]):
+            spans.append((0, size, f"tail{size}"))
+            break
+    return spans
+
+
+def redact_text(text: str, secrets: Mapping[str, str]) -> str:
+    """Redact one string on its own, report form (numbering starts at 1 for this call)."""
+    return Redactor(secrets).text(text)
+
+
+def restore(text: str, secrets: Mapping[str, str]) -> str:
+    """Stored-form text with each named secret in ``secrets`` spelled out again exactly.
+
+    Placeholders of secrets not given, and pattern tokens, stay as they are: a replay is
+    given the declared canaries it judges, not the API key of the recorded target.
+    """
+    if "${" not in text or not secrets:
+        return text
+
+    def spell(match: re.Match[str]) -> str:
+        value = secrets.get(match.group(1))
+        if not value:
+            return match.group(0)
+        spelled = _spelling(value, match.group(2) or "")
+        return match.group(0) if spelled is None else spelled
+
+    return _STORED_SECRET.sub(spell, text)
+
+
+def restore_turn(turn: Turn, secrets: Mapping[str, str]) -> Turn:
+    """:func:`restore` applied to every string of a stored turn (content and tool calls)."""
+    if not secrets:
+        return turn
+    data = _map_strings(turn.model_dump(), lambda s: restore(s, secrets))
+    return Turn.model_validate(data)
+
+
+def _map_strings(node: Any, fn: Callable[[str], str]) -> Any:
+    if isinstance(node, str):
+        return fn(node)
+    if isinstance(node, dict):
+        return {k: _map_strings(v, fn) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_map_strings(v, fn) for v in node]
+    return node
+
+
+def same_when_stored(recorded: str, live: str, redactor: Redactor) -> bool:
+    """Whether ``live`` text, once stored by ``redactor``, is the stored ``recorded`` text.
+
+    Pattern tokens depend on the recording scan's key, which is not kept with a recording: two
+    tokens of the same kind compare equal.
+    """
+    if recorded == live:
+        return True
+
+    def untokened(text: str) -> str:
+        return _STORED_TOKEN.sub(lambda m: "${" + m.group(1) + "#}", text)
+
+    return untokened(recorded) == untokened(redactor.text(live))
+
+
+# --------------------------------------------------------------------------- transcripts
+
+
+def redact_transcript_evidence(
+    transcript: Transcript | None, evidence: Sequence[Evidence], redactor: Redactor
+) -> tuple[Transcript | None, list[Evidence]]:
+    """A transcript and the evidence pointing into it, redacted together (offsets moved)."""
+    if transcript is None:
+        return None, [redact_evidence(e, redactor) for e in evidence]
+    before = transcript.model_dump()
+    redacted, maps = redactor.transcript(transcript)
+    after = redacted.model_dump() if maps else before
+    return redacted, [
+        redact_evidence(e, redactor, maps.get(e.path), _string_at(before, e.path), after)
+        for e in evidence
+    ]
+
+
+def redact_attempt(attempt: Attempt, redactor: Redactor) -> Attempt:
+    """The attempt as it may be stored: transcript, evidence, reason and trigger redacted.
+
+    Its outcome and evidence were judged on the clear text; only their words change.
+    """
+    transcript, evidence = redact_transcript_evidence(
+        attempt.transcript, attempt.evidence, redactor
+    )
+    return attempt.model_copy(
+        update={
+            "transcript": transcript,
+            "evidence": evidence,
+            "reason": redactor.text(attempt.reason),
+            "trigger_prompt": redactor.text(attempt.trigger_prompt),
+        }
+    )
+
+
+def _string_at(tree: dict[str, Any], path: str) -> str | None:
+    try:
+        value = resolve_path(tree, path)
+    except (KeyError, IndexError, ValueError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def redact_evidence(
+    evidence: Evidence,
+    redactor: Redactor,
+    offsets: OffsetMap | None = None,
+    original: str | None = None,
+    after: dict[str, Any] | None = None,
+) -> Evidence:
+    """Offsets moved into the redacted string; a subject that quotes the text at the offsets
+    is re-cut from the redacted string, so both show the same placeholder."""
+    update: dict[str, Any] = {}
+    start, end = evidence.start, evidence.end
+    if offsets is not None and original is not None and after is not None:
+        start, end = offsets.start(evidence.start), offsets.end(evidence.end)
+        update["start"], update["end"] = start, end
+        quoted = original[evidence.start : evidence.end]
+        redacted = _string_at(after, evidence.path)
+        if quoted and redacted is not None and evidence.subject.startswith(quoted):
+            rest = evidence.subject[len(quoted) :]
+            subject = redacted[start:end] + (redactor.text(rest) if rest else "")
+            update["subject"] = truncate(subject, SUBJECT_MAX)
+            return evidence.model_copy(update=update)
+    update["subject"] = truncate(redactor.text(evidence.subject), SUBJECT_MAX)
+    return evidence.model_copy(update=update)
