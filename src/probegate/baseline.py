@@ -56,12 +56,12 @@ def compare(
     """
     if not math.isfinite(tolerance) or tolerance < 0:
         raise UsageError(f"--tolerance must be a number >= 0, got {tolerance}")
-    mismatch = _mismatch(baseline, current)
-    if mismatch and not allow_mismatch:
-        raise UsageError(
-            f"cannot compare: {'; '.join(mismatch)} (pass --allow-mismatch to compare the "
-            "common probes only)"
-        )
+    mismatch = check_comparable(
+        baseline,
+        library_version=current.probe_library_version,
+        mode=current.mode,
+        allow_mismatch=allow_mismatch,
+    )
     notes = [*baseline.import_notes, *current.import_notes]
     base_by_fp = _index(baseline, "baseline", notes)
     cur_by_fp = _index(current, "current", notes)
@@ -152,15 +152,28 @@ def compare(
     )
 
 
-def _mismatch(baseline: ScanReport, current: ScanReport) -> list[str]:
+def check_comparable(
+    baseline: ScanReport, *, library_version: str, mode: str, allow_mismatch: bool
+) -> list[str]:
+    """How a scan of ``library_version`` in ``mode`` differs from ``baseline`` in what it
+    measures; a :class:`UsageError` unless ``allow_mismatch``.
+
+    ``scan --baseline`` asks before its first request, from the settings alone: a baseline it
+    could not be compared with must not cost a whole scan first.
+    """
     out = []
-    if baseline.probe_library_version != current.probe_library_version:
+    if baseline.probe_library_version != library_version:
         out.append(
             f"probe library versions differ (baseline {baseline.probe_library_version}, "
-            f"current {current.probe_library_version})"
+            f"current {library_version})"
         )
-    if baseline.mode != current.mode:
-        out.append(f"modes differ (baseline {baseline.mode}, current {current.mode})")
+    if baseline.mode != mode:
+        out.append(f"modes differ (baseline {baseline.mode}, current {mode})")
+    if out and not allow_mismatch:
+        raise UsageError(
+            f"cannot compare: {'; '.join(out)} (pass --allow-mismatch to compare the "
+            "common probes only)"
+        )
     return out
 
 

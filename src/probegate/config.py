@@ -9,10 +9,16 @@ where the user stands (docs/targets.md). The ``target:`` section is parsed as it
 config (each kind's module declares it; ``targets/registry.py`` lists the kinds), so this
 module sits above the targets. Secrets never live here: the file names environment variables
 (``api_key_env``), and only their values are read, late.
+
+Paths in the file are confined to its directory tree: a config is often written by whoever
+opens a pull request, and ``system_prompt: /proc/self/environ`` would otherwise send the CI
+job's environment to the endpoint. ``--allow-outside-config`` (a flag, never a file setting)
+lifts that; paths given as flags are the user's own and never confined.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,6 +42,7 @@ _NOT_SCAN_SETTINGS = frozenset({"target", "target_args", "config_path", "base_di
 _FLAG_NAMES = {"probe_dirs": "probe_dir"}
 # Settings that name files or directories: relative to the config file when they come from it.
 PATH_SETTINGS = ("output_dir", "store", "baseline", "suppressions", "signing_key", "record")
+ALLOW_OUTSIDE_FLAG = "--allow-outside-config"
 
 
 def _split_list(value: Any) -> Any:
@@ -84,6 +91,7 @@ class ScanConfig(BaseModel):
     repeat: int | None = Field(default=None, ge=1, le=100)
     seed: int = 0
     budget_usd: float | None = Field(default=None, gt=0)
+    allow_unpriced: bool = False
     max_requests: int | None = Field(default=None, ge=1)
     judge: str | None = None
     output: list[str] = Field(default_factory=lambda: ["json"])
@@ -197,8 +205,13 @@ class ScanConfig(BaseModel):
         return 3 if self.mode == "full" else 1
 
 
-def read_config_file(path: Path) -> dict[str, Any]:
-    """Parse the YAML file into a plain mapping; one clear error for any problem."""
+def read_config_file(path: Path, *, allow_outside: bool = False) -> dict[str, Any]:
+    """Parse the YAML file into a plain mapping; one clear error for any problem.
+
+    Its paths (the target's path settings, :data:`PATH_SETTINGS` and ``probe_dirs``) come back
+    absolute, resolved against the file's directory with symlinks followed; one that leads out
+    of that directory tree is a :class:`ConfigError` unless ``allow_outside``.
+    """
     data = read_yaml(path, what="config file", error=ConfigError)
     if data is None:
         return {}
@@ -209,7 +222,54 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(
             f"config file {path}: unknown top-level key(s) {', '.join(sorted(unknown))}"
         )
-    return data
+    return _confined(data, path, allow_outside)
+
+
+def _confined(data: dict[str, Any], path: Path, allow_outside: bool) -> dict[str, Any]:
+    """``data`` with every path setting of the file resolved and confined (read_config_file)."""
+    base = path.parent.resolve()
+    settings = scan_settings()
+    path_keys = {
+        "target": {f.key for f in target_flags() if f.path},
+        "scan": {*PATH_SETTINGS, "probe_dirs"},
+    }
+    out = dict(data)
+    for section, keys in path_keys.items():
+        values = data.get(section)
+        if not isinstance(values, dict):
+            continue  # validation says what is wrong with it
+        confined = dict(values)
+        for raw_key, value in values.items():
+            key = str(raw_key).replace("-", "_")
+            if settings.get(key, key) in keys:
+                where = f"{path}: {section}.{raw_key}"
+                confined[raw_key] = _confine(value, base, where, allow_outside)
+        out[section] = confined
+    return out
+
+
+def _confine(value: Any, base: Path, where: str, allow_outside: bool) -> Any:
+    """A path setting of the file as an absolute path inside ``base`` (see the module doc)."""
+    if isinstance(value, list):
+        return [_confine(item, base, where, allow_outside) for item in value]
+    if not isinstance(value, str) or not value:
+        return value  # not a path: validation says so
+    try:
+        resolved = (base / Path(value).expanduser()).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, a NUL byte
+        raise ConfigError(f"{where}: cannot resolve {value!r}: {exc}") from None
+    if not allow_outside and not resolved.is_relative_to(base):
+        raise ConfigError(
+            f"{where}: {value!r} leads outside the config file's directory {base}"
+            f"{' (through a symlink)' if _through_symlink(base, value) else ''}; "
+            f"move it under that directory, or pass {ALLOW_OUTSIDE_FLAG} to allow it"
+        )
+    return os.fspath(resolved)
+
+
+def _through_symlink(base: Path, value: str) -> bool:
+    lexical = Path(os.path.normpath(base / Path(value).expanduser()))
+    return lexical.is_relative_to(base)
 
 
 def scan_settings() -> dict[str, str]:

@@ -9,6 +9,12 @@ stop: the attempts that completed are in the journal, the partial report is writ
 other, and the closing lines say the scan id and the exact command that resumes it; the scan's
 command line is stored with it, so ``probegate scan --resume SCAN_ID`` needs nothing else.
 A second interrupt stops at once.
+
+Everything that can make a scan fail for the user's reasons is checked before the first
+request: the output directory, the store and the recording directory can be written, the
+baseline can be compared with this scan, a dollar budget can be counted. Every secret the scan
+knows of (the target's, the signing secret, the judge's key) is redacted from every file it
+writes: attempts are stored redacted once judged (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import shlex
 import signal
 import sys
@@ -27,7 +34,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
-from probegate.baseline import compare
+from probegate.baseline import check_comparable, compare
 from probegate.clock import iso, new_scan_id, now
 from probegate.config import DEFAULT_STORE, ScanConfig
 from probegate.engine.assemble import ScanMeta, assemble
@@ -35,13 +42,14 @@ from probegate.engine.journal import Journal, read_journal, scan_dir, write_invo
 from probegate.engine.plan import Plan, build_plan
 from probegate.engine.runner import Progress, Runner, RunOutcome, fill_fixtures
 from probegate.errors import ExitCode, Interrupted, ReportError, TargetError, UsageError
-from probegate.files import write_atomic
+from probegate.files import check_writable_dir, write_atomic
 from probegate.gate import evaluate_gates
 from probegate.judge.attempt import LlmJudge
-from probegate.judge.llm import build_judge
+from probegate.judge.llm import ENV_API_KEY, ENV_FALLBACK_API_KEY, OpenAIJudge, build_judge
 from probegate.library.loader import Library, extend_library, load_library
 from probegate.library.probe import Probe
 from probegate.models.canaries import make_canaries
+from probegate.models.redaction import Redactor, stored_key
 from probegate.models.report import Budget, Engine, Finding, ScanReport
 from probegate.models.stored import load_report
 from probegate.models.taxonomy import ASI_IDS, SEVERITY_RANK, Severity
@@ -49,7 +57,7 @@ from probegate.models.verdict import Attempt
 from probegate.reports import FORMATS, parse_formats, write_outputs
 from probegate.reports.digest import authority_text, evidence_text, group_unjudged, stop_text
 from probegate.reports.redact import redact_report
-from probegate.reports.signing import sign_report, signing_material_from_env
+from probegate.reports.signing import SECRET_ENV, sign_report, signing_material_from_env
 from probegate.suppressions import SuppressionEntry, apply_suppressions, load_suppressions
 from probegate.targets.base import ReplayInput, Target, capabilities_of
 from probegate.targets.registry import build_target, spec_of
@@ -158,12 +166,25 @@ def execute_scan(
     as one JSON object on ``out`` instead of text (progress and errors stay on ``err``).
     """
     formats = parse_formats(config.output)
+    if not config.dry_run:
+        # Where the results go is checked first: a scan that cannot keep them spends nothing.
+        check_writable_dir(config.output_dir, what="output directory (--output-dir)")
+        check_writable_dir(config.store, what="scan store (--store)")
+        if config.record is not None:
+            check_writable_dir(config.record, what="recording directory (--record)")
     library = with_extra_probes(load_library(), config)
     probes = library.select(asi=config.asi, patterns=config.probes)
     if not probes:
         raise UsageError("no probe matches --asi/--probes (see 'probegate probes list')")
     # Inputs that can be wrong are read before the scan spends a single request.
     baseline = load_report(config.baseline) if config.baseline is not None else None
+    if baseline is not None:
+        check_comparable(
+            baseline,
+            library_version=library.version,
+            mode=config.mode,
+            allow_mismatch=config.allow_mismatch,
+        )
     suppressions = load_suppressions(
         _relative(config, config.suppressions), explicit=config.suppressions is not None
     )
@@ -185,10 +206,26 @@ def execute_scan(
         if config.judge
         else None
     )
-    # A dry run only plans: it must work before the secrets are set up.
-    target_config = config.target.without_secrets() if config.dry_run else config.target
-    target = build_target(target_config, config.target_settings())
-    inputs = _Inputs(library.version, probes, formats, baseline, suppressions, llm_judge, limiter)
+    try:
+        if config.budget_usd is not None and not config.allow_unpriced:
+            _refuse_unpriced(config, llm_judge)
+        # A dry run only plans: it must work before the secrets are set up.
+        target_config = config.target.without_secrets() if config.dry_run else config.target
+        target = build_target(target_config, config.target_settings())
+    except BaseException:
+        if llm_judge is not None:
+            llm_judge.close()
+        raise
+    inputs = _Inputs(
+        library.version,
+        probes,
+        formats,
+        baseline,
+        suppressions,
+        llm_judge,
+        limiter,
+        {} if config.dry_run else scan_secrets(config),
+    )
     view = _View(out, err, quiet=config.quiet, verbose=verbose, as_json=as_json)
     try:
         return _execute(config, target, inputs, view)
@@ -196,6 +233,39 @@ def execute_scan(
         target.close()
         if llm_judge is not None:
             llm_judge.close()
+
+
+def scan_secrets(config: ScanConfig) -> dict[str, str]:
+    """Every secret this scan holds, by placeholder name: what no file it writes may contain.
+
+    The target kind declares its own (``TargetConfig.real_secrets``); the scan adds the signing
+    secret and the LLM judge's key, which an agent never sees but an error message might.
+    """
+    out = dict(config.target.real_secrets())
+    if os.environ.get(SECRET_ENV):
+        out["SIGNING_SECRET"] = os.environ[SECRET_ENV]
+    if config.judge:
+        key = os.environ.get(ENV_API_KEY) or os.environ.get(ENV_FALLBACK_API_KEY)
+        if key:
+            out.setdefault("JUDGE_API_KEY", key)
+    return out
+
+
+def _refuse_unpriced(config: ScanConfig, judge: LlmJudge | None) -> None:
+    """``--budget-usd`` counts dollars only for priced models: refuse one it cannot count."""
+    agent = config.target.agent_under_test()
+    unpriced: list[str] = []
+    if spec_of(agent).endpoint and price_table(agent.prices, agent.model) is None:
+        unpriced.append(f"the target's model {agent.model or '(none)'!r}")
+    if isinstance(judge, OpenAIJudge) and price_table(judge.prices, judge.model) is None:
+        unpriced.append(f"the judge's model {judge.model!r}")
+    if unpriced:
+        raise UsageError(
+            f"--budget-usd {config.budget_usd:g} cannot be enforced: no price for "
+            f"{' or '.join(unpriced)} in target.prices (docs/targets.md). Add its prices, or "
+            "pass --allow-unpriced to scan without a dollar cap for it (--max-requests still "
+            "caps the requests)"
+        )
 
 
 @dataclass(frozen=True)
@@ -207,6 +277,8 @@ class _Inputs:
     suppressions: tuple[SuppressionEntry, ...]
     llm_judge: LlmJudge | None
     limiter: RequestLimiter
+    # What no file may contain, by placeholder name (scan_secrets).
+    secrets: dict[str, str]
 
 
 @dataclass
@@ -277,9 +349,12 @@ def _execute(config: ScanConfig, target: Target, inputs: _Inputs, view: _View) -
     info = target.info()
     store = config.store
     done: dict[str, Attempt] = {}
+    salt = secrets.token_hex(16)
     if config.resume:
         scan_id = config.resume
-        header, done = read_journal(scan_dir(store, scan_id) / "journal.jsonl")
+        journal_path = scan_dir(store, scan_id) / "journal.jsonl"
+        contents = read_journal(journal_path)
+        header, done = contents.header, contents.attempts
         if header.get("target") not in (None, info.ref):
             raise UsageError(
                 f"scan {scan_id} scanned {header.get('target')}, not {info.ref}: a resumed "
@@ -292,7 +367,19 @@ def _execute(config: ScanConfig, target: Target, inputs: _Inputs, view: _View) -
                 f"now {plan.fingerprint}); rerun with the same target, mode, seed and selection, "
                 f"or 'probegate scan --resume {scan_id}' alone"
             )
+        planned = {a.attempt_id for a in plan.all_attempts}
+        foreign = sorted(set(done) - planned)
+        for attempt_id in foreign:
+            del done[attempt_id]
+        warning = contents.warning()
+        if foreign:
+            warning += ("; " if warning else f"journal {journal_path}: ") + (
+                f"ignored {len(foreign)} attempt(s) that are not in this scan's plan"
+            )
+        if warning:
+            view.err.write(f"warning: {clean(warning)}\n")
         created_at = str(header.get("created_at"))
+        salt = str(header.get("redaction_salt") or salt)
     else:
         scan_id = new_scan_id(plan.fingerprint + info.ref)
         created_at = iso(now())
@@ -314,6 +401,7 @@ def _execute(config: ScanConfig, target: Target, inputs: _Inputs, view: _View) -
             "plan": plan.fingerprint,
             "created_at": created_at,
             "target": info.ref,
+            "redaction_salt": salt,
         },
     )
     if config.invocation and not config.resume:
@@ -327,6 +415,7 @@ def _execute(config: ScanConfig, target: Target, inputs: _Inputs, view: _View) -
         declared_canaries=config.target.declared_canaries(),
         record_dir=config.record,
         llm_judge=inputs.llm_judge,
+        redactor=Redactor(inputs.secrets, key=stored_key(salt, inputs.secrets)),
     )
     _say_what_cannot_apply(plan, runner, tools, view)
     if not view.quiet:
@@ -383,9 +472,11 @@ def _execute(config: ScanConfig, target: Target, inputs: _Inputs, view: _View) -
     if section is not None:  # what the kind adds: e.g. what a guard evaluated, blocked, missed
         report = report.model_copy(update={section.REPORT_FIELD: section})
     report = _finalise(report, config, inputs)
-    write_atomic(directory / "scan.json", FORMATS["json"].render(report), error=ReportError)
-    _write_povs(report, directory, config)
-    _write_replays(report, directory, config, plan, target)
+    write_atomic(
+        directory / "scan.json", FORMATS["json"].render(report), error=ReportError, private=True
+    )
+    _write_povs(report, directory, config, inputs.secrets)
+    _write_replays(report, directory, config, plan, target, inputs.secrets)
     written = write_outputs(report, formats, config.output_dir)
     _remove_stale_outputs(config.output_dir, written)
     report_path = written.get("json", directory / "scan.json")
@@ -543,7 +634,7 @@ def _finalise(report: ScanReport, config: ScanConfig, inputs: _Inputs) -> ScanRe
     The order matters: nothing secret may reach the comparison or the signed bytes, and an
     accepted (suppressed) finding is not a new regression.
     """
-    report = redact_report(report, config.target.real_secrets())
+    report = redact_report(report, inputs.secrets)
     report = apply_suppressions(report, inputs.suppressions, now().date())
     if inputs.baseline is not None:
         comparison = compare(
@@ -569,13 +660,17 @@ def _finalise(report: ScanReport, config: ScanConfig, inputs: _Inputs) -> ScanRe
     return report.model_copy(update={"signatures": signed.get("signatures")})
 
 
-def _write_povs(report: ScanReport, directory: Path, config: ScanConfig) -> None:
+def _write_povs(
+    report: ScanReport, directory: Path, config: ScanConfig, hidden: dict[str, str]
+) -> None:
     """A reproducer per finding: the command that sends the attempt that found it again.
 
     Same mode, variant, repeat, seed and judge, so the same attempt id, mutated payload and
     planted canaries; paths relative to the repository root, which the script changes to, so
-    it runs on another checkout too.
+    it runs on another checkout too. A secret in the command line (a password in an endpoint
+    URL) is written as its placeholder.
     """
+    hide = Redactor(hidden, patterns=False).text
     pov_dir = directory / "pov"
     root = repository_root().resolve()
     common = _repo_args(config.target_args, root)
@@ -583,7 +678,6 @@ def _write_povs(report: ScanReport, directory: Path, config: ScanConfig) -> None
         common += ["--probe-dir", _repo_path((config.base_dir / extra).resolve(), root)]
     by_probe = {r.probe_id: r for r in report.results}
     for finding in report.findings:
-        pov_dir.mkdir(parents=True, exist_ok=True)
         attempt = _reproduced_attempt(finding)
         argv = ["probegate", "scan", *common, "--probes", finding.probe_id, "--mode", report.mode]
         if attempt is not None:
@@ -617,16 +711,26 @@ def _write_povs(report: ScanReport, directory: Path, config: ScanConfig) -> None
             f'cd "$(dirname "$0")/{back}" || exit 2\n'
             f"exec {shlex.join(argv)}\n"
         )
-        path = pov_dir / f"{finding.probe_id}.sh"
-        path.write_text(script, encoding="utf-8")
-        path.chmod(0o755)
+        write_atomic(
+            pov_dir / f"{finding.probe_id}.sh",
+            hide(script),
+            error=ReportError,
+            private=True,
+            executable=True,
+        )
 
 
 def _write_replays(
-    report: ScanReport, directory: Path, config: ScanConfig, plan: Plan, target: Target
+    report: ScanReport,
+    directory: Path,
+    config: ScanConfig,
+    plan: Plan,
+    target: Target,
+    hidden: dict[str, str],
 ) -> None:
     """Beside each reproducer, a plain-Python script that sends the attempt's exact messages to
-    the agent without probegate, for the agent's developers (a kind with an endpoint only)."""
+    the agent without probegate, for the agent's developers (a kind with an endpoint only).
+    The scan's secrets in it (a declared canary the agent holds) are written as placeholders."""
     spec = spec_of(config.target)
     if spec.replay_script is None:
         return
@@ -653,10 +757,13 @@ def _write_replays(
             settings=config.target_settings(),
             evidence=evidence_text(finding),
         )
-        path = directory / "pov" / f"{finding.probe_id}.replay.py"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(spec.replay_script(config.target, given), encoding="utf-8")
-        path.chmod(0o755)
+        write_atomic(
+            directory / "pov" / f"{finding.probe_id}.replay.py",
+            Redactor(hidden, patterns=False).text(spec.replay_script(config.target, given)),
+            error=ReportError,
+            private=True,
+            executable=True,
+        )
 
 
 def _reproduced_attempt(finding: Finding) -> tuple[str, int] | None:

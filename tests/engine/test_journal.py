@@ -19,10 +19,9 @@ def test_torn_last_line_is_skipped_and_the_next_record_starts_fresh(tmp_path: Pa
     journal.close()
     with path.open("ab") as fh:
         fh.write(b'{"kind": "attempt", "attempt": {"attempt_id": "p#se')  # killed mid-write
-    header, done = read_journal(path)
-    assert header["plan"] == "p" and set(done) == {"p#seed#0"}
+    contents = read_journal(path)
+    assert contents.header["plan"] == "p" and set(contents.attempts) == {"p#seed#0"}
     resumed = Journal(path, {"scan_id": "s", "plan": "p"})
     resumed.record(attempt(1))
     resumed.close()
-    _, done = read_journal(path)
-    assert set(done) == {"p#seed#0", "p#seed#1"}
+    assert set(read_journal(path).attempts) == {"p#seed#0", "p#seed#1"}

@@ -75,14 +75,14 @@ def test_resume_after_sigkill_sends_nothing_twice(tmp_path: Path) -> None:
             proc.kill()
             proc.wait(timeout=10)
         assert proc.returncode == -signal.SIGKILL
-        _, before = read_journal(journal)
+        before = read_journal(journal).attempts
         assert len(before) >= 5
         sent_before = len(server.bodies)
 
         scan_id = journal.parent.name
         code = main(scan_args(config, killed, *ARGS, "--concurrency", "8", "--resume", scan_id))
         assert code == 0
-        _, after = read_journal(journal)
+        after = read_journal(journal).attempts
         resumed = attempts_of(server.bodies[sent_before:], set(after))
         assert not resumed & set(before), "completed attempts were sent again"
         assert resumed == set(after) - set(before)

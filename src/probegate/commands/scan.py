@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from probegate.config import (
+    ALLOW_OUTSIDE_FLAG,
     DEFAULT_CONFIG,
     DEFAULT_STORE,
     ScanConfig,
@@ -63,6 +64,14 @@ def add_parser(sub: Any) -> None:
     t = p.add_argument_group("target")
     t.add_argument(
         "--config", metavar="FILE", help=f"config file (default: ./{DEFAULT_CONFIG} when it exists)"
+    )
+    t.add_argument(
+        ALLOW_OUTSIDE_FLAG,
+        dest="allow_outside_config",
+        action="store_true",
+        default=None,
+        help="let the config file's paths lead outside its directory tree (default: they may "
+        "not; a config from a pull request must not read or write elsewhere)",
     )
     for flag in target_flags():
         choices = endpoint_kinds() if flag is PROTOCOL else None
@@ -166,6 +175,14 @@ def add_parser(sub: Any) -> None:
         metavar="X",
         help="stop starting attempts at 80%% of this many dollars, never exceed it "
         "(default: no cap)",
+    )
+    s.add_argument(
+        "--allow-unpriced",
+        dest="allow_unpriced",
+        action="store_true",
+        default=None,
+        help="run with --budget-usd although a model has no price in target.prices, so the "
+        "dollar cap counts nothing for it (default: such a scan is refused)",
     )
     s.add_argument(
         "--max-requests",
@@ -308,6 +325,7 @@ _SCAN_FLAGS = (
     "repeat",
     "seed",
     "budget_usd",
+    "allow_unpriced",
     "max_requests",
     "judge",
     "dry_run",
@@ -383,7 +401,10 @@ def _config_from_args(args: argparse.Namespace) -> ScanConfig:
             raise UsageError(
                 f"no target: give {kinds}, a config file, or {options} (no ./probegate.yml here)"
             )
-    file_data: dict[str, Any] = read_config_file(config_path) if config_path else {}
+    outside = bool(args.allow_outside_config)
+    file_data: dict[str, Any] = (
+        read_config_file(config_path, allow_outside=outside) if config_path else {}
+    )
     flags: dict[str, Any] = {k: getattr(args, k, None) for k in _SCAN_FLAGS}
     for key in ("baseline", "suppressions", "signing_key", "record"):
         if flags[key] is not None:  # flag paths are relative to where the user stands

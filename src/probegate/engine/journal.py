@@ -3,25 +3,33 @@
 Each line is flushed to the OS before the next attempt is recorded, so a crash or ``kill -9``
 loses at most the attempts still in flight (a killed process's written data stays in the
 kernel's page cache; only a power cut needs the ``fsync`` done at close); ``--resume`` reads
-the lines back and skips them. A truncated last line (the kill landed mid-write) is ignored,
-not fatal, and the resumed journal starts on a fresh line.
+the lines back and skips those attempts. Attempts are journaled in the stored form of
+redaction (:mod:`probegate.models.redaction`), already judged; the header keeps the salt of
+the scan's redaction tokens so a resumed scan stores the same value under the same token.
+
+The file is created 0600 in a 0700 directory and never opened through a symlink. Reading it
+back trusts nothing: a line cut short by a hard kill (also inside a multi-byte character), a
+line that is not UTF-8, not JSON, not an object or not an attempt is skipped and counted, and
+its attempt simply runs again; the resumed journal starts on a fresh line.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from pydantic import ValidationError
 
 from probegate.canonical import canonical_bytes
 from probegate.errors import UsageError
-from probegate.files import read_text, write_atomic
+from probegate.files import open_private_append, read_text, write_atomic
 from probegate.models.verdict import Attempt
 
 HEADER_KIND = "probegate-journal-v1"
+ATTEMPT_KIND = "attempt"
 # The command line a scan was started with, so ``--resume SCAN_ID`` needs nothing else.
 INVOCATION_FILE = "invocation.json"
 
@@ -32,7 +40,7 @@ def scan_dir(store: Path, scan_id: str) -> Path:
 
 def write_invocation(directory: Path, invocation: dict[str, Any]) -> None:
     """Keep how the scan was started beside its journal (names of variables, never secrets)."""
-    write_atomic(directory / INVOCATION_FILE, canonical_bytes(invocation))
+    write_atomic(directory / INVOCATION_FILE, canonical_bytes(invocation), private=True)
 
 
 def read_invocation(store: Path, scan_id: str) -> dict[str, Any]:
@@ -48,7 +56,7 @@ def read_invocation(store: Path, scan_id: str) -> dict[str, Any]:
         )
     try:
         data = json.loads(read_text(path, what="scan invocation"))
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         raise UsageError(f"{path}: not a probegate scan invocation (invalid JSON)") from None
     if not isinstance(data, dict):
         raise UsageError(f"{path}: not a probegate scan invocation")
@@ -60,15 +68,19 @@ class Journal:
 
     def __init__(self, path: Path, header: dict[str, Any]) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fresh = not path.exists() or path.stat().st_size == 0
-        torn = not fresh and not _ends_with_newline(path)
-        self._fh: IO[bytes] = path.open("ab")
-        if torn:
+        try:
+            fd = open_private_append(path)
+        except OSError as exc:
+            raise UsageError(
+                f"{path}: cannot write the scan journal: {exc.strerror or exc} (see --store)"
+            ) from None
+        self._fh = os.fdopen(fd, "ab")
+        size = os.fstat(fd).st_size
+        if size and not _ends_with_newline(path):
             # A hard kill cut the last line short: end it, so the next record is a line of its
             # own instead of being glued to (and lost with) the torn one.
             self._fh.write(b"\n")
-        if fresh:
+        if not size:
             self._write({"kind": HEADER_KIND, **header})
 
     def _write(self, obj: dict[str, Any]) -> None:
@@ -96,26 +108,73 @@ def _ends_with_newline(path: Path) -> bool:
         return fh.read(1) == b"\n"
 
 
-def read_journal(path: Path) -> tuple[dict[str, Any], dict[str, Attempt]]:
-    """The header and the completed attempts by id; last write wins for an id."""
-    if not path.exists():
-        raise UsageError(f"no journal at {path}: nothing to resume")
-    header: dict[str, Any] = {}
-    attempts: dict[str, Attempt] = {}
-    with path.open("rb") as fh:
-        for raw in fh:
-            try:
-                obj = json.loads(raw)
-            except json.JSONDecodeError:
-                continue  # a line cut short by a hard kill
-            if obj.get("kind") == HEADER_KIND:
-                header = obj
-            elif obj.get("kind") == "attempt":
-                try:
-                    attempt = Attempt.model_validate(obj["attempt"])
-                except (ValidationError, KeyError):
-                    continue
-                attempts[attempt.attempt_id] = attempt
-    if not header:
+@dataclass
+class JournalContents:
+    """What a journal holds: its header, the completed attempts by id (last write wins), and
+    the lines that could not be read, as ``(line number, why)``."""
+
+    header: dict[str, Any]
+    attempts: dict[str, Attempt]
+    skipped: list[tuple[int, str]] = field(default_factory=list)
+
+    def warning(self) -> str:
+        """One line about the skipped lines, or "" when every line was read."""
+        if not self.skipped:
+            return ""
+        shown = "; ".join(f"line {n}: {why}" for n, why in self.skipped[:3])
+        more = f" (and {len(self.skipped) - 3} more)" if len(self.skipped) > 3 else ""
+        return (
+            f"journal {self.path_shown}: skipped {len(self.skipped)} unreadable line(s) "
+            f"({shown}{more}); their attempts run again"
+        )
+
+    path_shown: str = ""
+
+
+def read_journal(path: Path) -> JournalContents:
+    """Read a journal back; only a missing file or a missing header is an error (exit 2)."""
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        raise UsageError(f"no journal at {path}: nothing to resume") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the journal: {exc.strerror or exc}") from None
+    contents = JournalContents(header={}, attempts={}, path_shown=str(path))
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            why = _read_line(raw, contents)
+            if why:
+                contents.skipped.append((number, why))
+    if not contents.header:
         raise UsageError(f"journal {path} has no header: not a probegate journal")
-    return header, attempts
+    return contents
+
+
+def _read_line(raw: bytes, contents: JournalContents) -> str:
+    """Take one line into ``contents``; why it could not be, or "" when it was."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "not UTF-8 (cut inside a character?)"
+    try:
+        obj = json.loads(text)
+    except ValueError:  # JSONDecodeError, and numbers Python refuses to convert
+        return "not complete JSON (cut short?)"
+    except RecursionError:
+        return "nested too deeply"
+    if not isinstance(obj, dict):
+        return "not a journal record"
+    kind = obj.get("kind")
+    if kind == HEADER_KIND:
+        contents.header = obj
+        return ""
+    if kind != ATTEMPT_KIND:
+        return "not a journal record"
+    try:
+        attempt = Attempt.model_validate(obj.get("attempt"))
+    except (ValidationError, RecursionError):
+        return "not a valid attempt"
+    contents.attempts[attempt.attempt_id] = attempt
+    return ""
