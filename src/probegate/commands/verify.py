@@ -1,8 +1,9 @@
 """`probegate verify FILE`: check a signed report's schema, signatures and trust anchor.
 
 Prints exactly four lines (``schema:``, ``HMAC-SHA256:``, ``Ed25519:``, ``trust anchor:``) and
-exits 0 only when nothing failed and the report was signed by a pinned key: a valid signature
-by an unknown key proves nothing about who made the report (docs/signing.md).
+exits 0 only when nothing failed and the report is anchored: signed by a pinned key, or
+carrying an HMAC that matches the secret the verifier gave. A valid signature by an unknown
+key proves nothing about who made the report (docs/signing.md).
 Exit 1 for any FAIL or UNANCHORED, exit 2 when the file or a key cannot be read at all.
 """
 
@@ -25,8 +26,9 @@ def add_parser(sub: Any) -> None:
         help="check schema, HMAC-SHA256, Ed25519 and trust anchor of a signed report",
         description=(
             "Verify a signed scan report. Exit 0 only if every signature present checks and "
-            "the signing key is pinned with --pubkey-file; 1 on any failure or UNANCHORED; "
-            "2 if the file cannot be read."
+            "the report is anchored: its Ed25519 key pinned with --pubkey-file, or its HMAC "
+            "matching the secret given; 1 on any failure or UNANCHORED; 2 if the file cannot "
+            "be read."
         ),
     )
     p.add_argument("file", metavar="FILE", help="the scan JSON (scan.json)")

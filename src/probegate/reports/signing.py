@@ -245,7 +245,11 @@ def verify_report(
     """Check a parsed report: schema, HMAC (when a secret is given), Ed25519, trust anchor.
 
     ``pinned_public_keys`` are PEM public keys the verifier trusts (``--pubkey-file``); an
-    invalid one is a :class:`UsageError`. The report itself is never trusted: a missing or
+    invalid one is a :class:`UsageError`. The trust anchor is a pinned key that made a valid
+    Ed25519 signature or, for a report signed with an HMAC only, the verifier's own ``secret``
+    when the HMAC matches it: a shared secret proves the report came from one of its holders
+    (and there is no built-in default one to accept). A secret shorter than the signing
+    minimum is a :class:`UsageError`. The report itself is never trusted: a missing or
     malformed signature block is a FAIL, not an exception.
     """
     pinned_ids = {key_id(load_public_key(pem)) for pem in pinned_public_keys}
@@ -282,6 +286,11 @@ def verify_report(
 
     if ed_status is Check.OK and signer_id in pinned_ids:
         anchor = Check.PINNED
+    elif hmac_status is Check.OK and ed_status is Check.SKIPPED:
+        # An HMAC-only report: the verifier's own secret is the anchor, as only its holders
+        # could have made the HMAC. A report with a key is anchored by pinning that key.
+        anchor = Check.PINNED
+        notes["trust anchor"] = "the HMAC secret given"
     else:
         anchor = Check.UNANCHORED
         if not pinned_ids:
@@ -309,6 +318,7 @@ def _check_hmac(value: Any, secret: bytes | None, payload: bytes, notes: dict[st
     if not secret:
         notes[label] = "empty secret"
         return Check.FAIL
+    _check_secret(secret)  # a short secret is guessable: never proof of who signed
     if not isinstance(value, str):
         notes[label] = "report has no HMAC signature"
         return Check.FAIL
