@@ -66,6 +66,17 @@ else
 	die "cannot run python3 -m probegate.github"
 fi
 
+# The output directory and the store must not lead elsewhere through a committed symlink: the
+# container writes as root. The refusal is printed escaped by `finish`, never here.
+if [[ -z $input_error ]] && ! "$py" -m probegate.github check-locations "--output-dir=$out_dir" \
+	"--error-file=$work/locations.err" >/dev/null 2>&1; then
+	if [[ -s $work/locations.err ]]; then
+		input_error=$(<"$work/locations.err")
+	else
+		die "cannot run python3 -m probegate.github"
+	fi
+fi
+
 # A baseline file that does not exist yet is the first run of a new repository: a notice, and
 # the scan runs without the baseline gate. Anything else wrong with it is probegate's exit 2.
 missing_baseline=""

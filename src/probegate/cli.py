@@ -28,7 +28,7 @@ from typing import Any
 
 from probegate import __version__
 from probegate.errors import ExitCode, Interrupted, ProbegateError, exit_code_help
-from probegate.terminal import Style
+from probegate.terminal import Style, clean
 
 # name -> one-line help; the module is probegate.commands.<name>.
 COMMANDS: dict[str, str] = {
@@ -128,8 +128,9 @@ def _command_in(args: list[str]) -> str | None:
 
 
 def _error(message: str) -> None:
+    """One ``error:`` line; messages quote what the user or the target wrote, so cleaned."""
     style = Style(sys.stderr)
-    print(f"{style('error:', 'bold', 'red')} {message}", file=sys.stderr)
+    print(f"{style('error:', 'bold', 'red')} {clean(message)}", file=sys.stderr)
 
 
 @contextlib.contextmanager
@@ -187,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             traceback.print_exc()
         print(
-            f"error: internal error: {type(exc).__name__}: {exc}\n"
+            f"error: internal error: {type(exc).__name__}: {clean(str(exc))}\n"
             "hint: this is a bug in probegate; rerun with --debug for the traceback",
             file=sys.stderr,
         )

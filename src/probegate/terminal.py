@@ -1,9 +1,9 @@
 """The terminal: untrusted text made safe for it, and colour only where it helps.
 
 Everything an agent says is printed through :func:`clean` (or :func:`one_line`), so a reply
-cannot move the cursor, retitle the window or hide text. Colour is used only on a terminal,
-never in a pipe or a CI log file, and never when ``NO_COLOR`` is set (https://no-color.org) or
-``TERM`` is ``dumb``.
+cannot move the cursor, retitle the window, hide text or make a line read backwards (bidi
+controls such as U+202E are dropped). Colour is used only on a terminal, never in a pipe or a
+CI log file, and never when ``NO_COLOR`` is set (https://no-color.org) or ``TERM`` is ``dumb``.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import re
 from typing import TextIO
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b.")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def clean(text: str) -> str:
-    """Strip ANSI/OSC escapes and control characters; keep newlines and tabs."""
+    """Strip ANSI/OSC escapes, control and bidi characters; keep newlines and tabs."""
     return _CONTROL.sub("", _ANSI.sub("", text))
 
 

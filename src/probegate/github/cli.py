@@ -15,7 +15,7 @@ from pathlib import Path
 
 from probegate.errors import ExitCode
 from probegate.github.finish import COMMANDS, FinishOptions, finish
-from probegate.github.inputs import ActionError, check_packages, split_args
+from probegate.github.inputs import ActionError, check_locations, check_packages, split_args
 from probegate.github.workflow import stop_commands_token, workflow_command
 
 
@@ -51,6 +51,10 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check-packages", help="refuse agent packages that clash with the image")
     c.add_argument("--packages", type=Path, required=True)
     c.add_argument("--error-file", type=Path, default=None, help="write the refusal here")
+    w = sub.add_parser("check-locations", help="refuse output and store paths via symlinks")
+    w.add_argument("--output-dir", type=Path, required=True)
+    w.add_argument("--store", type=Path, default=Path(".probegate"))
+    w.add_argument("--error-file", type=Path, default=None, help="write the refusal here")
     f = sub.add_parser("finish", help="write outputs, summary and annotations")
     f.add_argument("--scan-rc", type=int, required=True)
     f.add_argument("--compare-rc", type=_optional_int, default=None)
@@ -87,9 +91,12 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
             sys.stdout.buffer.write(b"".join(w.encode("utf-8") + b"\0" for w in words))
             sys.stdout.flush()
             return ExitCode.PASSED
-        if args.command == "check-packages":
+        if args.command in ("check-packages", "check-locations"):
             try:
-                check_packages(args.packages)
+                if args.command == "check-packages":
+                    check_packages(args.packages)
+                else:
+                    check_locations(args.output_dir, args.store)
             except ActionError as exc:
                 if args.error_file is None:
                     raise

@@ -76,24 +76,37 @@ def published_path(path: Path, workspace: Path) -> str:
     return rel if rel is not None else os.path.normpath(path.absolute())
 
 
-def make_readable(root: Path) -> None:
-    """a+r on files and a+rx on directories under ``root``: the container writes as root.
+def hand_over(root: Path, since: Path | None, owner: tuple[int, int]) -> int:
+    """Give what this run wrote under ``root`` to ``owner`` (uid, gid); how many were changed.
 
-    Symlinks are neither followed nor changed, so nothing outside ``root`` is touched.
+    The container writes as root and the job's later steps run as the runner's user, who owns
+    the workspace. Files and directories this process owns and wrote after ``since`` change
+    owner and keep their modes, so a 0600 journal stays readable by that user alone. Nothing
+    else is touched: no file that was there before (a key committed 0600 stays as it was), no
+    symlink, nothing a symlink leads to.
     """
-    if root.is_symlink() or not root.exists():
-        return
+    if os.geteuid() == owner[0] or root.is_symlink() or not root.is_dir():
+        return 0
+    me = os.geteuid()
     paths = [root]
-    if root.is_dir():
-        for base, dirs, files in os.walk(root, followlinks=False):
-            paths += [Path(base, name) for name in (*dirs, *files)]
+    for base, dirs, files in os.walk(root, followlinks=False):
+        paths += [Path(base, name) for name in (*dirs, *files)]
+    changed = 0
     for path in paths:
-        mode = path.lstat().st_mode
-        if stat.S_ISLNK(mode):
+        info = path.lstat()
+        if stat.S_ISLNK(info.st_mode) or info.st_uid != me or not _written_since(info, since):
             continue
-        extra = 0o555 if stat.S_ISDIR(mode) else 0o444
-        if stat.S_IMODE(mode) & extra != extra:
-            path.chmod(stat.S_IMODE(mode) | extra)
+        os.chown(path, *owner, follow_symlinks=False)
+        changed += 1
+    return changed
+
+
+def workspace_owner(workspace: Path) -> tuple[int, int] | None:
+    try:
+        info = workspace.stat()
+    except OSError:
+        return None
+    return info.st_uid, info.st_gid
 
 
 @dataclass(frozen=True)
@@ -113,17 +126,25 @@ class FinishOptions:
 
 
 def _fresh(path: Path, since: Path | None) -> bool:
-    """The file exists and was written by this run (not left over from an earlier step)."""
+    """A regular file written by this run (not left over from an earlier step).
+
+    A symlink is never fresh, whatever it points to: a committed ``summary.md`` leading to
+    ``/proc/self/environ`` must not be published as the summary.
+    """
     try:
-        written = path.stat().st_mtime_ns
+        info = path.lstat()
     except OSError:
         return False
+    return stat.S_ISREG(info.st_mode) and _written_since(info, since)
+
+
+def _written_since(info: os.stat_result, since: Path | None) -> bool:
     if since is None:
         return True
     try:
         # Strictly newer: file times tick coarsely, so a file left by an earlier step can share
         # the marker's time stamp; a real scan always takes longer than one tick.
-        return written > since.stat().st_mtime_ns
+        return info.st_mtime_ns > since.stat().st_mtime_ns
     except OSError:
         return True
 
@@ -188,11 +209,13 @@ def finish(opts: FinishOptions, env: Mapping[str, str], out: TextIO) -> int:
             "later steps cannot read the reports"
         )
 
+    owner = workspace_owner(workspace)
     for root in (opts.output_dir, opts.store):
         try:
-            make_readable(root)
+            if owner is not None:
+                hand_over(root, opts.since, owner)
         except OSError as exc:
-            notes.append(f"cannot make {root} readable: {exc.strerror or exc}")
+            notes.append(f"cannot hand {root} over to the workspace's owner: {exc.strerror or exc}")
 
     summary_path = env.get("GITHUB_STEP_SUMMARY")
     if opts.job_summary and summary_path:

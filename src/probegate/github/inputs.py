@@ -1,4 +1,5 @@
-"""The Action's inputs that need more than bash: the ``args`` words and the agent's packages."""
+"""The Action's inputs that need more than bash: the ``args`` words, the agent's packages and
+the places the run will write to."""
 
 from __future__ import annotations
 
@@ -78,3 +79,25 @@ def check_packages(packages: Path) -> None:
             + ", ".join(conflicts)
             + ". Pin the image's versions (requirements/image.txt of this release) in your lock"
         )
+
+
+def check_locations(output_dir: Path, store: Path) -> None:
+    """Refuse output and store locations reached through a symlink.
+
+    The container runs as root on a checkout anyone with a pull request can shape: a committed
+    ``probegate-out -> /somewhere`` (or ``.probegate/scans``) would make the scan write where
+    the symlink leads. Symlinks *inside* these directories are harmless: every file is written
+    by renaming a new file over the name, which replaces a symlink instead of following it.
+    """
+    for what, path in (("output-dir", output_dir), ("store", store), ("store", store / "scans")):
+        node = path
+        while True:
+            if node.is_symlink():
+                shown = "" if node == path else f" ({node} is)"
+                raise ActionError(
+                    f"the {what} {path} is a symlink{shown}: the Action never writes through "
+                    "one; remove it from the repository or choose another directory"
+                )
+            if node.parent == node or not node.parts:
+                break
+            node = node.parent

@@ -12,6 +12,8 @@ import re
 import secrets
 from collections.abc import Mapping
 
+from probegate.reports.escape import clean_text
+
 _OUTPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 _UNESCAPE_PROPERTY = re.compile(r"%(25|0D|0A|3A|2C)")
 _UNESCAPE_DATA = re.compile(r"%(25|0D|0A)")
@@ -41,14 +43,18 @@ def unescape_property(text: str) -> str:
 def workflow_command(
     name: str, message: str, properties: Mapping[str, str | int | None] | None = None
 ) -> str:
-    """One ``::name k=v,...::message`` line (no newline), every value escaped."""
+    """One ``::name k=v,...::message`` line (no newline), every value escaped.
+
+    Values are cleaned first (no ANSI escapes, control or bidi override characters): the
+    runner shows them as annotations, where U+202E could make a target's error read backwards.
+    """
     props = ",".join(
-        f"{key}={escape_property(str(value))}"
+        f"{key}={escape_property(clean_text(str(value)))}"
         for key, value in (properties or {}).items()
         if value is not None
     )
     head = f"{name} {props}" if props else name
-    return f"::{head}::{escape_data(message)}"
+    return f"::{head}::{escape_data(clean_text(message))}"
 
 
 def stop_commands_token() -> str:
