@@ -239,15 +239,18 @@ def scan_secrets(config: ScanConfig) -> dict[str, str]:
     """Every secret this scan holds, by placeholder name: what no file it writes may contain.
 
     The target kind declares its own (``TargetConfig.real_secrets``); the scan adds the signing
-    secret and the LLM judge's key, which an agent never sees but an error message might.
+    secret and the LLM judge's keys, set or not a judge is used: an agent should never see
+    them, but one handed its environment (a system prompt read from /proc) would repeat them.
     """
     out = dict(config.target.real_secrets())
-    if os.environ.get(SECRET_ENV):
-        out["SIGNING_SECRET"] = os.environ[SECRET_ENV]
-    if config.judge:
-        key = os.environ.get(ENV_API_KEY) or os.environ.get(ENV_FALLBACK_API_KEY)
-        if key:
-            out.setdefault("JUDGE_API_KEY", key)
+    for name, variable in (
+        ("SIGNING_SECRET", SECRET_ENV),
+        ("JUDGE_API_KEY", ENV_API_KEY),
+        ("OPENAI_API_KEY", ENV_FALLBACK_API_KEY),
+    ):
+        value = os.environ.get(variable)
+        if value and value not in out.values():
+            out[name] = value
     return out
 
 

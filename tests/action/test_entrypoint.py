@@ -8,8 +8,10 @@ job summary and the log the way the runner would.
 from __future__ import annotations
 
 import json
+import os
 import stat
 import subprocess
+import time
 
 import pytest
 
@@ -26,6 +28,7 @@ from tests.action.helpers import (
     run_action,
 )
 from tests.factories import make_finding, make_report
+from tests.servers.base import Handler, LoopbackServer
 
 
 def _scan_json(run) -> dict:  # type: ignore[no-untyped-def]
@@ -359,18 +362,104 @@ def test_real_scan_log_is_inside_the_block(tmp_path):
 # --------------------------------------------------------------------------- files and limits
 
 
-def test_written_files_are_readable_by_another_user(tmp_path):
-    run = run_action(tmp_path, {"PG_TARGET": "demo", **formats_input()}, umask=0o077)
-    assert run.rc == 0
-    roots = [run.workspace / "probegate-out", run.workspace / ".probegate"]
-    checked = 0
-    for root in roots:
-        for path in [root, *root.rglob("*")]:
-            mode = stat.S_IMODE(path.lstat().st_mode)
-            need = 0o555 if path.is_dir() else 0o444
-            assert mode & need == need, (path, oct(mode))
-            checked += 1
-    assert checked > 5
+def test_written_files_keep_their_modes_and_go_to_the_workspace_owner(tmp_path):
+    """The container writes as root; later steps read as the workspace's owner. A folder that
+    was there before keeps its files as they were: a 0600 key is not made readable."""
+    ws = tmp_path / "workspace"
+    out = ws / "reports"
+    out.mkdir(parents=True)
+    (out / "deploy.key").write_text("PRIVATE")
+    (out / "deploy.key").chmod(0o600)
+    (out / "notes.txt").write_text("n")
+    (out / "notes.txt").chmod(0o640)
+    owner = (1001, 1001) if os.geteuid() == 0 else (os.geteuid(), os.getegid())
+    for path in (ws, out, out / "deploy.key", out / "notes.txt"):
+        os.chown(path, os.geteuid(), os.getegid())
+    os.chown(ws, *owner)
+    run = run_action(
+        tmp_path, {"PG_TARGET": "demo", "PG_OUTPUT_DIR": "reports", **formats_input()},
+        umask=0o077, workspace=ws,
+    )  # fmt: skip
+    assert run.rc == 0, run.stdout
+    assert stat.S_IMODE((out / "deploy.key").stat().st_mode) == 0o600
+    assert stat.S_IMODE((out / "notes.txt").stat().st_mode) == 0o640
+    assert (out / "deploy.key").stat().st_uid == os.geteuid()  # not the run's to give away
+    reports = [out / "scan.json", out / "scan.sarif", out / "summary.md"]
+    store = ws / ".probegate"
+    for path in [*reports, store, *store.rglob("*")]:
+        assert (path.lstat().st_uid, path.lstat().st_gid) == owner, path
+    for path in [store, *store.rglob("*")]:
+        mode = stat.S_IMODE(path.lstat().st_mode)
+        expected = 0o700 if path.is_dir() or path.suffix == ".sh" else 0o600
+        assert mode == expected, (path, oct(mode))
+
+
+def test_a_committed_symlink_is_never_written_through_nor_published(tmp_path):
+    ws = tmp_path / "workspace"
+    out = ws / "probegate-out"
+    out.mkdir(parents=True)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("ORIGINAL")
+    (out / "junit.xml").symlink_to(victim)
+    # Stands in for /proc/self/environ: a target that looks freshly written.
+    environ = tmp_path / "environ"
+    environ.write_text("GITHUB_TOKEN=ghs_supersecret")
+    future = time.time() + 3600
+    os.utime(environ, (future, future))
+    (out / "summary.md").symlink_to(environ)
+    run = run_action(tmp_path, {"PG_TARGET": "demo", "PG_FORMATS": "json,junit"}, workspace=ws)
+    assert run.rc == 0, run.stdout
+    assert victim.read_text() == "ORIGINAL"
+    assert not (out / "junit.xml").is_symlink()
+    assert "ghs_supersecret" not in run.summary and run.outputs["summary-path"] == ""
+
+
+@pytest.mark.parametrize("link", ["probegate-out", ".probegate"])
+def test_an_output_dir_or_store_that_is_a_symlink_is_refused(tmp_path, link):
+    ws = tmp_path / "workspace"
+    ws.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (ws / link).symlink_to(elsewhere)
+    run = run_action(tmp_path, {"PG_TARGET": "demo"}, fake=True, workspace=ws)
+    assert run.rc == 2, run.stdout
+    assert run.argv_log == []
+    assert any("is a symlink" in line for line in run.annotations), run.stdout
+    assert list(elsewhere.iterdir()) == []
+    assert_only_intended_commands(run.stdout)
+
+
+class _BidiErrorHandler(Handler):
+    def do_POST(self) -> None:
+        self.read_json()
+        text = "oops \u202eexe.gnp\u202c see https://evil.example/pwn, www.evil.example, "
+        text += "a@evil.example"
+        self.send_raw(500, text.encode("utf-8"), content_type="text/plain")
+
+
+class _BidiErrorServer(LoopbackServer):
+    handler = _BidiErrorHandler
+
+
+def test_a_targets_error_reaches_neither_terminal_nor_summary_as_it_was_written(tmp_path):
+    """U+202E never reaches the log or a workflow command; bare URLs in the summary are text."""
+    ws = tmp_path / "workspace"
+    ws.mkdir()
+    with _BidiErrorServer() as server:
+        (ws / "probegate.yml").write_text(
+            f"target: {{kind: openai, endpoint: '{server.url}/v1', model: m}}\n"
+        )
+        run = run_action(
+            tmp_path,
+            {"PG_TARGET": "probegate.yml", "PG_ARGS": "--retries 0 --probes asi01.*"},
+            workspace=ws,
+        )
+    assert run.rc == 3, run.stdout
+    assert "HTTP 500 from target: oops exe.gnp see" in run.stdout
+    assert not any(c in run.stdout + run.summary for c in "\u202a\u202b\u202c\u202d\u202e")
+    assert "oops exe.gnp see https&#58;//evil.example/pwn, www&#46;evil.example" in run.summary
+    assert "https://evil.example" not in run.summary and "a&#64;evil.example" in run.summary
+    assert_only_intended_commands(run.stdout)
 
 
 def test_summary_stays_under_githubs_limit(tmp_path):

@@ -6,6 +6,7 @@ import io
 import os
 import re
 import shlex
+import stat
 from pathlib import Path
 
 import pytest
@@ -19,10 +20,10 @@ from probegate.github.finish import (
     FinishOptions,
     combine_exit_codes,
     finish,
-    make_readable,
+    hand_over,
     workspace_relative,
 )
-from probegate.github.inputs import ActionError, split_args
+from probegate.github.inputs import ActionError, check_locations, split_args
 from probegate.github.summary import fit_summary
 from probegate.github.workflow import (
     escape_data,
@@ -36,6 +37,7 @@ from probegate.github.workflow import (
 from probegate.models.report import Finding, ScanReport, SourceLocation, Suppression
 from probegate.models.taxonomy import Severity
 from probegate.reports import json_report
+from probegate.reports.escape import clean_text
 from tests.action.helpers import parse_github_output
 from tests.factories import make_finding, make_report
 
@@ -84,9 +86,17 @@ def test_a_workflow_command_is_one_line_the_runner_reads_back(file, title, line,
     assert len(re.split(r"\r\n|\r|\n", command)) == 1
     assert _runner_parse(command) == (
         "error",
-        {"file": file, "line": str(line), "title": title},
-        message,
+        {"file": clean_text(file), "line": str(line), "title": clean_text(title)},
+        clean_text(message),
     )
+
+
+def test_a_workflow_command_carries_no_bidi_override_or_escape():
+    """U+202E from a target's error would make an annotation read backwards."""
+    command = workflow_command(
+        "error", "HTTP 500: \u202eexe.gnp\u202c \x1b[31mred", {"title": "t\u2066x"}
+    )
+    assert command == "::error title=tx::HTTP 500: exe.gnp red"
 
 
 def test_escaping_matches_githubs_examples():
@@ -322,20 +332,69 @@ def test_workspace_relative(tmp_path):
     assert workspace_relative(ws / "a" / ".." / ".." / "x", ws) is None
 
 
-def test_make_readable_does_not_follow_symlinks(tmp_path):
+def _chowns(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, int]]:
+    """As root the handover really changes owners; otherwise record what it would change."""
+    calls: list[tuple[str, int, int]] = []
+    real = os.chown
+
+    def chown(path, uid, gid, *, follow_symlinks=True):  # type: ignore[no-untyped-def]
+        assert follow_symlinks is False
+        calls.append((str(path), uid, gid))
+        if os.geteuid() == 0:
+            real(path, uid, gid, follow_symlinks=False)
+
+    monkeypatch.setattr(os, "chown", chown)
+    return calls
+
+
+def test_hand_over_touches_only_what_the_run_wrote(tmp_path, monkeypatch):
+    """Owner, never modes: a committed 0600 key stays 0600 and stays whose it was."""
     outside = tmp_path / "outside"
     outside.write_text("secret")
     outside.chmod(0o600)
     root = tmp_path / "out"
-    (root / "sub").mkdir(parents=True)
-    (root / "sub" / "f").write_text("x")
-    (root / "sub" / "f").chmod(0o600)
-    (root / "sub").chmod(0o700)
+    root.mkdir()
+    key = root / "deploy.key"
+    key.write_text("PRIVATE")
+    key.chmod(0o600)
+    since = tmp_path / "since"
+    since.write_text("")
+    old = since.stat().st_mtime_ns - 10**9
+    os.utime(key, ns=(old, old))
+    os.utime(since, ns=(old + 1, old + 1))
+    (root / "sub").mkdir(mode=0o700)
+    (root / "sub" / "journal.jsonl").write_text("x")
+    (root / "sub" / "journal.jsonl").chmod(0o600)
     (root / "link").symlink_to(outside)
-    make_readable(root)
-    assert (root / "sub" / "f").stat().st_mode & 0o444 == 0o444
-    assert (root / "sub").stat().st_mode & 0o555 == 0o555
-    assert outside.stat().st_mode & 0o777 == 0o600
+    calls = _chowns(monkeypatch)
+    changed = hand_over(root, since, (os.geteuid() + 1001, 1001))
+    changed_paths = {Path(p).name for p, _, _ in calls}
+    assert changed == len(calls) and changed_paths == {"out", "sub", "journal.jsonl"}
+    assert {(uid, gid) for _, uid, gid in calls} == {(os.geteuid() + 1001, 1001)}
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    assert stat.S_IMODE((root / "sub" / "journal.jsonl").stat().st_mode) == 0o600
+    assert stat.S_IMODE(outside.stat().st_mode) == 0o600
+    if os.geteuid() == 0:
+        assert (root / "sub" / "journal.jsonl").stat().st_uid == 1001
+        assert key.stat().st_uid == 0 and outside.stat().st_uid == 0
+    assert hand_over(root, since, (os.geteuid(), os.getegid())) == 0  # already theirs
+
+
+def test_output_and_store_locations_through_a_symlink_are_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "elsewhere").mkdir()
+    check_locations(Path("probegate-out"), Path(".probegate"))  # nothing there yet: fine
+    Path("probegate-out").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(ActionError, match="the output-dir probegate-out is a symlink"):
+        check_locations(Path("probegate-out"), Path(".probegate"))
+    with pytest.raises(
+        ActionError, match=r"output-dir probegate-out/r is a symlink \(probegate-out"
+    ):
+        check_locations(Path("probegate-out/r"), Path(".probegate"))
+    Path(".probegate").mkdir()
+    Path(".probegate/scans").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(ActionError, match=r"the store \.probegate/scans is a symlink"):
+        check_locations(Path("out"), Path(".probegate"))
 
 
 # --------------------------------------------------------------------------- finish

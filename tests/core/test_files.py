@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,130 @@ def test_yaml_is_read_safely(tmp_path: Path) -> None:
     path.write_text("a: [1, 2]\n", encoding="utf-8")
     assert read_yaml(path) == {"a": [1, 2]}
     assert read_text(path) == "a: [1, 2]\n"
+
+
+# --------------------------------------------------------------------------- bounded YAML
+
+
+def _alias_bomb(levels: int = 12) -> str:
+    """A few hundred bytes that expand to 10**levels values once the aliases are followed."""
+    lines = ["target:", "  kind: openai", "  params:", "    a0: &a0 [" + ",".join(["x"] * 10) + "]"]
+    for i in range(1, levels):
+        lines.append(f"    a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 10) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def test_an_alias_bomb_is_refused_without_expanding_it() -> None:
+    text = _alias_bomb()
+    assert len(text) < 1000
+    with pytest.raises(ConfigError) as info:
+        parse_yaml(text, source="probegate.yml", error=ConfigError)
+    assert info.value.message == (
+        "probegate.yml: YAML expands to more than 1,000,000 values through its aliases "
+        "(an alias bomb?)"
+    )
+
+
+def test_a_few_aliases_are_fine_and_a_recursive_one_is_refused() -> None:
+    data = parse_yaml("base: &b {a: 1}\none: *b\ntwo: {<<: *b, c: 2}\n", source="s.yml")
+    assert data == {"base": {"a": 1}, "one": {"a": 1}, "two": {"a": 1, "c": 2}}
+    with pytest.raises(UsageError, match="alias \\*a refers to a value that contains it"):
+        parse_yaml("a: &a [1, *a]\n", source="s.yml")
+    many = "x: &x 1\ny: [" + ", ".join(["*x"] * (files.MAX_YAML_ALIASES + 1)) + "]\n"
+    with pytest.raises(UsageError, match="more than 10000 aliases"):
+        parse_yaml(many, source="s.yml")
+
+
+def test_deep_yaml_is_one_line_not_a_crash() -> None:
+    deep = "a: " + "[" * 500 + "]" * 500 + "\n"
+    with pytest.raises(UsageError) as info:
+        parse_yaml(deep, source="s.yml")
+    assert info.value.message == "s.yml: YAML nested more than 100 levels deep"
+    block = "".join("  " * i + "k:\n" for i in range(300)) + "  " * 300 + "v\n"
+    with pytest.raises(UsageError, match="nested more than 100 levels deep"):
+        parse_yaml(block, source="s.yml")
+
+
+def test_a_file_over_the_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "probegate.yml"
+    with path.open("wb") as handle:
+        handle.write(b"target: {kind: demo}\n# ")
+        handle.truncate(100 * 1024 * 1024)  # a 100 MB file (sparse: nothing to write)
+    with pytest.raises(ConfigError) as info:
+        read_yaml(path, what="config file", error=ConfigError)
+    assert info.value.message == f"{path}: config file is larger than 8 MiB; refusing to read it"
+
+
+def test_only_a_regular_file_is_read_with_a_limit(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo.yml"
+    os.mkfifo(fifo)
+    # Opening a FIFO blocks until a writer comes: give it one, then refuse what it is.
+    writer = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
+    try:
+        with pytest.raises(UsageError, match="not a regular file, not a config file"):
+            read_yaml(fifo, what="config file")
+    finally:
+        os.close(writer)
+
+
+# --------------------------------------------------------------------------- private writes
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.lstat().st_mode)
+
+
+def test_private_files_are_0600_in_new_0700_directories(tmp_path: Path) -> None:
+    (tmp_path / "existing").mkdir(mode=0o755)
+    path = tmp_path / "existing" / "new" / "deeper" / "journal.jsonl"
+    write_atomic(path, b"x", private=True)
+    assert _mode(path) == 0o600
+    assert _mode(path.parent) == _mode(path.parent.parent) == 0o700
+    assert _mode(tmp_path / "existing") == 0o755  # not ours to narrow
+    script = tmp_path / "existing" / "new" / "pov.sh"
+    write_atomic(script, "#!/bin/sh\n", private=True, executable=True)
+    assert _mode(script) == 0o700
+
+
+def test_a_symlink_is_replaced_never_written_through(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "scan.json").symlink_to(victim)
+    # Planted under every temporary name a predictable writer could pick.
+    for pid in range(1, 50):
+        (out / f".scan.json.{pid}.tmp").symlink_to(victim)
+    write_atomic(out / "scan.json", b"report")
+    assert victim.read_text() == "keep"
+    assert not (out / "scan.json").is_symlink()
+    assert (out / "scan.json").read_bytes() == b"report"
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp") and not p.is_symlink()]
+
+
+def test_appending_privately_never_follows_a_symlink(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "journal.jsonl").symlink_to(victim)
+    with pytest.raises(OSError):
+        files.open_private_append(tmp_path / "store" / "journal.jsonl")
+    assert victim.read_text() == "keep"
+    fd = files.open_private_append(tmp_path / "store" / "s" / "journal.jsonl")
+    os.close(fd)
+    assert _mode(tmp_path / "store" / "s" / "journal.jsonl") == 0o600
+    assert _mode(tmp_path / "store" / "s") == 0o700
+
+
+def test_a_directory_that_cannot_be_written_is_found_before_anything_is_made(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UsageError) as info:
+        files.check_writable_dir(tmp_path / "file" / "out", what="output directory")
+    assert info.value.message == (
+        f"{tmp_path / 'file' / 'out'}: cannot be used as the output directory: not a directory "
+        f"({tmp_path / 'file'} is not a directory)"
+    )
+    files.check_writable_dir(tmp_path / "new" / "deep", what="output directory")
+    assert not (tmp_path / "new").exists()

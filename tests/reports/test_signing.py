@@ -268,3 +268,34 @@ def test_keys_generated_by_the_cli_sign_and_verify(
     data = sign_report(golden_report().to_dict(), secret=None, private_key_pem=private)
     assert verify_report(data, secret=None, pinned_public_keys=[public]).ok
     assert os.access(tmp_path / "probegate-signing.pub", os.R_OK)
+
+
+def test_an_hmac_only_report_is_anchored_by_the_secret_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The secret the verifier holds is proof of who signed: only its holders can make the
+    HMAC. There is no default secret to fall back on."""
+    monkeypatch.delenv("PROBEGATE_SIGNING_SECRET", raising=False)
+    signed = sign_report(golden_report().to_dict(), secret=SECRET, private_key_pem=None)
+    scan = tmp_path / "scan.json"
+    scan.write_text(json.dumps(signed), encoding="utf-8")
+
+    assert main(["verify", str(scan), "--secret", SECRET.decode()]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "schema: OK",
+        "HMAC-SHA256: OK",
+        "Ed25519: SKIPPED (report has no Ed25519 signature)",
+        "trust anchor: PINNED (the HMAC secret given)",
+    ]
+    assert main(["verify", str(scan)]) == 1  # no secret: nothing anchors it
+    assert "trust anchor: UNANCHORED" in capsys.readouterr().out
+    assert main(["verify", str(scan), "--secret", "another-secret-of-length"]) == 1
+    out = capsys.readouterr().out
+    assert "HMAC-SHA256: FAIL" in out and "trust anchor: UNANCHORED" in out
+    assert main(["verify", str(scan), "--secret", "short"]) == 2
+    assert "shorter than 16 bytes" in capsys.readouterr().err
+
+    tampered = {**signed, "aivss": signed["aivss"] + 1}
+    scan.write_text(json.dumps(tampered), encoding="utf-8")
+    assert main(["verify", str(scan), "--secret", SECRET.decode()]) == 1
+    assert "HMAC-SHA256: FAIL" in capsys.readouterr().out

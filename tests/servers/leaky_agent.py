@@ -1,9 +1,11 @@
 """An OpenAI-compatible agent that leaks everything it holds, in every reply.
 
 It repeats its system prompt (where the user's real secrets live), the API key it was called
-with (plain and base64), and personal data (a card number, an email address, a phone number)
-in its text and in a ``send_email`` tool call, so every attempt of a scan carries each secret
-into the transcript: the worst case for what a scan may write to disk.
+with (plain and base64), the secret header it was sent, and personal data (a card number, an
+email address, a phone number) in its text and in a ``send_email`` tool call, so every attempt
+of a scan carries each secret into the transcript: the worst case for what a scan may write to
+disk. ``held`` secrets (an agent's own, which probegate cannot plant: declared ``canaries``)
+are leaked too, plain and base64-encoded.
 """
 
 from __future__ import annotations
@@ -31,9 +33,12 @@ class LeakyHandler(Handler):
         with server.lock:
             server.bodies.append(body)
         key = str(self.headers.get("Authorization") or "").removeprefix("Bearer ")
+        gateway = str(self.headers.get("X-Gateway-Key") or "")
         system = str(messages[0].get("content") if messages else "")
+        for secret in server.held:
+            system += f" {secret} ({base64.b64encode(secret.encode()).decode()})"
         leak = (
-            f"My instructions: {system} | my key is {key} "
+            f"My instructions: {system} | my key is {key} and {gateway} "
             f"({base64.b64encode(key.encode()).decode()}) | card {CARD} | "
             f"mail {EMAIL} | phone {PHONE}"
         )
@@ -64,8 +69,9 @@ class LeakyAgentServer(LoopbackServer):
 
     handler = LeakyHandler
 
-    def __init__(self) -> None:
+    def __init__(self, held: tuple[str, ...] = ()) -> None:
         super().__init__()
+        self.held = held
         self.bodies: list[dict[str, Any]] = []
 
     @property

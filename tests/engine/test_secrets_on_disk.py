@@ -1,0 +1,302 @@
+"""Nothing a scan writes holds a secret: every file, every mode and format, the Action's too.
+
+The agent under test leaks everything it holds in every reply (tests/servers/leaky_agent.py):
+its system prompt, the API key and the secret header it is called with, a card number and an
+email address. Its system prompt is the scan's own environment (``system_prompt:
+/proc/self/environ``, let through with ``--allow-outside-config``), so every secret the process
+holds reaches the transcripts: the signing secret, the judge key, the declared canaries. Then
+every file the scan wrote is searched for each of them.
+
+The store and recordings are also checked for their modes, and the stored form for what it is
+for: a resumed scan writes the same report as an uninterrupted one, and a replay judges the
+declared canaries exactly as the live scan did.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from probegate.cli import main
+from probegate.engine.journal import read_journal
+from tests.reports.pdfpages import read_pdf
+from tests.servers.configs import TOOLS, write_config
+from tests.servers.leaky_agent import CARD, EMAIL, LeakyAgentServer
+
+API_KEY = "pgtest-key-Q7w8E9r0T1y2U3i4O5p6"  # shaped like no known key: only naming hides it
+GATEWAY_KEY = "gw-7c1d2e3f4a5b6c7d8e9f"
+CANARY = "ACME-ROOT-PASSWORD-7731"
+ENV_CANARY = "envsecret-Z9Y8X7W6V5"
+SIGNING_SECRET = "signing-secret-5d41402abc4b2a76b9719d911017c592"
+JUDGE_KEY = "judgekey-0f9e8d7c6b5a4f3e2d1c"
+
+SECRETS = {
+    "API key": API_KEY,
+    "API key, base64": base64.b64encode(API_KEY.encode()).decode(),
+    "gateway header": GATEWAY_KEY,
+    "declared canary": CANARY,
+    "declared canary from the environment": ENV_CANARY,
+    "signing secret": SIGNING_SECRET,
+    "judge key": JUDGE_KEY,
+    "card number": CARD,
+    "email address": EMAIL,
+}
+ENV = {
+    "LEAKY_KEY": API_KEY,
+    "GATEWAY_KEY": GATEWAY_KEY,
+    "ENV_CANARY": ENV_CANARY,
+    "PROBEGATE_SIGNING_SECRET": SIGNING_SECRET,
+    "PROBEGATE_JUDGE_API_KEY": JUDGE_KEY,
+}
+FORMATS = "json,sarif,junit,md,html,pdf"
+
+
+@pytest.fixture(scope="module")
+def leaky() -> Iterator[LeakyAgentServer]:
+    with LeakyAgentServer(held=(CANARY,)) as server:
+        yield server
+
+
+def leaky_config(directory: Path, endpoint: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    return write_config(
+        directory,
+        {
+            "kind": "openai",
+            "endpoint": endpoint,
+            "model": "leaky-1",
+            "api_key_env": "LEAKY_KEY",
+            "headers_env": {"X-Gateway-Key": "GATEWAY_KEY"},
+            "system_prompt": "/proc/self/environ",
+            "canaries": [CANARY],
+            "canaries_env": ["ENV_CANARY"],
+            "tools": TOOLS,
+        },
+    )
+
+
+def scan(directory: Path, config: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """The installed command, so /proc/self/environ is the scan's own environment."""
+    return subprocess.run(
+        [
+            str(Path(sys.executable).parent / "probegate"),
+            "scan",
+            str(config),
+            "--allow-outside-config",
+            "--store",
+            str(directory / "store"),
+            "--output-dir",
+            str(directory / "out"),
+            "--output",
+            FORMATS,
+            "--quiet",
+            *extra,
+        ],
+        cwd=directory,
+        env={**os.environ, **ENV, "PATH": os.environ.get("PATH", "")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def texts_of(path: Path) -> list[str]:
+    """What a reader of the file sees: its bytes as text, and a PDF's text layer too."""
+    data = path.read_bytes()
+    out = [data.decode("utf-8", errors="replace")]
+    if path.suffix == ".pdf":
+        out += [page.text for page in read_pdf(data)]
+    return out
+
+
+def leaks_in(root: Path, skip: set[Path] = frozenset()) -> dict[str, list[str]]:  # type: ignore[assignment]
+    found: dict[str, list[str]] = {}
+    files = [p for p in root.rglob("*") if p.is_file() and not p.is_symlink() and p not in skip]
+    assert files
+    for path in files:
+        for text in texts_of(path):
+            for name, value in SECRETS.items():
+                if value in text:
+                    found.setdefault(name, []).append(str(path.relative_to(root)))
+    return found
+
+
+def assert_private(root: Path) -> None:
+    """Files 0600 and directories 0700 (pov reproducers 0700: they are scripts)."""
+    for path in [root, *root.rglob("*")]:
+        mode = stat.S_IMODE(path.lstat().st_mode)
+        if path.is_dir():
+            assert mode == 0o700, (path, oct(mode))
+        else:
+            assert mode == (0o700 if path.suffix == ".sh" else 0o600), (path, oct(mode))
+
+
+@pytest.mark.parametrize(
+    "mode_args",
+    [
+        ("--mode", "fast"),
+        ("--mode", "smart", "--asi", "ASI01,ASI03"),
+        ("--mode", "full", "--asi", "ASI01", "--repeat", "1", "--judge", "stub"),
+    ],
+    ids=["fast", "smart", "full"],
+)
+def test_no_file_a_scan_writes_holds_a_secret(
+    tmp_path: Path, leaky: LeakyAgentServer, mode_args: tuple[str, ...]
+) -> None:
+    config = leaky_config(tmp_path / "project", leaky.endpoint)
+    key = tmp_path / "keys"
+    assert main(["keys", "generate", "--out-dir", str(key), "--name", "ci"]) == 0
+    proc = scan(
+        tmp_path,
+        config,
+        *mode_args,
+        "--record",
+        str(tmp_path / "rec"),
+        "--sign",
+        "--signing-key",
+        str(key / "ci.key"),
+    )
+    assert proc.returncode in (0, 1, 3), proc.stderr
+    report = json.loads((tmp_path / "out" / "scan.json").read_text())
+    assert report["findings"], "the leaky agent leaks: the scan must find it"
+    # The secrets did reach the transcripts: the placeholders are there instead.
+    dumped = json.dumps(report)
+    for placeholder in ("${API_KEY}", "${CANARY_1}", "${SIGNING_SECRET}", "${EMAIL_1}"):
+        assert placeholder in dumped, placeholder
+    assert "${HEADER_X_GATEWAY_KEY}" in dumped and "${CARD_1}" in dumped
+
+    written = leaks_in(tmp_path, skip={*key.iterdir()} | {config})
+    assert written == {}, f"secrets on disk: {written}; stderr: {proc.stderr[-500:]}"
+    assert not any(v in proc.stdout + proc.stderr for v in SECRETS.values())
+    assert_private(tmp_path / "store")
+    assert_private(tmp_path / "rec")
+    assert (
+        main(["verify", str(tmp_path / "out" / "scan.json"), "--pubkey-file", str(key / "ci.pub")])
+        == 0
+    )
+
+
+def test_resume_writes_the_report_an_uninterrupted_scan_writes(
+    tmp_path: Path, leaky: LeakyAgentServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stored form keeps each value under one token: a resumed scan numbers placeholders
+    exactly as an uninterrupted one does, even when the crash landed inside a character."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+    config = leaky_config(tmp_path / "project", leaky.endpoint)
+    args = ("--asi", "ASI01,ASI02", "--no-sign", "--output", "json")
+    assert scan(tmp_path, config, *args).returncode in (0, 1)
+    uninterrupted = (tmp_path / "out" / "scan.json").read_bytes()
+    journal = next((tmp_path / "store" / "scans").glob("*/journal.jsonl"))
+    lines = journal.read_bytes().splitlines(keepends=True)
+    assert len(lines) > 10
+    # A crash: a third of the attempts journaled, the last line cut inside a character.
+    torn = lines[len(lines) // 3].replace(b"}", "}\u00e9".encode(), 1)
+    journal.write_bytes(b"".join(lines[: len(lines) // 3]) + torn[: torn.index(b"\xc3") + 1])
+    shutil.rmtree(tmp_path / "out")
+    proc = scan(tmp_path, config, *args, "--resume", journal.parent.name)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert proc.stderr.startswith("warning: journal ") and "their attempts run again" in proc.stderr
+    assert (tmp_path / "out" / "scan.json").read_bytes() == uninterrupted
+    assert len(read_journal(journal).attempts) == len(lines) - 1
+
+
+def _mk(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def test_a_replay_judges_declared_canaries_as_the_live_scan_did(tmp_path: Path) -> None:
+    """The recording holds ``${CANARY_1:base64}``, never the canary; a replay given the same
+    declared canaries spells it back and reaches the same verdicts and evidence.
+
+    An ``http`` agent: probegate plants nothing in it, so the declared canary is what the
+    canary oracles find."""
+    with LeakyAgentServer(held=(CANARY,)) as server:
+        config = write_config(
+            _mk(tmp_path / "project"),
+            {
+                "kind": "http",
+                "http": {
+                    "url": f"{server.endpoint}/chat/completions",
+                    "body": {"messages": "{{messages}}"},
+                    "response_text": "choices.0.message.content",
+                },
+                "canaries": [CANARY],
+                "canaries_env": ["ENV_CANARY"],
+            },
+        )
+        args = ("--asi", "ASI01,ASI03", "--no-sign", "--output", "json")
+        live = scan(_mk(tmp_path / "live"), config, *args, "--record", str(tmp_path / "rec"))
+        assert live.returncode in (0, 1), live.stderr
+    recorded = "".join(p.read_text() for p in (tmp_path / "rec").iterdir())
+    assert CANARY not in recorded and "${CANARY_1:base64}" in recorded and "${CANARY_1}" in recorded
+    live_report = json.loads((tmp_path / "live" / "out" / "scan.json").read_text())
+    detectors = {e["detector"] for f in live_report["findings"] for e in f["evidence"]}
+    assert "canary_leak:plain" in detectors
+
+    # The agent is gone: the replay has nothing but the recording and the declared canaries.
+    replay_config = write_config(
+        _mk(tmp_path / "replay"),
+        {"kind": "replay", "replay": str(tmp_path / "rec"), "canaries": [CANARY],
+         "canaries_env": ["ENV_CANARY"]},
+    )  # fmt: skip
+    replayed = scan(_mk(tmp_path / "again"), replay_config, *args)
+    assert replayed.returncode in (0, 1), replayed.stderr
+    again = json.loads((tmp_path / "again" / "out" / "scan.json").read_text())
+    judged = ("fp", "evidence", "transcript", "summary", "trigger_prompt", "attempt_count")
+
+    def verdicts(report: dict[str, Any]) -> object:
+        findings = [{k: f.get(k) for k in judged} for f in report["findings"]]
+        return report["results"], report["unjudged"], report["aivss"], findings
+
+    assert verdicts(again) == verdicts(live_report)
+
+    # Without the canary the replay cannot see that leak: other verdicts, never a crash.
+    bare = write_config(_mk(tmp_path / "bare"), {"kind": "replay", "replay": str(tmp_path / "rec")})
+    assert scan(_mk(tmp_path / "blind"), bare, *args).returncode in (0, 1, 3)
+    blind = json.loads((tmp_path / "blind" / "out" / "scan.json").read_text())
+    assert verdicts(blind) != verdicts(live_report)
+
+
+def test_the_action_publishes_no_secret(tmp_path: Path, leaky: LeakyAgentServer) -> None:
+    """The same worst case through entrypoint.sh: the workspace, the step outputs, the job
+    summary and the log."""
+    from tests.action.helpers import run_action
+
+    workspace = tmp_path / "workspace"
+    config = leaky_config(workspace, leaky.endpoint)
+    run = run_action(
+        tmp_path,
+        {
+            "PG_TARGET": config.name,
+            "PG_FORMATS": "json,sarif,junit,md,html",
+            "PG_FAIL_ON": "high",
+            "PG_ARGS": "--allow-outside-config --asi ASI01,ASI03 --sign",
+        },
+        env=ENV,
+        workspace=workspace,
+    )
+    assert run.rc == 1, run.stdout[-2000:]
+    report = (workspace / "probegate-out" / "scan.json").read_text()
+    assert "${API_KEY}" in report and "${SIGNING_SECRET}" in report  # they were leaked
+    published = {
+        "log": run.stdout,
+        "job summary": run.summary,
+        "step outputs": json.dumps(run.outputs),
+    }
+    for where, text in published.items():
+        for name, value in SECRETS.items():
+            assert value not in text, f"{name} in the {where}"
+    assert leaks_in(workspace, skip={config}) == {}
+    assert_private(workspace / ".probegate")
