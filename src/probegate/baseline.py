@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from probegate.errors import ReportError, UsageError
-from probegate.files import read_bytes, write_atomic
+from probegate.files import MAX_REPORT_BYTES, read_bytes, write_atomic
 from probegate.models.comparison import AsiDelta, Comparison, FindingRef, ReportRef
 from probegate.models.report import ScanReport
 from probegate.models.taxonomy import SEVERITY_RANK
@@ -255,5 +255,5 @@ def write_baseline(current: Path, destination: Path) -> None:
     Written atomically, so an interrupted refresh never leaves a torn baseline that would fail
     (or, worse, pass) the next comparison.
     """
-    data = read_bytes(current, what="report", error=ReportError)
+    data = read_bytes(current, what="report", error=ReportError, max_bytes=MAX_REPORT_BYTES)
     write_atomic(destination, data, error=ReportError)

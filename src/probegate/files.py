@@ -35,9 +35,12 @@ from probegate.errors import UsageError
 # libyaml's safe loader parses several times faster; the pure-Python one is the fallback.
 _SafeLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-# Far above any config, suite or probe file (the largest bundled file is under 200 KB), far
-# below what takes a parser more than a moment.
+# Far above any config, suite, probe, prompt or key file (the largest bundled file is under
+# 200 KB), far below what takes a parser more than a moment.
 MAX_YAML_BYTES = 8 * 1024 * 1024
+MAX_INPUT_BYTES = MAX_YAML_BYTES
+# Stored reports, comparisons and recordings: a 10,000-finding report is tens of megabytes.
+MAX_REPORT_BYTES = 256 * 1024 * 1024
 # Values (scalars and collections) a YAML document may expand to once its aliases are followed.
 MAX_YAML_VALUES = 1_000_000
 # Alias uses per document: configs repeat a block now and then, never thousands of times.

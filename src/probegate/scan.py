@@ -209,6 +209,7 @@ def execute_scan(
     try:
         if config.budget_usd is not None and not config.allow_unpriced:
             _refuse_unpriced(config, llm_judge)
+        signing = (None, None) if config.dry_run else _signing_material(config)
         # A dry run only plans: it must work before the secrets are set up.
         target_config = config.target.without_secrets() if config.dry_run else config.target
         target = build_target(target_config, config.target_settings())
@@ -225,6 +226,7 @@ def execute_scan(
         llm_judge,
         limiter,
         {} if config.dry_run else scan_secrets(config),
+        signing,
     )
     view = _View(out, err, quiet=config.quiet, verbose=verbose, as_json=as_json)
     try:
@@ -233,6 +235,25 @@ def execute_scan(
         target.close()
         if llm_judge is not None:
             llm_judge.close()
+
+
+def _signing_material(config: ScanConfig) -> tuple[bytes | None, bytes | None]:
+    """The secret and key the report will be signed with, checked before the scan runs: a key
+    that cannot be read must not cost a whole scan and then its report."""
+    if config.sign is False:
+        return None, None
+    secret, key_pem = signing_material_from_env(
+        str(config.signing_key) if config.signing_key else None
+    )
+    if secret is None and key_pem is None:
+        if config.sign:
+            raise UsageError(
+                "--sign needs PROBEGATE_SIGNING_SECRET and/or a key (--signing-key or "
+                "PROBEGATE_SIGNING_KEY); 'probegate keys generate' writes one"
+            )
+        return None, None
+    sign_report({}, secret=secret, private_key_pem=key_pem)  # a short secret is refused here
+    return secret, key_pem
 
 
 def scan_secrets(config: ScanConfig) -> dict[str, str]:
@@ -282,6 +303,8 @@ class _Inputs:
     limiter: RequestLimiter
     # What no file may contain, by placeholder name (scan_secrets).
     secrets: dict[str, str]
+    # The HMAC secret and the Ed25519 key (PEM) the report is signed with, if any.
+    signing: tuple[bytes | None, bytes | None]
 
 
 @dataclass
@@ -647,17 +670,8 @@ def _finalise(report: ScanReport, config: ScanConfig, inputs: _Inputs) -> ScanRe
             allow_mismatch=config.allow_mismatch,
         )
         report = report.model_copy(update={"comparison": comparison})
-    if config.sign is False:
-        return report
-    secret, key_pem = signing_material_from_env(
-        str(config.signing_key) if config.signing_key else None
-    )
+    secret, key_pem = inputs.signing
     if secret is None and key_pem is None:
-        if config.sign:
-            raise UsageError(
-                "--sign needs PROBEGATE_SIGNING_SECRET and/or a key (--signing-key or "
-                "PROBEGATE_SIGNING_KEY); 'probegate keys generate' writes one"
-            )
         return report
     signed = sign_report(report.to_dict(), secret=secret, private_key_pem=key_pem)
     return report.model_copy(update={"signatures": signed.get("signatures")})

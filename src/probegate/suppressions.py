@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from probegate.errors import UsageError
-from probegate.files import parse_yaml, read_text
+from probegate.files import MAX_YAML_BYTES, parse_yaml, read_text
 from probegate.models.report import ScanReport, Suppression
 from probegate.validation import first_problem
 
@@ -94,7 +94,8 @@ def load_suppressions(path: Path | None, *, explicit: bool) -> tuple[Suppression
     file = DEFAULT_SUPPRESSIONS_FILE if path is None else path
     if not explicit and not file.exists():
         return ()
-    return parse_suppressions(read_text(file, what="suppression file"), source=str(file))
+    text = read_text(file, what="suppression file", max_bytes=MAX_YAML_BYTES)
+    return parse_suppressions(text, source=str(file))
 
 
 def parse_suppressions(text: str, *, source: str) -> tuple[SuppressionEntry, ...]:

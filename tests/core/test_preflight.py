@@ -271,3 +271,27 @@ def test_yaml_in_the_config_is_still_read_normally(tmp_path: Path) -> None:
         str(tmp_path / "o"),
     ]
     assert main([*args, "--quiet", "--no-sign"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "what"),
+    [
+        (["verify", "/dev/zero"], "report file"),
+        (["report", "/dev/zero"], "report file"),
+        (["compare", "/dev/zero", "/dev/zero"], "report file"),
+        (["scan", "demo", "--baseline", "/dev/zero"], "report file"),
+        (["scan", "demo", "--suppressions", "/dev/zero"], "suppression file"),
+        (["scan", "demo", "--sign", "--signing-key", "/dev/zero"], "signing key"),
+        (["scan", "--config", "/dev/zero"], "config file"),
+    ],
+)
+def test_an_endless_input_is_refused_not_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], what: str
+) -> None:
+    """/dev/zero never ends: reading it once took 12 GB before anything was said."""
+    extra = ["--store", str(tmp_path / "s"), "--output-dir", str(tmp_path / "o")]
+    assert main(argv + (extra if argv[0] == "scan" else [])) == 2
+    line = one_error_line(capsys)
+    assert line.endswith(f"/dev/zero: not a regular file, not a {what}") or line.endswith(
+        "no scan file /dev/zero"
+    ), line

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from probegate.errors import UsageError
+from probegate.files import MAX_INPUT_BYTES, read_bytes
 from probegate.models.stored import load_report_json
 from probegate.reports.signing import SECRET_ENV, verify_report
 
@@ -50,10 +50,7 @@ def run(args: argparse.Namespace) -> int:
     data = load_report_json(Path(args.file))
     pinned = []
     for key_file in args.pubkey_file:
-        try:
-            pinned.append(Path(key_file).read_bytes())
-        except OSError as exc:
-            raise UsageError(f"cannot read public key {key_file}: {exc.strerror}") from exc
+        pinned.append(read_bytes(Path(key_file), what="public key", max_bytes=MAX_INPUT_BYTES))
     secret_text = args.secret if args.secret is not None else os.environ.get(SECRET_ENV, "")
     secret = secret_text.encode("utf-8") if secret_text else None
     result = verify_report(data, secret=secret, pinned_public_keys=pinned)

@@ -18,7 +18,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from probegate.errors import ProbeLibraryError
-from probegate.files import read_yaml
+from probegate.files import MAX_YAML_BYTES, read_bytes, read_yaml
 from probegate.library.probe import Probe
 from probegate.validation import describe
 
@@ -85,7 +85,9 @@ def load_directory(directory: Path) -> Library:
     probes: list[Probe] = []
     seen: dict[str, Path] = {}
     for path in files:
-        data = path.read_bytes()
+        data = read_bytes(
+            path, what="probe file", error=ProbeLibraryError, max_bytes=MAX_YAML_BYTES
+        )
         digest.update(path.name.encode() + b"\0" + data + b"\0")
         probe = parse_probe_file(path)
         if probe.id in seen:

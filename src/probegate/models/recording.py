@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from probegate.errors import UsageError
-from probegate.files import write_atomic
+from probegate.files import MAX_INPUT_BYTES, MAX_REPORT_BYTES, read_text, write_atomic
 from probegate.models.report import TargetInfo
 from probegate.models.taxonomy import Capability
 from probegate.models.tools import ToolSpec
@@ -147,13 +147,14 @@ class Recording:
 def read_manifest(directory: Path, *, shown_as: str) -> Manifest:
     """Read ``directory``'s manifest; every problem is one usage-error line naming ``shown_as``."""
     manifest_path = directory / MANIFEST
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not manifest_path.exists():
         raise UsageError(
             f"{shown_as}: not a probegate recording (no {MANIFEST}; make one with --record DIR)"
-        ) from None
-    except (OSError, ValueError) as exc:
+        )
+    try:
+        text = read_text(manifest_path, what="recording manifest", max_bytes=MAX_INPUT_BYTES)
+        manifest = json.loads(text)
+    except (ValueError, RecursionError) as exc:
         raise UsageError(f"{manifest_path}: cannot read the recording manifest: {exc}") from None
     if not isinstance(manifest, dict) or manifest.get("kind") != MANIFEST_KIND:
         raise UsageError(f"{manifest_path}: not a {MANIFEST_KIND} manifest")
@@ -182,7 +183,7 @@ def read_recording(directory: Path, attempt_id: str) -> Recording | None:
     """The attempt's recorded conversation; None when it is missing or unreadable."""
     path = directory / recording_name(attempt_id)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_text(path, what="recording", max_bytes=MAX_REPORT_BYTES))
         if data.get("attempt_id") != attempt_id or data.get("transcript") is None:
             return None
         return Recording(
@@ -191,5 +192,5 @@ def read_recording(directory: Path, attempt_id: str) -> Recording | None:
             judged_by=str(data.get("judged_by", "")),
             reason=str(data.get("reason", "")),
         )
-    except (OSError, ValueError, AttributeError, ValidationError):
+    except (UsageError, ValueError, AttributeError, ValidationError, RecursionError):
         return None

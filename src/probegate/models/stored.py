@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from probegate.errors import ReportError
-from probegate.files import read_bytes
+from probegate.files import MAX_REPORT_BYTES, read_bytes
 from probegate.models.comparison import COMPARISON_SCHEMA, Comparison
 from probegate.models.report import SCHEMA, Budget, Completeness, Engine, ScanReport, finding_fp
 from probegate.perf import gc_paused
@@ -123,7 +123,8 @@ def report_from_data(data: dict[str, Any], *, source: str) -> ScanReport:
 def load_comparison(path: Path) -> Comparison:
     """A stored comparison (``probegate compare --output json``), read as strictly as a report."""
     source = str(path)
-    data = parse_report_json(read_bytes(path, what="comparison file", error=ReportError), source)
+    raw = read_bytes(path, what="comparison file", error=ReportError, max_bytes=MAX_REPORT_BYTES)
+    data = parse_report_json(raw, source)
     if data.get("schema") != COMPARISON_SCHEMA:
         raise ReportError(
             f"{source}: unsupported comparison schema {data.get('schema')!r} "
@@ -138,7 +139,7 @@ def load_comparison(path: Path) -> Comparison:
 
 
 def _read(path: Path) -> bytes:
-    return read_bytes(path, what="report file", error=ReportError)
+    return read_bytes(path, what="report file", error=ReportError, max_bytes=MAX_REPORT_BYTES)
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -38,6 +38,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 
 from probegate.canonical import canonical_bytes
 from probegate.errors import ReportError, UsageError
+from probegate.files import MAX_INPUT_BYTES, read_bytes
 from probegate.models.report import SCHEMA
 from probegate.models.stored import report_from_data
 
@@ -175,10 +176,7 @@ def signing_material_from_env(
             where = f"${KEY_ENV}"
         else:
             where = source
-            try:
-                key_pem = Path(source).read_bytes()
-            except OSError as exc:
-                raise UsageError(f"cannot read signing key {source}: {exc.strerror}") from exc
+            key_pem = read_bytes(Path(source), what="signing key", max_bytes=MAX_INPUT_BYTES)
         try:
             load_private_key(key_pem)
         except UsageError as exc:

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from probegate.errors import UsageError
+from probegate.files import MAX_INPUT_BYTES, read_text
 from probegate.models.bounds import TOOL_CALLS_MAX, calls_cut
 from probegate.models.report import TargetInfo
 from probegate.models.sections import KindSection
@@ -247,7 +248,9 @@ def prompt_path(config: OpenAIConfig, settings: TargetSettings) -> Path | None:
 def system_prompt(config: OpenAIConfig, settings: TargetSettings) -> str:
     """The user's system prompt (the file's text), before probegate adds the canaries."""
     path = prompt_path(config, settings)
-    return path.read_text(encoding="utf-8").strip() if path is not None else DEFAULT_SYSTEM_PROMPT
+    if path is None:
+        return DEFAULT_SYSTEM_PROMPT
+    return read_text(path, what="system prompt", max_bytes=MAX_INPUT_BYTES).strip()
 
 
 def system_message(prompt: str, system_canary: str, credential_canary: str) -> str:
