@@ -168,7 +168,7 @@ def test_signing_material_from_env_reads_path_or_pem(
     env["PROBEGATE_SIGNING_KEY"] = keys[0].decode()
     assert signing_material_from_env(None, environ=env)[1] == keys[0]
     assert signing_material_from_env(str(key_file), environ={}) == (None, keys[0])
-    with pytest.raises(UsageError, match="missing.key: signing key not found"):
+    with pytest.raises(UsageError, match=r"missing\.key: signing key not found"):
         signing_material_from_env(str(tmp_path / "missing.key"), environ={})
     (tmp_path / "pub.key").write_bytes(keys[1])
     with pytest.raises(UsageError, match="not an unencrypted PKCS#8"):
