@@ -185,7 +185,7 @@ def test_a_config_cannot_allow_itself_outside(
 ) -> None:
     config = write_config(tmp_path, {"kind": "demo"}, {"allow_outside_config": True})
     assert main(["scan", str(config), "--store", str(tmp_path / "s"), "--quiet"]) == 2
-    assert one_error_line(capsys).endswith("allow_outside_config: unknown field")
+    assert one_error_line(capsys).endswith("scan.allow_outside_config: unknown setting")
 
 
 def test_paths_inside_the_tree_resolve_against_the_config_file(

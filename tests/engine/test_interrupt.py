@@ -87,7 +87,7 @@ def test_interrupt_then_resume_sends_no_completed_attempt_again(
         assert "stopped: interrupted" in stdout
 
         # The partial report is written like any other, from the attempts that completed.
-        _, before = read_journal(journal)
+        before = read_journal(journal).attempts
         assert len(before) >= 8
         partial = json.loads((tmp_path / "probegate-out" / "scan.json").read_text())
         assert partial["stopped_reason"] == "cancelled"
@@ -100,7 +100,7 @@ def test_interrupt_then_resume_sends_no_completed_attempt_again(
         sent_before = len(server.bodies)
         monkeypatch.chdir(tmp_path)
         assert main(["scan", "--resume", scan_id, "--quiet"]) == 0
-        _, after = read_journal(journal)
+        after = read_journal(journal).attempts
         resent = attempts_of(server.bodies[sent_before:], set(after))
         assert not resent & set(before), "completed attempts were sent again"
         assert resent == set(after) - set(before)

@@ -133,13 +133,14 @@ def leaks_in(root: Path, skip: set[Path] = frozenset()) -> dict[str, list[str]]:
 
 
 def assert_private(root: Path) -> None:
-    """Files 0600 and directories 0700 (pov reproducers 0700: they are scripts)."""
+    """Files 0600 and directories 0700 (reproducers 0700: they are scripts)."""
     for path in [root, *root.rglob("*")]:
         mode = stat.S_IMODE(path.lstat().st_mode)
         if path.is_dir():
             assert mode == 0o700, (path, oct(mode))
         else:
-            assert mode == (0o700 if path.suffix == ".sh" else 0o600), (path, oct(mode))
+            script = path.suffix in (".sh", ".py")
+            assert mode == (0o700 if script else 0o600), (path, oct(mode))
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from probegate.canonical import canonical_bytes
 from probegate.errors import UsageError
-from probegate.files import open_private_append, read_text, write_atomic
+from probegate.files import MAX_INPUT_BYTES, open_private_append, read_text, write_atomic
 from probegate.models.verdict import Attempt
 
 HEADER_KIND = "probegate-journal-v1"
@@ -55,7 +55,7 @@ def read_invocation(store: Path, scan_id: str) -> dict[str, Any]:
             "(--store DIR), or the same target and flags as the scan that started it"
         )
     try:
-        data = json.loads(read_text(path, what="scan invocation"))
+        data = json.loads(read_text(path, what="scan invocation", max_bytes=MAX_INPUT_BYTES))
     except (ValueError, RecursionError):
         raise UsageError(f"{path}: not a probegate scan invocation (invalid JSON)") from None
     if not isinstance(data, dict):
