@@ -173,6 +173,44 @@ def patterns() -> None:
     start = time.perf_counter()
     compile_pattern(image, ignore_case=True).search("![" * 500_000)
     print(f"  image pattern on 1 MB of '![': RE2 {(time.perf_counter() - start) * 1000:.1f} ms")
+    redaction(BUNDLED_SIZES)
+
+
+BUNDLED_SIZES = (32_768, 262_144)  # TEXT_MAX and TRANSCRIPT_MAX (models/bounds.py)
+# Runs that make backtracking redaction patterns slow: what their own prefixes look like.
+REDACTION_UNITS = (
+    "-----BEGIN RSA PRIVATE KEY-----",
+    "-----BEGIN PRIVATE KEY-----\nAAAA",
+    "a@",
+    "a.",
+    "1 ",
+    "1-",
+    "1",
+    "bearer ",
+    "aws_secret_access_key=",
+    "eyJ",
+    "+1 (",
+)
+
+
+def redaction(sizes: tuple[int, ...]) -> None:
+    """The redaction patterns (Python re: they need lookaround) on the longest texts a
+    transcript keeps, made of their own prefixes."""
+    from probegate.models.redaction import _PATTERNS
+
+    for size in sizes:
+        worst = (0.0, "")
+        for unit in REDACTION_UNITS:
+            text = (unit * (size // len(unit) + 1))[:size]
+            for pattern in _PATTERNS:
+                start = time.perf_counter()
+                for _ in pattern.regex.finditer(text):
+                    pass
+                worst = max(worst, (time.perf_counter() - start, f"{pattern.kind} on {unit!r}"))
+        print(
+            f"  redaction patterns on {size // 1024} KiB: slowest {worst[0] * 1000:.1f} ms "
+            f"({worst[1]})"
+        )
 
 
 def _memory_kb(pid: int) -> tuple[int, int]:
