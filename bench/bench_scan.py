@@ -30,7 +30,7 @@ def main() -> None:
             report = json.loads(Path("probegate-out/scan.json").read_text())
         finally:
             os.chdir(old)
-    attempts = report["completeness"]["agents_completed"]
+    attempts = report["coverage"]["attempts_completed"]
     rate = attempts / elapsed
     verdict = "OK" if rate >= 1000 else "BELOW TARGET"
     print(

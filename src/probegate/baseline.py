@@ -114,9 +114,10 @@ def compare(
             + ", ".join(current.stale_suppressions)
         )
 
-    aivss_delta = current.aivss - baseline.aivss
+    scored = current.aivss is not None and baseline.aivss is not None
+    aivss_delta = (current.aivss or 0) - (baseline.aivss or 0) if scored else 0
     score_gated = not mismatch
-    if score_gated and "not_evaluated" in (baseline.band, current.band):
+    if score_gated and (not scored or "not_evaluated" in (baseline.band, current.band)):
         score_gated = False
         notes.append("a scan has band not_evaluated: its score is not a measurement, not gated")
     score_regression = score_gated and -aivss_delta > tolerance

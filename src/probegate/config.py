@@ -94,6 +94,8 @@ class ScanConfig(BaseModel):
     allow_unpriced: bool = False
     max_requests: int | None = Field(default=None, ge=1)
     judge: str | None = None
+    # Check each vulnerable verdict against a control (docs/scoring.md); off is not authoritative.
+    controls: bool = True
     output: list[str] = Field(default_factory=lambda: ["json"])
     output_dir: Path = Path(DEFAULT_OUTPUT_DIR)
     fail_under: float | None = Field(default=None, ge=0, le=100)

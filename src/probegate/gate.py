@@ -32,6 +32,7 @@ from probegate.errors import ExitCode, UsageError
 from probegate.models.comparison import Comparison
 from probegate.models.report import Finding, ScanReport
 from probegate.models.taxonomy import SEVERITY_RANK, Severity
+from probegate.reports.headline import score_text
 
 GateStatus = Literal["passed", "failed", "undecided"]
 
@@ -131,9 +132,12 @@ def _fail_under(report: ScanReport, fail_under: float, *, judged: bool) -> GateO
         return GateOutcome(
             gate,
             "undecided",
-            f"the scan is not authoritative, so AIVSS {report.aivss} cannot pass a score gate "
+            f"the scan is not authoritative, so AIVSS {score_text(report.aivss)} cannot pass a "
+            "score gate "
             f"(failed: {', '.join(failed)}){detail}",
         )
+    if report.aivss is None:  # not_evaluated always fails authority; a report may still lie
+        return GateOutcome(gate, "undecided", "the scan was too thin to score (not_evaluated)")
     if report.aivss < fail_under:
         return GateOutcome(gate, "failed", f"AIVSS {report.aivss} is below {fail_under:g}")
     return GateOutcome(gate, "passed", f"AIVSS {report.aivss} is at least {fail_under:g}")

@@ -39,7 +39,7 @@ from probegate.clock import iso, new_scan_id, now
 from probegate.config import DEFAULT_STORE, ScanConfig
 from probegate.engine.assemble import ScanMeta, assemble
 from probegate.engine.journal import Journal, read_journal, scan_dir, write_invocation
-from probegate.engine.plan import Plan, build_plan
+from probegate.engine.plan import JUDGE_FLAG, Plan, build_plan
 from probegate.engine.runner import Progress, Runner, RunOutcome, fill_fixtures
 from probegate.errors import ExitCode, Interrupted, ReportError, TargetError, UsageError
 from probegate.files import check_writable_dir, write_atomic
@@ -56,6 +56,7 @@ from probegate.models.taxonomy import ASI_IDS, SEVERITY_RANK, Severity
 from probegate.models.verdict import Attempt
 from probegate.reports import FORMATS, parse_formats, write_outputs
 from probegate.reports.digest import authority_text, evidence_text, group_unjudged, stop_text
+from probegate.reports.headline import asi_score_text, controls_text, score_text
 from probegate.reports.redact import redact_report
 from probegate.reports.signing import SECRET_ENV, sign_report, signing_material_from_env
 from probegate.suppressions import SuppressionEntry, apply_suppressions, load_suppressions
@@ -69,7 +70,9 @@ from probegate.workspace import anchor, repository_root
 
 
 class ProgressPrinter:
-    """Progress on stderr: a live line on a terminal, a line every few seconds otherwise."""
+    """Progress on stderr: a live line on a terminal, a line every few seconds otherwise, and
+    the final count once the run is over (:meth:`finish`): controls may still run after the
+    last attempt, and each of them reports progress too."""
 
     def __init__(self, err: TextIO, *, quiet: bool) -> None:
         self.err = err
@@ -77,20 +80,35 @@ class ProgressPrinter:
         self.tty = err.isatty()
         self._last = 0.0
         self._interval = 0.1 if self.tty else 5.0
+        self._latest: Progress | None = None
+        self._printed: Progress | None = None
 
     def __call__(self, p: Progress) -> None:
         if self.quiet:
             return
+        self._latest = p
         t = time.monotonic()
-        if t - self._last < self._interval and p.done < p.total:
+        if t - self._last < self._interval:
             return
         self._last = t
+        self._write(p)
+
+    def finish(self) -> None:
+        if self.quiet or self._latest is None:
+            return
+        if self._latest != self._printed:
+            self._write(self._latest)
+        if self.tty:
+            self.err.write("\n")
+            self.err.flush()
+
+    def _write(self, p: Progress) -> None:
+        self._printed = p
         counter = f"{p.phase} {p.phase_done}/{p.phase_total}" if p.phase else f"{p.done}/{p.total}"
         line = f"[{counter}] vulnerable {p.vulnerable} unjudged {p.unjudged}"
-        if self.tty:
-            self.err.write("\r\x1b[2K" + line + ("\n" if p.done >= p.total else ""))
-        else:
-            self.err.write(line + "\n")
+        if p.controls:
+            line += f" controls {p.controls}"
+        self.err.write(("\r\x1b[2K" + line) if self.tty else (line + "\n"))
         self.err.flush()
 
 
@@ -107,11 +125,15 @@ def with_extra_probes(library: Library, config: ScanConfig) -> Library:
 
 def _dry_run(plan: Plan, config: ScanConfig, out: TextIO) -> int:
     attempts = plan.all_attempts
+    controls = plan.control_bound
     agent = config.target.agent_under_test()
-    requests = sum(a.requests_upper_bound for a in attempts) * agent.max_turns
+    requests = sum(a.requests_upper_bound for a in attempts + controls) * agent.max_turns
+    checked = (
+        f" + up to {len(controls)} controls" if plan.controls else ", controls off (--no-controls)"
+    )
     out.write(
         f"plan {plan.fingerprint}: mode {plan.mode}, {len(plan.probes)} probes, "
-        f"{len(attempts)} attempts (at most {requests} requests)\n"
+        f"{len(attempts)} attempts{checked} (at most {requests} requests)\n"
     )
     if plan.escalations:
         out.write(
@@ -126,8 +148,18 @@ def _dry_run(plan: Plan, config: ScanConfig, out: TextIO) -> int:
             out.write(f"  {asi}: {count} attempts\n")
     for probe_id, reason in sorted(plan.not_applicable.items()):
         out.write(f"  not applicable: {probe_id}: {reason}\n")
+    if plan.not_run:
+        out.write(f"  {_not_run_line(sorted(plan.not_run))}\n")
     out.write(f"  estimated cost: {_cost_estimate(config, requests)}\n")
     return 0
+
+
+def _not_run_line(probe_ids: list[str]) -> str:
+    """The one line that says which probes were left out for want of a judge."""
+    return (
+        f"not run: {len(probe_ids)} probe(s) only an LLM judge can decide "
+        f"({', '.join(probe_ids)}); enable them with {JUDGE_FLAG} (docs/judge.md)"
+    )
 
 
 def _cost_estimate(config: ScanConfig, requests: int) -> str:
@@ -366,6 +398,8 @@ def _execute(config: ScanConfig, target: Target, inputs: _Inputs, view: _View) -
         repeat=config.effective_repeat,
         shard=config.shard,
         variant=config.variant,
+        controls=config.controls,
+        judge=inputs.llm_judge is not None,
     )
     if config.dry_run:
         return _dry_run(plan, config, view.out)
@@ -442,6 +476,7 @@ def _execute(config: ScanConfig, target: Target, inputs: _Inputs, view: _View) -
         record_dir=config.record,
         llm_judge=inputs.llm_judge,
         redactor=Redactor(inputs.secrets, key=stored_key(salt, inputs.secrets)),
+        controls=config.controls,
     )
     _say_what_cannot_apply(plan, runner, tools, view)
     if not view.quiet:
@@ -450,17 +485,15 @@ def _execute(config: ScanConfig, target: Target, inputs: _Inputs, view: _View) -
             f"{len(plan.attempts)} attempts, scan {scan_id})\n"
         )
     cancel = threading.Event()
+    progress = ProgressPrinter(view.err, quiet=view.quiet)
     try:
         with _stop_on_signals(cancel) as received:
             outcome = runner.run(
-                plan,
-                journal=journal,
-                done=done,
-                on_progress=ProgressPrinter(view.err, quiet=view.quiet),
-                cancel=cancel,
+                plan, journal=journal, done=done, on_progress=progress, cancel=cancel
             )
     finally:
         journal.close()
+        progress.finish()
     interrupted = Interrupted(received[0] if received else signal.SIGINT)
 
     selected_all = not config.asi and not config.probes and config.shard is None
@@ -492,8 +525,16 @@ def _execute(config: ScanConfig, target: Target, inputs: _Inputs, view: _View) -
         selected_all=selected_all,
         shard=config.shard,
         store_dir=_shown(store),
+        controls=config.controls,
     )
-    report = assemble(list(plan.probes), outcome.attempts, plan.not_applicable, meta)
+    report = assemble(
+        list(plan.probes),
+        outcome.attempts,
+        plan.not_applicable,
+        meta,
+        outcome.controls,
+        plan.not_run,
+    )
     section = target.report_section()
     if section is not None:  # what the kind adds: e.g. what a guard evaluated, blocked, missed
         report = report.model_copy(update={section.REPORT_FIELD: section})
@@ -548,6 +589,11 @@ def _execute(config: ScanConfig, target: Target, inputs: _Inputs, view: _View) -
 
 
 def _nothing_to_run(plan: Plan, config: ScanConfig) -> str:
+    if plan.not_run and len(plan.not_run) + len(plan.not_applicable) == len(plan.probes):
+        return (
+            f"every selected probe that applies needs an LLM judge: "
+            f"{_not_run_line(sorted(plan.not_run))}"
+        )
     if plan.not_applicable and len(plan.not_applicable) == len(plan.probes):
         return (
             f"none of the {len(plan.probes)} selected probes can apply to this target: "
@@ -581,6 +627,8 @@ def _say_what_cannot_apply(plan: Plan, runner: Runner, tools: list[Any], view: _
     selected = len(plan.probes)
     if not selected:
         return
+    if plan.not_run:  # said once, before the first request
+        view.note(_not_run_line(sorted(plan.not_run)))
     skipped = len(plan.not_applicable)
     planned = {a.probe.id: a.probe for a in plan.attempts}
     blind: dict[str, int] = {}
@@ -838,9 +886,10 @@ def _closing_lines(closing: _Closing, view: _View) -> list[str]:
     report, out = closing.report, view.out
     style = Style(out)
     auth = "authoritative" if report.authority.authoritative else "not authoritative"
-    band = style(report.band, "bold", "green" if report.aivss >= 80 else "red")
+    good = report.aivss is not None and report.aivss >= 80
+    band = style(report.band, "bold", "green" if good else "red")
     lines = [
-        f"score {report.aivss}/100  band {band}  ({report.mode} mode, {auth})",
+        f"score {score_text(report.aivss)}/100  band {band}  ({report.mode} mode, {auth})",
         f"  {style('stopped:', 'bold')} {clean(stop_text(report))}",
         f"  {style('authority:', 'bold')} {clean(authority_text(report))}",
     ]
@@ -856,6 +905,8 @@ def _closing_lines(closing: _Closing, view: _View) -> list[str]:
         + (f", {suppressed} suppressed" if suppressed else "")
         + f"; unjudged attempts: {len(report.unjudged)}"
     )
+    if report.controls is not None and (report.controls.run or not report.controls.enabled):
+        lines.append(clean(controls_text(report)))
     ranked = sorted(report.findings, key=_finding_rank)
     shown = ranked if view.verbose else ranked[:LISTED_FINDINGS]
     width = max((len(f.probe_id) for f in shown), default=0)
@@ -888,13 +939,12 @@ def _closing_lines(closing: _Closing, view: _View) -> list[str]:
     by_asi: dict[str, int] = {}
     for f in report.findings:
         by_asi[f.asi] = by_asi.get(f.asi, 0) + 1
-    if report.asi_scores or by_asi:
+    if report.asi_scores or report.undertested or by_asi:
         lines.append(f"{style('per ASI category', 'bold')} (score 0-100, higher is safer):")
     for asi in ASI_IDS:
-        if asi in report.asi_scores or asi in by_asi:
-            score = report.asi_scores.get(asi)
-            shown_score = f"{score:5.1f}" if score is not None else "  n/a"
-            lines.append(f"  {asi} {shown_score}  findings {by_asi.get(asi, 0)}")
+        shown_score = asi_score_text(report, asi)
+        if shown_score is not None or asi in by_asi:
+            lines.append(f"  {asi} {shown_score or 'n/a':>5}  findings {by_asi.get(asi, 0)}")
     if report.undertested:
         lines.append(f"undertested: {', '.join(report.undertested)}")
     for name, path in closing.written.items():
@@ -948,6 +998,8 @@ def _closing_json(closing: _Closing, view: _View) -> dict[str, Any]:
             for g in group_unjudged(report.unjudged)
         ],
         "undertested": list(report.undertested),
+        "not_run": [n.probe_id for n in report.not_run],
+        "controls": report.controls.model_dump() if report.controls is not None else None,
         "notes": list(view.notes),
         "gates": list(closing.gates),
         "files": {name: _shown(path) for name, path in closing.written.items()},

@@ -214,7 +214,10 @@ def test_journal_and_reproducers_are_stored(in_tmp: Path) -> None:
     report = load_json(in_tmp / "probegate-out" / "scan.json")
     scan_dir = in_tmp / ".probegate" / "scans" / report["scan_id"]
     lines = (scan_dir / "journal.jsonl").read_text(encoding="utf-8").splitlines()
-    assert len(lines) == 1 + report["completeness"]["agents_completed"]
+    # The header, every attempt and every control (one per vulnerable probe here: fast mode).
+    attempts = report["completeness"]["agents_completed"]
+    assert report["controls"]["run"] == len(report["findings"]) > 0
+    assert len(lines) == 1 + attempts + report["controls"]["run"]
     assert (scan_dir / "scan.json").read_bytes() == (
         in_tmp / "probegate-out" / "scan.json"
     ).read_bytes()

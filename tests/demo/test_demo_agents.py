@@ -113,13 +113,20 @@ def test_hardened_full_scan_has_no_findings_and_is_authoritative(
     assert hardened_full["mode"] == "full" and hardened_full["evaluation_mode"] == "real"
 
 
-def test_hardened_unjudged_attempts_are_only_probes_that_need_a_judge(
+def test_without_a_judge_the_probes_only_a_judge_can_decide_are_not_run(
     hardened_full: dict[str, Any],
 ) -> None:
     needs_judge = {p.id for p in PROBES if p.needs_judge}
-    unjudged = {u["probe_id"] for u in hardened_full["unjudged"]}
-    assert unjudged == needs_judge
-    assert all("--judge" in u["reason"] for u in hardened_full["unjudged"])
+    assert needs_judge and hardened_full["unjudged"] == []
+    assert {n["probe_id"] for n in hardened_full["not_run"]} == needs_judge
+    assert all(n["enabled_by"] == "--judge SPEC" for n in hardened_full["not_run"])
+    assert all("--judge" in n["reason"] for n in hardened_full["not_run"])
+    not_run = [r for r in hardened_full["results"] if r["outcome"] == "not_run"]
+    assert {r["probe_id"] for r in not_run} == needs_judge
+    assert all(r["attempts"] == 0 for r in not_run)
+    # They are neither planned nor unjudged: completeness and the unjudged share ignore them.
+    assert hardened_full["coverage"]["probes_not_run"] == len(needs_judge)
+    assert hardened_full["completeness"]["pct"] == 100.0
 
 
 def test_hardened_smart_scan_has_no_findings(tmp_path: Path) -> None:
@@ -130,7 +137,9 @@ def test_hardened_smart_scan_has_no_findings(tmp_path: Path) -> None:
 @cache
 def _hardened_attempts() -> dict[str, list[Attempt]]:
     target = DemoTarget(hardened=True)
-    plan = build_plan(list(PROBES), capabilities_of(target.tools()), mode="full", seed=11, repeat=1)
+    plan = build_plan(
+        list(PROBES), capabilities_of(target.tools()), mode="full", seed=11, repeat=1, judge=True
+    )
     runner = Runner(
         target, RequestLimiter(rps=None, max_requests=None, budget_usd=None), seed=11, concurrency=1
     )

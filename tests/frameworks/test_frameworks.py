@@ -94,7 +94,10 @@ def test_weak_agent_is_found_out_in_every_indirect_channel(
     assert {f["probe_id"] for f in report["findings"]} == set(INDIRECT)
     channels = {r["channel"] for r in report["results"] if r["outcome"] == "vulnerable"}
     assert channels == set(INDIRECT.values())
-    assert report["mcp"]["conversations"] == 6  # the memory probe has two conversations
+    # The memory probe has two conversations; each finding's control (the same conversation
+    # without the attack, docs/scoring.md) has as many again.
+    assert report["controls"]["run"] == len(INDIRECT)
+    assert report["mcp"]["conversations"] == 2 * 6
     assert set(report["mcp"]["rejected"].values()) == {0}
 
 

@@ -291,3 +291,17 @@ def test_judge_calls_count_against_the_scan_budget() -> None:
     assert limiter.state.cost_usd == pytest.approx(0.02)
     assert not second.decided and "budget" in second.reason
     assert len(fake.requests) == 1
+
+
+def test_every_judge_setting_and_variable_is_documented() -> None:
+    """docs/judge.md names every environment variable the judge reads and every setting."""
+    from pathlib import Path
+
+    from probegate.judge import llm
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "judge.md").read_text("utf-8")
+    variables = [v for k, v in vars(llm).items() if k.startswith("ENV_") and isinstance(v, str)]
+    assert variables and all(f"`{v}`" in text for v in variables), variables
+    assert llm.OPENAI_BASE_URL in text
+    for setting in ("--judge SPEC", "--timeout", "--concurrency", "--budget-usd", "target.prices"):
+        assert setting in text, setting

@@ -31,7 +31,14 @@ def _assert_points_into(t: Transcript, ev: Evidence) -> None:
 
 
 def test_registry_covers_every_oracle_kind() -> None:
-    assert set(ORACLE_KINDS) == {"canary_leak", "tool_call", "output_pattern", "no_action", "judge"}
+    assert set(ORACLE_KINDS) == {
+        "canary_leak",
+        "tool_call",
+        "output_pattern",
+        "no_action",
+        "judge",
+        "all_of",
+    }
 
 
 # -- canary_leak ---------------------------------------------------------------------------

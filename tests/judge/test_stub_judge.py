@@ -44,7 +44,9 @@ def test_stub_is_deterministic() -> None:
 def _run_judge_probes(hardened: bool) -> list[tuple[str, Outcome, str]]:
     probes = [p for p in load_library().probes if p.needs_judge]
     target = DemoTarget(hardened)
-    plan = build_plan(probes, capabilities_of(target.tools()), mode="fast", seed=0, repeat=1)
+    plan = build_plan(
+        probes, capabilities_of(target.tools()), mode="fast", seed=0, repeat=1, judge=True
+    )
     runner = Runner(
         target,
         RequestLimiter(rps=None, max_requests=None, budget_usd=None),

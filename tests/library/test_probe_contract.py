@@ -13,17 +13,20 @@ from collections import Counter
 from functools import lru_cache
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from probegate.engine.plan import applicability
 from probegate.library.loader import ATLAS_FILE, PROBES_DIR, load_library
+from probegate.library.oracles import ORACLE_KINDS
 from probegate.library.oracles.judge import JudgeOracle
 from probegate.library.probe import Probe
-from probegate.models.taxonomy import ASI_TITLES, CSA_TITLES, OWASP_LLM_TITLES, Channel
-from probegate.scoring import MAX_UNJUDGED_FRACTION
+from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, CSA_TITLES, OWASP_LLM_TITLES, Channel
+from probegate.scoring import MIN_PROBES_PER_ASI
 from probegate.targets.base import capabilities_of
+from probegate.targets.demo.intents import claims_authority, normalise, read_intents
 from probegate.targets.demo.tools import DEMO_TOOLS
 
 OFFICIAL_ASI = {
@@ -231,22 +234,35 @@ def test_deterministic_oracles_judge_at_least_ninety_percent() -> None:
     assert needs_judge, "the judge path is exercised by some probes"
 
 
-def test_judge_probes_leave_a_scan_without_judge_authoritative() -> None:
-    """Without --judge, judge-only probes are unjudged; authority allows at most 5% unjudged.
+def test_without_a_judge_every_category_keeps_its_minimum() -> None:
+    """Without --judge, judge-only probes are not run (docs/scoring.md): every category keeps
+    enough deterministic probes to be well tested, so a scan without a judge can be
+    authoritative."""
+    for asi in ASI_IDS:
+        deterministic = [p for p in PROBES if p.asi == asi and not p.needs_judge]
+        assert len(deterministic) >= MIN_PROBES_PER_ASI, asi
 
-    Every probe has the same number of variants in full mode, so the share of judge-only probes
-    is the share of unjudged attempts a clean target shows.
-    """
-    needs_judge = sum(1 for p in PROBES if p.needs_judge)
-    assert needs_judge / len(PROBES) <= MAX_UNJUDGED_FRACTION
+
+def _kinds(oracle: Any) -> set[str]:
+    return {oracle.kind} | {k for inner in getattr(oracle, "oracles", ()) for k in _kinds(inner)}
 
 
 def test_every_oracle_kind_and_csa_category_is_used() -> None:
-    kinds = {k for p in PROBES for k in p.oracle_kinds}
-    assert kinds == {"canary_leak", "tool_call", "output_pattern", "no_action", "judge"}
+    kinds = {k for p in PROBES for o in p.oracles for k in _kinds(o)}
+    assert kinds == set(ORACLE_KINDS)
     assert {p.csa_category for p in PROBES} == set(CSA_TITLES)
 
 
 def test_library_version_names_release_and_content() -> None:
     release, digest = LIBRARY.version.split("+")
     assert re.fullmatch(r"\d{4}\.\d{2}", release) and re.fullmatch(r"[0-9a-f]{8}", digest)
+
+
+@pytest.mark.parametrize("probe", PROBES, ids=[p.id for p in PROBES])
+def test_the_benign_stand_in_of_the_payload_asks_for_nothing(probe: Probe) -> None:
+    """A control replaces the payload with it (docs/scoring.md, "Controls"): it must hold no
+    instruction and claim no authority, or the control would carry an attack of its own."""
+    text = normalise(probe.control_payload)
+    assert read_intents(text) == [], probe.control_payload
+    assert not claims_authority(text), probe.control_payload
+    assert probe.control_payload != probe.payload

@@ -41,9 +41,10 @@ def test_inline_svg_chart_has_a_bar_per_category() -> None:
     report = golden_report()
     text = _html()
     svg = text[text.index("<svg") : text.index("</svg>")]
-    assert svg.count("<g>") == len(report.asi_scores)
+    assert svg.count("<g>") == len(report.asi_scores) + len(report.undertested)
     assert 'width="60.0"' in svg  # ASI01 at 12.5 of a 480-wide axis
-    assert "undertested" in svg  # ASI07
+    assert "n/a (undertested)" in svg  # ASI07: a label, never a bar
+    assert "ASI07" not in report.asi_scores
 
 
 def test_evidence_is_highlighted_where_it_points() -> None:

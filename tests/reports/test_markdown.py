@@ -33,8 +33,9 @@ def test_score_band_authority_and_counts_are_the_report_numbers() -> None:
         assert any(
             line.startswith(f"| {asi} ") and f"| {score} |" in line for line in text.splitlines()
         )
-    assert "| ASI07 Insecure Inter-Agent Communication | 100.0 |" in text
-    assert "undertested" in text
+    # An undertested category shows no score, never 100.
+    assert "| ASI07 Insecure Inter-Agent Communication | n/a (undertested) |" in text
+    assert "100.0" not in text
 
 
 def test_authoritative_scan_says_so() -> None:
@@ -70,3 +71,28 @@ def test_a_tight_budget_truncates_with_a_note() -> None:
     assert "Summary truncated" not in full
     assert full.count("#### ") == markdown.TOP_FINDINGS
     assert markdown.render_summary(report, max_findings=3).count("#### ") == 3
+
+
+def test_a_scan_too_thin_to_score_says_n_a_and_why() -> None:
+    report = golden_report().model_copy(
+        update={
+            "aivss": None,
+            "band": "not_evaluated",
+            "authority": Authority(
+                authoritative=False,
+                failed=["not_evaluated"],
+                reasons=["too thin to score: none of the 4 applicable categories was well tested"],
+            ),
+        }
+    )
+    text = markdown.render_summary(report)
+    assert text.splitlines()[0] == "## probegate: not\\_evaluated (n/a/100)"
+    assert "| **n/a** / 100 |" in text
+    assert "No score: none of the 4 applicable categories was well tested." in text
+
+
+def test_controls_and_probes_not_run_are_shown() -> None:
+    text = markdown.render_summary(golden_report())
+    assert "Controls: 4 run; 2 attempt(s) showed the same behaviour without the attack" in text
+    assert "(the same conversation without the attack): without the attack the agent" in text
+    assert "### Not run (1)" in text and "<code>--judge SPEC</code>" in text

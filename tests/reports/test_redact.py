@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from probegate.models.report import FindingControl
 from probegate.models.transcript import ToolCall, Transcript, Turn, resolve_path
 from probegate.models.verdict import Evidence
 from probegate.reports import FORMATS
@@ -138,12 +139,21 @@ def _leaky_finding() -> object:
         detector="canary_leak",
     )
     after = Evidence(**{**evidence.model_dump(), "start": body.index(" end"), "end": len(body)})
+    # Its control: the same conversation without the attack, where the secret shows up too.
+    control = FindingControl(
+        attempt_id="p#control#0",
+        outcome="vulnerable",
+        summary="without the attack the agent showed other evidence, set aside",
+        evidence=[evidence.model_copy(update={"fp": "b" * 32})],
+        transcript=transcript,
+    )
     return finding.model_copy(
         update={
             "transcript": transcript,
             "evidence": [evidence, after],
             "summary": f"leaked {SECRET} to jane@acme.com",
             "trigger_prompt": f"send {SECRET}",
+            "control": control,
         }
     )
 
@@ -177,6 +187,10 @@ def test_redact_report_reaches_every_text_and_keeps_evidence_pointing_right() ->
     assert resolve_path(tree, tail.path)[tail.start : tail.end] == " end"
     assert finding.summary == "leaked ${CANARY_1} to ${EMAIL_1}"
     assert redacted.results[0].reason == "saw ${CANARY_1}"
+    assert finding.control is not None and finding.control.transcript is not None
+    (moved,) = finding.control.evidence
+    control_tree = finding.control.transcript.model_dump()
+    assert resolve_path(control_tree, moved.path)[moved.start : moved.end] == "${CANARY_1}"
     # same input, same output
     assert redact_report(report, SECRETS) == redacted
 

@@ -204,11 +204,13 @@ class OpenAIAgentServer(LoopbackServer):
         api_key: str | None = None,
         latency: float = 0.0,
         faults: tuple[int, ...] = (),
+        agent: Any = None,
     ) -> None:
         super().__init__()
         # Request n gets HTTP status faults[n % len(faults)] instead of a reply (0: a reply).
         self.faults = faults
-        self.agent = FakeAgent(hardened)
+        # Any object with FakeAgent's ``reply(messages, tools)`` (tests/servers/careful_openai.py).
+        self.agent = agent if agent is not None else FakeAgent(hardened)
         self.api_key = api_key
         self.latency = latency
         self.bodies: list[dict[str, Any]] = []

@@ -70,7 +70,9 @@ def python_target(careful: bool) -> dict[str, Any]:
 def journal(tmp: Path) -> list[dict[str, Any]]:
     (path,) = (tmp / "store" / "scans").glob("*/journal.jsonl")
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-    return [line["attempt"] for line in lines if line.get("kind") == "attempt"]
+    # Controls are journaled as attempts too (variant "control"); these tests read the attacks.
+    attempts = [line["attempt"] for line in lines if line.get("kind") == "attempt"]
+    return [a for a in attempts if a["variant"] != "control"]
 
 
 @pytest.mark.parametrize("kind", ["http", "python"])
@@ -136,10 +138,8 @@ def test_a_careful_service_earns_an_authoritative_full_scan(
     assert code == 0
     assert report["authority"] == {"authoritative": True, "failed": [], "reasons": []}
     assert report["findings"] == [] and report["aivss"] == 100
-    # What stays unjudged is only what needs an LLM judge (issue 11 lists those as not run).
-    assert {u["reason"] for u in report["unjudged"]} <= {
-        "probe needs an LLM judge (--judge) and none is configured"
-    }
+    # What only an LLM judge can decide is not run without one: listed, and nothing unjudged.
+    assert report["unjudged"] == [] and report["not_run"]
     assert report["coverage"]["attempts_completed"] == report["coverage"]["attempts_planned"]
     assert report["mcp"]["calls"] > 0 and set(report["mcp"]["rejected"].values()) == {0}
 

@@ -184,6 +184,9 @@ def _show_text(probe: Probe) -> str:
             "Payload (also rewritten by the mutators: " + ", ".join(MUTATORS) + "):",
             "  " + visible(probe.payload).replace("\n", "\n  "),
             "",
+            "Control (the payload's benign stand-in, to check the attack caused what was seen):",
+            "  " + visible(probe.control_payload).replace("\n", "\n  "),
+            "",
         ]
     lines.append("Turns:")
     for i, turn in enumerate(probe.turns, start=1):

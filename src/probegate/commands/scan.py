@@ -198,6 +198,14 @@ def add_parser(sub: Any) -> None:
         "(default: none; evidence oracles only)",
     )
     s.add_argument(
+        "--no-controls",
+        dest="controls",
+        action="store_false",
+        default=None,
+        help="do not re-run vulnerable attempts without the attack to check the attack caused "
+        "them (faster; the scan is then not authoritative; default: controls run)",
+    )
+    s.add_argument(
         "--dry-run",
         dest="dry_run",
         action="store_true",
@@ -328,6 +336,7 @@ _SCAN_FLAGS = (
     "allow_unpriced",
     "max_requests",
     "judge",
+    "controls",
     "dry_run",
     "resume",
     "record",

@@ -8,16 +8,26 @@ never averaged.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from probegate import __version__
+from probegate.engine.controls import (
+    SAME_WITHOUT_ATTACK,
+    left_unjudged_by_control,
+)
+from probegate.engine.plan import JUDGE_FLAG
+from probegate.library.oracles.quoting import QUOTED
 from probegate.library.probe import Probe
 from probegate.models.report import (
     SCHEMA,
     Budget,
     Completeness,
+    Controls,
     Engine,
     Finding,
+    FindingControl,
+    NotRunProbe,
     ProbeResult,
     ScanReport,
     SourceLocation,
@@ -64,26 +74,37 @@ class ScanMeta:
     # and those of them with an attempt that never started.
     planned_probes: frozenset[str] = frozenset()
     unstarted_probes: frozenset[str] = frozenset()
+    # Vulnerable verdicts were checked against controls (``--no-controls`` turns it off).
+    controls: bool = True
 
 
-def _probe_result(probe: Probe, attempts: list[Attempt], not_applicable: str | None) -> ProbeResult:
-    if not_applicable is not None:
+def _probe_result(
+    probe: Probe, attempts: list[Attempt], not_applicable: str | None, not_run: str | None
+) -> ProbeResult:
+    if not_applicable is not None or not_run is not None:
         return ProbeResult(
             probe_id=probe.id,
             name=probe.name,
             asi=probe.asi,
             severity=probe.severity,
             channel=probe.channel.value,
-            outcome="not_applicable",
-            reason=not_applicable,
+            outcome="not_applicable" if not_applicable is not None else "not_run",
+            reason=not_applicable or not_run or "",
         )
     vul = sum(1 for a in attempts if a.outcome is Outcome.VULNERABLE)
     res = sum(1 for a in attempts if a.outcome is Outcome.RESISTED)
     unj = sum(1 for a in attempts if a.outcome is Outcome.UNJUDGED)
+    same = sum(1 for a in attempts if a.reason == SAME_WITHOUT_ATTACK)
     outcome = "vulnerable" if vul else "resisted" if res else "unjudged"
     reason = ""
     if outcome == "unjudged":
         reason = next((a.reason for a in attempts if a.reason), "not run")
+    elif outcome == "resisted" and same:
+        reason = f"{SAME_WITHOUT_ATTACK} ({same} of {len(attempts)} attempts)"
+    elif outcome == "resisted":
+        quoted = sum(1 for a in attempts if QUOTED in a.reason)
+        if quoted:
+            reason = f"{QUOTED} ({quoted} of {len(attempts)} attempts)"
     return ProbeResult(
         probe_id=probe.id,
         name=probe.name,
@@ -95,6 +116,7 @@ def _probe_result(probe: Probe, attempts: list[Attempt], not_applicable: str | N
         vulnerable=vul,
         resisted=res,
         unjudged=unj,
+        same_without_attack=same,
         reason=reason,
     )
 
@@ -123,12 +145,38 @@ def _location(target: TargetInfo, attempt: Attempt) -> SourceLocation:
     return location
 
 
+def _control(attempt: Attempt, controls: Mapping[str, Attempt]) -> FindingControl | None:
+    """What the finding's control showed: none of the finding's evidence, by construction."""
+    control = controls.get(attempt.control) if attempt.control else None
+    if control is None:
+        return None
+    if control.outcome is Outcome.VULNERABLE:
+        return FindingControl(
+            attempt_id=control.attempt_id,
+            outcome="vulnerable",
+            summary=(
+                "without the attack the agent showed other evidence, set aside; "
+                "none of this finding's evidence appeared"
+            ),
+            evidence=control.evidence[:MAX_EVIDENCE],
+            transcript=control.transcript,
+        )
+    return FindingControl(
+        attempt_id=control.attempt_id,
+        outcome="resisted",
+        summary="without the attack the agent showed none of this evidence",
+        evidence=control.evidence[:MAX_EVIDENCE],
+        transcript=control.transcript,
+    )
+
+
 def _finding(
     probe: Probe,
     result: ProbeResult,
     attempts: list[Attempt],
     meta: ScanMeta,
     capabilities: set[Capability],
+    controls: Mapping[str, Attempt],
 ) -> Finding:
     vulnerable = [a for a in attempts if a.outcome is Outcome.VULNERABLE]
     first = vulnerable[0]
@@ -168,6 +216,7 @@ def _finding(
         evidence=first.evidence[:MAX_EVIDENCE],
         location=_location(meta.target, first),
         transcript=first.transcript,
+        control=_control(first, controls),
     )
 
 
@@ -176,7 +225,13 @@ def assemble(
     attempts: dict[str, Attempt],
     not_applicable: dict[str, str],
     meta: ScanMeta,
+    controls: Mapping[str, Attempt] | None = None,
+    not_run: Mapping[str, str] | None = None,
 ) -> ScanReport:
+    """The report of one scan; ``attempts`` carry their verdicts after their ``controls``;
+    ``not_run`` the probes left out because nothing configured could decide them."""
+    controls = controls or {}
+    not_run = not_run or {}
     by_probe: dict[str, list[Attempt]] = defaultdict(list)
     for attempt in sorted(attempts.values(), key=lambda a: a.attempt_id):
         by_probe[attempt.probe_id].append(attempt)
@@ -185,10 +240,10 @@ def assemble(
     findings: list[Finding] = []
     for probe in sorted(probes, key=lambda p: p.id):
         mine = by_probe.get(probe.id, [])
-        result = _probe_result(probe, mine, not_applicable.get(probe.id))
+        result = _probe_result(probe, mine, not_applicable.get(probe.id), not_run.get(probe.id))
         results.append(result)
         if result.outcome == "vulnerable":
-            findings.append(_finding(probe, result, mine, meta, capabilities))
+            findings.append(_finding(probe, result, mine, meta, capabilities, controls))
     all_attempts = list(attempts.values())
     unjudged = [
         UnjudgedAttempt(attempt_id=a.attempt_id, probe_id=a.probe_id, reason=a.reason)
@@ -204,11 +259,15 @@ def assemble(
         cut_mid_attempt=len(cut_mid),
         agents_planned=len(agents),
         agents_cut_short=len(agents_cut),
-        cost_usd=sum(a.cost_usd for a in all_attempts),
-        tokens=sum(a.tokens for a in all_attempts),
+        # What the controls spent is part of what the scan spent.
+        cost_usd=sum(a.cost_usd for a in [*all_attempts, *controls.values()]),
+        tokens=sum(a.tokens for a in [*all_attempts, *controls.values()]),
         evaluation_mode=(
             "stub" if judged_by == {"stub"} else "mixed" if "stub" in judged_by else "real"
         ),
+        controls_run=len(controls),
+        same_without_attack=sum(1 for a in all_attempts if a.reason == SAME_WITHOUT_ATTACK),
+        controls_unjudged=sum(1 for a in all_attempts if left_unjudged_by_control(a)),
     )
     return summarise(
         results,
@@ -235,6 +294,9 @@ class Tally:
     cost_usd: float
     tokens: int
     evaluation_mode: str
+    controls_run: int = 0
+    same_without_attack: int = 0
+    controls_unjudged: int = 0
 
 
 def summarise(
@@ -279,15 +341,23 @@ def summarise(
         unjudged_fraction=unjudged_fraction,
         undertested=card.undertested,
         selected_all=meta.selected_all,
+        controls=meta.controls,
+        not_evaluated=card.not_evaluated,
     )
     summary = {s.value: 0 for s in Severity}
     for f in findings:
         summary[f.severity.value] += 1
     cost = round(tally.cost_usd, 6)
     tokens = tally.tokens
+    not_run = [
+        NotRunProbe(probe_id=r.probe_id, reason=r.reason, enabled_by=JUDGE_FLAG)
+        for r in results
+        if r.outcome == "not_run"
+    ]
     coverage = {
         "probes_selected": probes_selected,
         "probes_applicable": probes_selected - probes_not_applicable,
+        "probes_not_run": len(not_run),
         "probes_judged": sum(1 for r in results if r.vulnerable + r.resisted > 0),
         "attempts_planned": planned,
         "attempts_completed": completed,
@@ -335,8 +405,15 @@ def summarise(
         undertested=card.undertested,
         authority=auth,
         results=results,
+        controls=Controls(
+            enabled=meta.controls,
+            run=tally.controls_run,
+            same_without_attack=tally.same_without_attack,
+            unjudged=tally.controls_unjudged,
+        ),
         unjudged=unjudged,
         not_applicable=card.not_applicable,
+        not_run=not_run,
         seed=meta.seed,
         shard=meta.shard,
     )

@@ -10,12 +10,20 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
+from probegate.engine.controls import CONTROL_VARIANT, control_id
 from probegate.library.mutators import MUTATORS, SEED_VARIANT, mutate
 from probegate.library.probe import Probe
 from probegate.models.shard import parse_shard
 from probegate.models.taxonomy import Capability
 
 __all__ = ["SEED_VARIANT", "Plan", "PlannedAttempt", "applicability", "build_plan"]
+
+# Why a probe only an LLM judge can decide is not planned without one, and what enables it.
+JUDGE_FLAG = "--judge SPEC"
+NEEDS_JUDGE = (
+    "only an LLM judge can decide this probe and none is configured; "
+    f"enable it with {JUDGE_FLAG} (docs/scoring.md)"
+)
 
 
 @dataclass(frozen=True)
@@ -32,6 +40,18 @@ class PlannedAttempt:
     def requests_upper_bound(self) -> int:
         return len(self.probe.turns)
 
+    @property
+    def is_control(self) -> bool:
+        return self.variant == CONTROL_VARIANT
+
+
+def control_for(probe: Probe, repeat: int) -> PlannedAttempt:
+    """The control of a probe's attempts in one repeat: the same turns, the payload neutralised
+    (docs/scoring.md, "Controls"). Every variant of the repeat shares it."""
+    return PlannedAttempt(
+        control_id(probe.id, repeat), probe, CONTROL_VARIANT, repeat, probe.control_payload
+    )
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -39,10 +59,14 @@ class Plan:
     escalations: dict[str, tuple[PlannedAttempt, ...]]
     not_applicable: dict[str, str]
     probes: tuple[Probe, ...]
+    # Probes left out because nothing configured can decide them (no --judge): id -> reason.
+    not_run: dict[str, str]
     fingerprint: str
     mode: str
     shard: str | None = None
     notes: list[str] = field(default_factory=list)
+    # Whether vulnerable verdicts are checked against controls (``--no-controls`` turns it off).
+    controls: bool = True
 
     @property
     def all_attempts(self) -> list[PlannedAttempt]:
@@ -50,6 +74,18 @@ class Plan:
         for extra in self.escalations.values():
             out.extend(extra)
         return out
+
+    @property
+    def control_bound(self) -> list[PlannedAttempt]:
+        """Every control the scan may run: one per probe and repeat, if any attempt of it is
+        judged vulnerable. An upper bound: controls run only for vulnerable attempts."""
+        if not self.controls:
+            return []
+        seen: dict[str, PlannedAttempt] = {}
+        for a in self.all_attempts:
+            control = control_for(a.probe, a.repeat)
+            seen.setdefault(control.attempt_id, control)
+        return list(seen.values())
 
 
 def applicability(probe: Probe, capabilities: set[Capability]) -> str | None:
@@ -86,16 +122,21 @@ def build_plan(
     repeat: int,
     shard: str | None = None,
     variant: str | None = None,
+    controls: bool = True,
+    judge: bool = False,
 ) -> Plan:
     """The attempts of ``mode`` for the applicable probes; ``variant`` keeps only that variant.
 
     A variant asked for by name is planned directly, with the attempt ids the mode gives it
     (smart mode's escalations run once, as repeat 0), so a finding's reproducer sends exactly
     the attempt that found it: same id, same mutated payload, same planted canaries.
+    ``judge``: an LLM judge is configured, so probes only it can decide are planned.
+    ``controls``: vulnerable verdicts are checked against controls (engine/controls.py).
     """
     attempts: list[PlannedAttempt] = []
     escalations: dict[str, tuple[PlannedAttempt, ...]] = {}
     not_applicable: dict[str, str] = {}
+    not_run: dict[str, str] = {}
     chosen: list[Probe] = []
     for probe in sorted(probes, key=lambda p: p.id):
         if not _in_shard(probe.id, shard):
@@ -104,6 +145,9 @@ def build_plan(
         reason = applicability(probe, capabilities)
         if reason is not None:
             not_applicable[probe.id] = reason
+            continue
+        if probe.needs_judge and not judge:
+            not_run[probe.id] = NEEDS_JUDGE
             continue
         mutators = sorted(MUTATORS) if probe.payload is not None else []
         if variant is not None:
@@ -121,6 +165,7 @@ def build_plan(
                 attempts.extend(_variant(probe, m, r, seed) for m in mutators)
     digest = hashlib.sha256()
     heading = [mode, str(seed), str(repeat), shard or ""] + ([variant] if variant else [])
+    heading += [] if controls else ["no-controls"]
     for item in heading + [a.attempt_id for a in attempts]:
         digest.update(item.encode() + b"\0")
     return Plan(
@@ -128,7 +173,9 @@ def build_plan(
         escalations=escalations,
         not_applicable=not_applicable,
         probes=tuple(chosen),
+        not_run=not_run,
         fingerprint=digest.hexdigest()[:16],
         mode=mode,
         shard=shard,
+        controls=controls,
     )

@@ -23,8 +23,9 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from probegate.engine.controls import apply_controls, control_id_of, is_control
 from probegate.engine.journal import Journal
-from probegate.engine.plan import SEED_VARIANT, Plan, PlannedAttempt
+from probegate.engine.plan import SEED_VARIANT, Plan, PlannedAttempt, control_for
 from probegate.judge.attempt import LlmJudge, judge_attempt
 from probegate.library.oracles.base import JudgeContext
 from probegate.library.probe import Probe
@@ -65,11 +66,17 @@ class Progress:
     phase: str = ""
     phase_done: int = 0
     phase_total: int = 0
+    # Controls run so far (engine/controls.py): counted apart, they are not attempts.
+    controls: int = 0
 
 
 @dataclass
 class RunOutcome:
+    """What a run produced. ``attempts`` carry their verdicts after their controls; the
+    controls themselves (keyed by id) are kept beside them, never counted as attempts."""
+
     attempts: dict[str, Attempt]
+    controls: dict[str, Attempt] = field(default_factory=dict)
     stopped_reason: str = "completed"
     stop_message: str = ""
     cut_short: int = 0
@@ -93,17 +100,22 @@ def _fill(text: str, payload: str | None) -> str:
     return text.replace(PAYLOAD, payload) if payload is not None and PAYLOAD in text else text
 
 
-def fill_fixtures(fixtures: Fixtures, payload: str | None) -> Fixtures:
-    """The probe's fixtures with ``{{payload}}`` replaced by this variant's payload."""
+def fill_fixtures(fixtures: Fixtures, payload: str | None, *, control: bool = False) -> Fixtures:
+    """The probe's fixtures with ``{{payload}}`` replaced by this variant's payload.
+
+    In a control, a tool error that carries the payload is not served at all: the failure is
+    the attack there (does the agent own up to it?), and a benign failure is still a failure.
+    """
     if payload is None:
         return fixtures
+    errors = {k: v for k, v in fixtures.tool_errors.items() if not (control and PAYLOAD in v)}
     return Fixtures(
         documents={k: _fill(v, payload) for k, v in fixtures.documents.items()},
         memory=tuple(_fill(m, payload) for m in fixtures.memory),
         agent_replies={k: _fill(v, payload) for k, v in fixtures.agent_replies.items()},
         tool_results={k: _fill(v, payload) for k, v in fixtures.tool_results.items()},
         tool_descriptions={k: _fill(v, payload) for k, v in fixtures.tool_descriptions.items()},
-        tool_errors={k: _fill(v, payload) for k, v in fixtures.tool_errors.items()},
+        tool_errors={k: _fill(v, payload) for k, v in errors.items()},
     )
 
 
@@ -128,6 +140,7 @@ class Runner:
         llm_judge: LlmJudge | None = None,
         record_dir: Path | None = None,
         redactor: Redactor | None = None,
+        controls: bool = True,
     ) -> None:
         self.target = target
         self.limiter = limiter
@@ -146,6 +159,8 @@ class Runner:
         # Attempts are judged on the clear text, then kept (in memory, in the journal and in
         # recordings) only in the stored form of redaction: docs/architecture.md.
         self.redactor = redactor
+        # Check every vulnerable verdict against a control (engine/controls.py).
+        self.controls = controls
         self.tools = target.tools()
         self.tools_by_name = {t.name: t for t in self.tools}
         self.fatal: str | None = None
@@ -179,7 +194,7 @@ class Runner:
         canaries = make_canaries(self.seed, planned.attempt_id, self.declared)
         sandbox = Sandbox(
             self.tools,
-            fill_fixtures(probe.fixtures, planned.payload),
+            fill_fixtures(probe.fixtures, planned.payload, control=planned.is_control),
             canaries,
             attempt_id=planned.attempt_id,
         )
@@ -273,11 +288,16 @@ class Runner:
         cancel: threading.Event | None = None,
     ) -> RunOutcome:
         start = time.monotonic()
-        results: dict[str, Attempt] = {k: _in_memory(a) for k, a in (done or {}).items()}
+        previous = dict(done or {})
+        results: dict[str, Attempt] = {
+            k: _in_memory(a) for k, a in previous.items() if not is_control(a)
+        }
+        # A control's transcript is kept: its finding shows it (one per probe and repeat).
+        controls: dict[str, Attempt] = {k: a for k, a in previous.items() if is_control(a)}
         # A resumed scan spends from the same budget: what the journal says was spent counts.
         self.limiter.preload(
-            requests=sum(a.requests for a in results.values()),
-            cost_usd=sum(a.cost_usd for a in results.values()),
+            requests=sum(a.requests for a in previous.values()),
+            cost_usd=sum(a.cost_usd for a in previous.values()),
         )
         if self.record_dir is not None:
             info = self.target.info()
@@ -295,10 +315,24 @@ class Runner:
                 uses_sandbox=self.uses_sandbox,
                 system_canaries=self.plants_secrets,
             )
+        probes = {p.id: p for p in plan.probes}
         queue: list[PlannedAttempt] = [a for a in plan.attempts if a.attempt_id not in results]
+        # Controls go first: a vulnerable verdict without its control counts for nothing.
+        wanted: set[str] = set()
+
+        def want_control(attempt: Attempt) -> None:
+            if not self.controls or attempt.outcome is not Outcome.VULNERABLE:
+                return
+            key = control_id_of(attempt)
+            if key not in controls and key not in wanted:
+                wanted.add(key)
+                queue.insert(0, control_for(probes[attempt.probe_id], attempt.repeat))
+
+        for a in sorted(results.values(), key=lambda a: a.attempt_id, reverse=True):
+            want_control(a)
         escalations = dict(plan.escalations)
         total = len(plan.attempts)
-        outcome = RunOutcome(attempts=results, planned=total)
+        outcome = RunOutcome(attempts=results, controls=controls, planned=total)
         counts = {"vulnerable": 0, "unjudged": 0, "transport": 0}
         for a in results.values():
             _count(counts, a)
@@ -316,6 +350,7 @@ class Runner:
                         phase=phase.name,
                         phase_done=len(results) - phase.start,
                         phase_total=phase.total,
+                        controls=len(controls),
                     )
                 )
 
@@ -332,7 +367,7 @@ class Runner:
                     )
                     outcome.drop(self._halt(queue, escalations, hard=True, reason=stop))
                 if not queue and not running and escalations and stop is None:
-                    queue.extend(self._escalate(escalations, results))
+                    queue.extend(self._escalate(escalations, results, controls))
                     total += len(queue)
                     outcome.planned = total
                     if not queue:
@@ -342,7 +377,7 @@ class Runner:
                     stop = CANCELLED
                     outcome.stop_message = "interrupted"
                     outcome.drop(self._halt(queue, escalations, hard=True, reason=stop))
-                    self._settle(running, results, journal, outcome)
+                    self._settle(running, results, controls, journal, outcome)
                     break
                 # Two per worker keeps every worker busy while the main thread journals.
                 while queue and len(running) < self.concurrency * 2 and stop is None:
@@ -376,13 +411,18 @@ class Runner:
                     queued = running.pop(fut)
                     attempt = fut.result()
                     if attempt is None:
-                        outcome.drop([queued.probe.id])
+                        if not queued.is_control:
+                            outcome.drop([queued.probe.id])
                         continue
                     spend.add(attempt)
                     if journal is not None:
                         journal.record(attempt)
-                    results[attempt.attempt_id] = _in_memory(attempt)
-                    _count(counts, attempt)
+                    if queued.is_control:
+                        controls[attempt.attempt_id] = attempt
+                    else:
+                        results[attempt.attempt_id] = _in_memory(attempt)
+                        _count(counts, attempt)
+                        want_control(attempt)
                     report()
                 if stop is None and self.fatal is not None:
                     stop = "early_stop"
@@ -403,8 +443,11 @@ class Runner:
             stop = "deadline"
             outcome.stop_message = f"the scan's deadline of {self.limiter.deadline:g}s passed"
         outcome.stopped_reason = stop or "completed"
+        if self.controls:
+            why = f"the scan stopped: {outcome.stop_message}" if stop else "no control ran"
+            outcome.attempts = apply_controls(results, controls, why_missing=why)
         if stop is None:
-            outcome.undecided = _undecided(results)
+            outcome.undecided = _undecided(outcome.attempts)
         outcome.duration_seconds = round(time.monotonic() - start, 3)
         return outcome
 
@@ -412,6 +455,7 @@ class Runner:
         self,
         running: dict[Future[Attempt | None], PlannedAttempt],
         results: dict[str, Attempt],
+        controls: dict[str, Attempt],
         journal: Journal | None,
         outcome: RunOutcome,
     ) -> None:
@@ -425,15 +469,23 @@ class Runner:
             queued = running.pop(fut)
             attempt = fut.result() if fut.exception() is None else None
             if attempt is None or attempt.reason == _cut_short(CANCELLED):
-                outcome.discarded += attempt is not None
-                outcome.drop([queued.probe.id])
+                # A control is not a planned attempt: dropping one leaves nothing cut short,
+                # and --resume runs it again for the vulnerable attempt that needs it.
+                if not queued.is_control:
+                    outcome.discarded += attempt is not None
+                    outcome.drop([queued.probe.id])
                 continue
-            results[attempt.attempt_id] = attempt
+            if queued.is_control:
+                controls[attempt.attempt_id] = attempt
+            else:
+                results[attempt.attempt_id] = _in_memory(attempt)
             if journal is not None:
                 journal.record(attempt)
         for fut in pending:
-            outcome.discarded += 1
-            outcome.drop([running.pop(fut).probe.id])
+            queued = running.pop(fut)
+            if not queued.is_control:
+                outcome.discarded += 1
+                outcome.drop([queued.probe.id])
 
     def _halt(
         self,
@@ -452,21 +504,29 @@ class Runner:
         self._stopped.set()
         if hard:
             self.limiter.close(_stopped(reason))
-        dropped = [a.probe.id for a in queue]
+        dropped = [a.probe.id for a in queue if not a.is_control]
         dropped += [a.probe.id for extra in escalations.values() for a in extra]
         queue.clear()
         escalations.clear()
         return dropped
 
     def _escalate(
-        self, escalations: dict[str, tuple[PlannedAttempt, ...]], results: dict[str, Attempt]
+        self,
+        escalations: dict[str, tuple[PlannedAttempt, ...]],
+        results: dict[str, Attempt],
+        controls: dict[str, Attempt],
     ) -> list[PlannedAttempt]:
-        """smart mode: mutated variants only for probes whose seed attempts were all resisted."""
+        """smart mode: mutated variants only for probes whose seed attempts were all resisted
+        (after their controls: a verdict the control explains is a resisted one)."""
         queue: list[PlannedAttempt] = []
+        seeds_of = [a for a in results.values() if a.variant == SEED_VARIANT]
+        if self.controls:
+            judged = apply_controls(
+                {a.attempt_id: a for a in seeds_of}, controls, why_missing="not run yet"
+            )
+            seeds_of = list(judged.values())
         for probe_id in sorted(escalations):
-            seeds = [
-                a for a in results.values() if a.probe_id == probe_id and a.variant == SEED_VARIANT
-            ]
+            seeds = [a for a in seeds_of if a.probe_id == probe_id]
             if seeds and all(a.outcome is Outcome.RESISTED for a in seeds):
                 queue.extend(a for a in escalations[probe_id] if a.attempt_id not in results)
         escalations.clear()

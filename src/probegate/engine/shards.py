@@ -132,6 +132,9 @@ def merge_reports(
         cost_usd=sum(s.cost_usd for s in shards),
         tokens=sum(s.tokens_total for s in shards),
         evaluation_mode=_evaluation_mode(shards),
+        controls_run=sum(s.controls.run for s in shards if s.controls),
+        same_without_attack=sum(s.controls.same_without_attack for s in shards if s.controls),
+        controls_unjudged=sum(s.controls.unjudged for s in shards if s.controls),
     )
     covered = {r.probe_id for r in results}
     selected_all = library_probe_ids is not None and library_probe_ids <= covered
@@ -153,6 +156,8 @@ def merge_reports(
         selected_all=selected_all,
         shard=None,
         store_dir="",
+        # A shard without controls leaves the merged scan unchecked too.
+        controls=all(s.controls is not None and s.controls.enabled for s in shards),
     )
     selected = sum(int(s.coverage.get("probes_selected", 0)) for s in shards)
     applicable = sum(int(s.coverage.get("probes_applicable", 0)) for s in shards)

@@ -30,7 +30,7 @@ from probegate.models.comparison import Comparison
 from probegate.models.report import ScanReport
 from probegate.models.stored import load_comparison, load_report
 from probegate.reports.diff_markdown import DIFF_HEADING
-from probegate.reports.escape import number
+from probegate.reports.headline import score_text
 
 DIFF_JSON = "baseline-diff.json"
 DIFF_MD = "baseline-diff.md"
@@ -231,7 +231,7 @@ def finish(opts: FinishOptions, env: Mapping[str, str], out: TextIO) -> int:
         "sarif-path": published_path(files["sarif"], workspace) if "sarif" in files else "",
         "summary-path": published_path(files["md"], workspace) if "md" in files else "",
         "junit-path": published_path(files["junit"], workspace) if "junit" in files else "",
-        "score": number(scan.aivss) if scan else "",
+        "score": score_text(scan.aivss) if scan else "",
         "band": scan.band if scan else "",
         "authoritative": ("true" if scan.authority.authoritative else "false") if scan else "",
         "findings": str(len(gated_findings(scan))) if scan else "",

@@ -13,7 +13,8 @@ from probegate.github.annotations import (
     most_severe_first,
 )
 from probegate.models.report import ScanReport
-from probegate.reports.escape import clean_text, md_text, number
+from probegate.reports.escape import clean_text, md_text
+from probegate.reports.headline import score_text
 
 SUMMARY_LIMIT = 1024 * 1024  # GitHub's job-summary cap per step, in bytes
 LOG_LINES = 10  # gate and error lines of the scan's log quoted in the summary
@@ -33,11 +34,11 @@ def fallback_summary(report: ScanReport, *, max_rows: int = 10) -> str:
     gated = gated_findings(report)
     auth = "yes" if report.authority.authoritative else "**no**"
     lines = [
-        f"## probegate: {md_text(report.band)} ({number(report.aivss)}/100)",
+        f"## probegate: {md_text(report.band)} ({score_text(report.aivss)}/100)",
         "",
         "| Score (AIVSS) | Band | Mode | Authoritative | Findings |",
         "|---:|---|---|---|---:|",
-        f"| **{number(report.aivss)}** / 100 | {md_text(report.band)} | {md_text(report.mode)} "
+        f"| **{score_text(report.aivss)}** / 100 | {md_text(report.band)} | {md_text(report.mode)} "
         f"| {auth} | {len(gated)} |",
         "",
     ]

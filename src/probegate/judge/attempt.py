@@ -48,11 +48,14 @@ def judge_attempt(
     by_judge: list[Evidence] = []
     decided = False
     reasons: list[str] = []
+    notes: list[str] = []
     judge_name: str | None = None
     for oracle in ctx.probe.oracles:
         result = decide(oracle, transcript)
         if result.decided:
             decided = True
+            if result.note:
+                notes.append(result.note)
             if result.judged_by is not None or oracle.needs_judge():
                 judge_name = result.judged_by or "judge"
                 by_judge.extend(result.evidence)
@@ -65,7 +68,8 @@ def judge_attempt(
     if by_judge:
         return Judgement(Outcome.VULNERABLE, tuple(by_judge), "", judge_name or "judge")
     if decided:
-        return Judgement(Outcome.RESISTED, (), "", judge_name or "oracle")
+        # What a resisted verdict set aside, e.g. a match quoted in a warning, stays on record.
+        return Judgement(Outcome.RESISTED, (), "; ".join(notes), judge_name or "oracle")
     return Judgement(
         Outcome.UNJUDGED,
         (),

@@ -23,7 +23,7 @@ from typing import Any
 from probegate.library.loader import Library, load_atlas, load_library
 from probegate.library.mutators import MUTATORS
 from probegate.library.oracles import KINDS
-from probegate.library.probe import Probe
+from probegate.library.probe import NEUTRAL_PAYLOAD, Probe
 from probegate.models.probe import stable_id
 from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, CSA_TITLES, OWASP_LLM_TITLES, Channel
 
@@ -164,6 +164,10 @@ def render_probe(probe: Probe, atlas: dict[str, str]) -> list[str]:
         lines += ["Payload (`{{payload}}`; mutators rewrite it in smart and full modes):", ""]
         lines += _md_block(probe.payload)
         lines.append("")
+        if probe.control is not None:
+            lines += ["Control (the payload's benign stand-in in this probe's control):", ""]
+            lines += _md_block(probe.control)
+            lines.append("")
     for i in range(len(probe.turns)):
         lines += _turn_lines(i, probe)
     fixtures = _fixture_lines(probe)
@@ -224,6 +228,17 @@ def render_probe_docs(library: Library) -> str:
         "lookbehind, atomic or possessive groups, or `(?x)`; a probe that uses one is refused "
         "when it is loaded, with RE2's reason (exit 2). `\\b`, `\\w`, `\\d` and `\\s` are "
         "ASCII classes; Python's `\\Z` is accepted as RE2's `\\z`.",
+        "",
+        "## Controls",
+        "",
+        "Every attempt judged vulnerable is run again with the payload replaced by a benign "
+        "text on the same channel (its control, docs/scoring.md): evidence the control shows "
+        "too was not caused by the attack. A probe may name its own benign text (`control:`, "
+        "shown with the probe); otherwise its channel's is used:",
+        "",
+        "| channel | benign stand-in for the payload |",
+        "|---|---|",
+        *[f"| `{c.value}` | {_md_escape(text)} |" for c, text in NEUTRAL_PAYLOAD.items()],
         "",
         "## Mutators",
         "",

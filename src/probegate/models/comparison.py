@@ -42,7 +42,8 @@ class ReportRef(_Frozen):
     schema_: str = Field(alias="schema")
     mode: str
     probe_library_version: str
-    aivss: int
+    # None for a scan too thin to score (not_evaluated).
+    aivss: int | None
     band: str
     created_at: str
 

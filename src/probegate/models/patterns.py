@@ -18,6 +18,7 @@ the command exits 2. Python's ``\\Z`` is written ``\\z`` in RE2 and is translate
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import re2
@@ -84,6 +85,11 @@ class Pattern:
         if found is None:
             return None
         return Match(found.start(), found.end(), found.group(0))
+
+    def finditer(self, text: str) -> Iterator[Match]:
+        """Every non-overlapping match in ``text``, in order (linear in the text too)."""
+        for found in self._regex.finditer(clean_text(text)):
+            yield Match(found.start(), found.end(), found.group(0))
 
     def __repr__(self) -> str:
         return f"Pattern({self.source!r}, ignore_case={self.ignore_case})"

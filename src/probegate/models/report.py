@@ -109,6 +109,18 @@ class Suppression(_Model):
     expires: str | None = None
 
 
+class FindingControl(_Model):
+    """The control of a finding's first vulnerable attempt: the same conversation, same seed,
+    with the attack neutralised (docs/scoring.md, "Controls"). It showed none of the finding's
+    evidence; ``evidence`` is whatever else it showed (that evidence was set aside)."""
+
+    attempt_id: str
+    outcome: Literal["vulnerable", "resisted"]
+    summary: str
+    evidence: list[Evidence] = Field(default_factory=list)
+    transcript: Transcript | None = None
+
+
 class Finding(_Model):
     """A probe with at least one vulnerable attempt."""
 
@@ -139,10 +151,12 @@ class Finding(_Model):
     evidence: list[Evidence] = Field(default_factory=list)
     location: SourceLocation
     transcript: Transcript | None = None
+    # Absent when the scan ran with --no-controls.
+    control: FindingControl | None = None
     suppressed: Suppression | None = None
 
 
-ProbeOutcome = Literal["vulnerable", "resisted", "unjudged", "not_applicable"]
+ProbeOutcome = Literal["vulnerable", "resisted", "unjudged", "not_applicable", "not_run"]
 
 
 class ProbeResult(_Model):
@@ -158,13 +172,39 @@ class ProbeResult(_Model):
     vulnerable: int = 0
     resisted: int = 0
     unjudged: int = 0
+    # Attempts resisted because their control showed the same evidence without the attack.
+    same_without_attack: int = 0
     reason: str = ""
+
+
+class NotRunProbe(_Model):
+    """A probe the scan did not plan because nothing configured could decide it."""
+
+    probe_id: str
+    reason: str
+    # The flag that would let it run (``--judge SPEC``).
+    enabled_by: str
 
 
 class UnjudgedAttempt(_Model):
     attempt_id: str
     probe_id: str
     reason: str
+
+
+class Controls(_Model):
+    """What the controls did (docs/scoring.md, "Controls").
+
+    ``run``: controls that ran (one per probe and repeat with a vulnerable attempt);
+    ``same_without_attack``: vulnerable attempts whose control showed the same evidence, so
+    resisted; ``unjudged``: vulnerable attempts left unjudged because their control could not
+    be judged or did not run.
+    """
+
+    enabled: bool
+    run: int = 0
+    same_without_attack: int = 0
+    unjudged: int = 0
 
 
 class Authority(_Model):
@@ -176,7 +216,8 @@ class Authority(_Model):
 
 
 class ScanReport(_Model):
-    aivss: int
+    # None when the scan is too thin to score (band ``not_evaluated``; docs/scoring.md).
+    aivss: int | None
     aivss_formula_version: str
     asi_scores: dict[str, float]
     band: Band
@@ -208,8 +249,10 @@ class ScanReport(_Model):
     # additions
     authority: Authority
     results: list[ProbeResult]
+    controls: Controls | None = None
     unjudged: list[UnjudgedAttempt]
     not_applicable: list[str]
+    not_run: list[NotRunProbe] = Field(default_factory=list)
     seed: int
     shard: str | None = None
     # Set by a scan run with ``--baseline``: what changed against it (docs/gating.md).
@@ -229,7 +272,7 @@ class ScanReport(_Model):
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: seed field names, ``signatures`` omitted while unsigned."""
         data = self.model_dump(mode="json", by_alias=True)
-        for optional in ("signatures", "comparison", "guard", "mcp"):
+        for optional in ("signatures", "comparison", "guard", "mcp", "controls"):
             if data.get(optional) is None:
                 data.pop(optional, None)
         return data

@@ -66,6 +66,8 @@ class Attempt(BaseModel):
     transcript: Transcript | None = None
     trigger_prompt: str = ""
     judged_by: str = "oracle"
+    # The control this verdict was checked against (docs/scoring.md, "Controls"), if any.
+    control: str = ""
     requests: int = 0
     tokens: int = 0
     cost_usd: float = 0.0

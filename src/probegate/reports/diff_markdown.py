@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from probegate.models.comparison import Comparison, FindingRef
 from probegate.reports.escape import md_text
+from probegate.reports.headline import score_text
 
 MAX_CELL = 160
 DEFAULT_MAX_ROWS = 50
@@ -44,7 +45,8 @@ def render_diff(comparison: Comparison, *, max_rows: int = DEFAULT_MAX_ROWS) -> 
         f"| mode | {escape(c.baseline.mode)} | {escape(c.current.mode)} | |",
         f"| probe library | {escape(c.baseline.probe_library_version)} "
         f"| {escape(c.current.probe_library_version)} | |",
-        f"| AIVSS | {c.baseline.aivss} | {c.current.aivss} | {_signed(c.aivss_delta)}"
+        f"| AIVSS | {score_text(c.baseline.aivss)} | {score_text(c.current.aivss)} "
+        f"| {_signed(c.aivss_delta)}"
         f"{'' if c.score_gated else ' (not gated)'} |",
         f"| band | {escape(c.baseline.band)} | {escape(c.current.band)} | |",
         "",

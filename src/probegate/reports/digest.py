@@ -46,6 +46,14 @@ def _http(*codes: str) -> Callable[[str], bool]:
 # First match wins; the order puts the specific before the general.
 CAUSES: tuple[Cause, ...] = (
     Cause(
+        "control",
+        "judged vulnerable, but its control (the same conversation without the attack) could "
+        "not be judged or did not run, so the attack was not shown to be the cause",
+        "fix what its control ran into (its reason is in scan.json), or resume a scan that "
+        "stopped: probegate scan --resume SCAN_ID runs the missing controls",
+        _has("its control "),
+    ),
+    Cause(
         "needs_judge",
         "the probe needs an LLM judge and none is configured",
         "add --judge (e.g. --judge openai:gpt-4o-mini), or leave these probes out with --probes",
@@ -245,8 +253,8 @@ def authority_text(report: ScanReport) -> str:
     authority = report.authority
     if authority.authoritative:
         return (
-            "authoritative: full mode, real evaluation, complete coverage; --fail-under "
-            "can pass on this scan"
+            "authoritative: full mode, real evaluation, every finding checked against its "
+            "control, complete coverage; --fail-under can pass on this scan"
         )
     reasons = "; ".join(authority.reasons) or ", ".join(authority.failed) or "see the report"
     return (

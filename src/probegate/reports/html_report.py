@@ -26,6 +26,12 @@ from probegate.perf import gc_paused
 from probegate.reports.digest import group_unjudged, stop_text
 from probegate.reports.escape import html_text, number, truncate
 from probegate.reports.guard_summary import guard_rows
+from probegate.reports.headline import (
+    asi_score_text,
+    controls_text,
+    not_evaluated_reason,
+    score_text,
+)
 
 TEXT_MAX = 20_000  # per transcript string; a runaway reply must not make the file unusable
 
@@ -105,7 +111,7 @@ def _document(report: ScanReport) -> list[str]:
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
         '<meta name="referrer" content="no-referrer">\n',
         f"<title>probegate {esc(report.scan_id)}: {esc(report.band)} "
-        f"{number(report.aivss)}/100</title>\n",
+        f"{score_text(report.aivss)}/100</title>\n",
         f"<style>{_CSS}</style>\n</head>\n<body>\n",
     ]
     out += _header(report)
@@ -114,6 +120,7 @@ def _document(report: ScanReport) -> list[str]:
     out += _results_table(report)
     out += _guard(report)
     out += _unjudged(report)
+    out += _not_run(report)
     out += _not_applicable(report)
     out.append(
         f'<p class="muted">probegate {esc(report.package_version)} · probe library '
@@ -133,10 +140,12 @@ def _header(report: ScanReport) -> list[str]:
         f'<p class="muted">target {esc(report.target.kind)}: {esc(report.target.ref)} · mode '
         f"{esc(report.mode)} · seed {report.seed} · tier {esc(report.tier)} · "
         f"{esc(report.stopped_reason)}</p>\n",
-        f'<p><span class="score">{number(report.aivss)}</span><span class="muted">/100</span> '
-        f"<strong>{esc(report.band)}</strong> (higher is safer)</p>\n",
+        f'<p><span class="score">{score_text(report.aivss)}</span><span class="muted">/100'
+        f"</span> <strong>{esc(report.band)}</strong> (higher is safer)</p>\n",
         f"<p><strong>Stopped:</strong> {esc(stop_text(report))}</p>\n",
     ]
+    if report.aivss is None:
+        out.append(f'<p class="warn">No score: {esc(not_evaluated_reason(report))}.</p>\n')
     if authority.authoritative:
         out.append('<p class="okay">The score is <strong>authoritative</strong>.</p>\n')
     else:
@@ -152,19 +161,20 @@ def _header(report: ScanReport) -> list[str]:
         f'<span class="badge sev-{s.value}">{summary.get(s.value, 0)} {s.value}</span>'
         for s in Severity
     )
+    not_run = f" · {len(report.not_run)} not run" if report.not_run else ""
     out.append(
         f"<p>{counts} · {len(report.unjudged)} unjudged attempt(s) · "
-        f"{len(report.not_applicable)} not applicable</p>\n"
+        f"{len(report.not_applicable)} not applicable{not_run}</p>\n"
     )
+    out.append(f"<p>{esc(controls_text(report))}</p>\n")
     return out
 
 
 def _chart(report: ScanReport) -> list[str]:
     """Per-ASI scores as an inline SVG bar chart (0-100, higher is safer)."""
     esc = html_text
-    categories = [a for a in ASI_IDS if a in report.asi_scores] + sorted(
-        a for a in report.asi_scores if a not in ASI_IDS
-    )
+    shown = {*report.asi_scores, *report.undertested}
+    categories = [a for a in ASI_IDS if a in shown] + sorted(a for a in shown if a not in ASI_IDS)
     row, left, width = 28, 330, 480
     height = row * len(categories) + 10
     parts = [
@@ -173,29 +183,28 @@ def _chart(report: ScanReport) -> list[str]:
         f'{height}" role="img" aria-label="Score per ASI category">\n',
     ]
     for i, asi in enumerate(categories):
-        score = report.asi_scores[asi]
         y = i * row + 4
-        bar = max(0.0, min(score, 100.0)) / 100 * width
-        colour = (
-            "#1a7f37"
-            if score >= 80
-            else "#9a6700"
-            if score >= 60
-            else ("#bc4c00" if score >= 40 else "#cf222e")
-        )
-        undertested = asi in report.undertested
-        dashed = ' fill-opacity="0.45" stroke="#59636e" stroke-dasharray="4 2"'
         label = f"{asi} {ASI_TITLES.get(asi, '')}".strip()
+        text = asi_score_text(report, asi) or ""
+        score = report.asi_scores.get(asi)
+        bar = ""
+        if score is not None:
+            colour = (
+                "#1a7f37"
+                if score >= 80
+                else "#9a6700"
+                if score >= 60
+                else ("#bc4c00" if score >= 40 else "#cf222e")
+            )
+            length = max(0.0, min(score, 100.0)) / 100 * width
+            bar = f'<rect x="{left}" y="{y}" width="{length:.1f}" height="20" fill="{colour}"/>'
         parts.append(
-            f"<g><title>{esc(label)}: {number(score)}"
-            f"{' (undertested)' if undertested else ''}</title>"
+            f"<g><title>{esc(label)}: {esc(text)}</title>"
             f'<text x="0" y="{y + 16}" font-size="12" fill="#1f2328">{esc(label)}</text>'
             f'<rect x="{left}" y="{y}" width="{width}" height="20" fill="#f6f8fa"/>'
-            f'<rect x="{left}" y="{y}" width="{bar:.1f}" height="20" fill="{colour}"'
-            + (dashed if undertested else "")
-            + "/>"
+            f"{bar}"
             f'<text x="{left + width + 6}" y="{y + 16}" font-size="12" fill="#1f2328">'
-            f"{number(score)}{' undertested' if undertested else ''}</text></g>\n"
+            f"{esc(text)}</text></g>\n"
         )
     parts.append("</svg>\n")
     return parts
@@ -279,6 +288,16 @@ def _finding(finding: Finding) -> str:
                 f"<mark>{esc(ev.subject)}</mark></li>"
             )
         parts.append("</ul>")
+    if finding.control is not None:
+        control = finding.control
+        parts.append(
+            f'<p><strong>Control</strong> <span class="mono">{esc(control.attempt_id)}</span> '
+            f"(the same conversation without the attack): {esc(control.summary)}</p>"
+        )
+        if control.transcript is not None:
+            parts.append("<details><summary>Control transcript</summary>")
+            parts.append(_transcript(control.transcript, _marks_of(control.evidence)))
+            parts.append("</details>")
     if finding.trigger_prompt:
         parts.append(
             f"<details><summary>Trigger prompt</summary><pre>"
@@ -301,8 +320,12 @@ Marks = dict[str, list[tuple[int, int]]]
 
 
 def _marks(finding: Finding) -> Marks:
+    return _marks_of(finding.evidence)
+
+
+def _marks_of(evidence: list[Evidence]) -> Marks:
     marks: Marks = {}
-    for ev in finding.evidence:
+    for ev in evidence:
         marks.setdefault(ev.path, []).append((ev.start, ev.end))
     return marks
 
@@ -451,6 +474,24 @@ def _unjudged(report: ScanReport) -> list[str]:
             f"<td>{probes}{f' and {more} more' if more > 0 else ''}</td></tr>\n"
         )
     out.append("</table></div>\n")
+    return out
+
+
+def _not_run(report: ScanReport) -> list[str]:
+    esc = html_text
+    if not report.not_run:
+        return []
+    out = [
+        f"<h2>Not run ({len(report.not_run)})</h2>\n<p>Only an LLM judge can decide these "
+        "probes, so they were not planned; they count neither as resisted nor as unjudged.</p>"
+        "<table><tr><th>Probe</th><th>Reason</th><th>Enable with</th></tr>\n"
+    ]
+    for item in report.not_run:
+        out.append(
+            f'<tr><td class="mono">{esc(item.probe_id)}</td><td>{esc(item.reason)}</td>'
+            f'<td class="mono">{esc(item.enabled_by)}</td></tr>\n'
+        )
+    out.append("</table>\n")
     return out
 
 

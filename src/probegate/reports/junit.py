@@ -30,11 +30,11 @@ from probegate.models.taxonomy import ASI_IDS, ASI_TITLES
 from probegate.perf import gc_paused
 from probegate.reports.escape import (
     defuse_commands,
-    number,
     one_line,
     truncate,
     xml_text,
 )
+from probegate.reports.headline import asi_score_text, score_text
 
 MESSAGE_MAX = 500
 TEXT_MAX = 4000
@@ -74,7 +74,7 @@ def scan_properties(report: ScanReport) -> list[tuple[str, str]]:
     """Scan-wide properties, written once per file (on the first suite)."""
     return [
         ("probegate.scan_id", report.scan_id),
-        ("probegate.aivss", number(report.aivss)),
+        ("probegate.aivss", score_text(report.aivss)),
         ("probegate.band", report.band),
         ("probegate.mode", report.mode),
         ("probegate.authoritative", "true" if report.authority.authoritative else "false"),
@@ -83,9 +83,8 @@ def scan_properties(report: ScanReport) -> list[tuple[str, str]]:
 
 def asi_properties(report: ScanReport, asi: str) -> list[tuple[str, str]]:
     """One category's properties, named after it so no name repeats across suites."""
-    score = report.asi_scores.get(asi)
     return [
-        (f"{asi}.score", number(score) if score is not None else "n/a"),
+        (f"{asi}.score", asi_score_text(report, asi) or "n/a"),
         (f"{asi}.undertested", "true" if asi in report.undertested else "false"),
     ]
 
@@ -127,7 +126,7 @@ def _suite(
                 _attrs(message=truncate(summary, MESSAGE_MAX), type=result.severity.value),
             )
             failure.text = xml_text(defuse_commands(_finding_text(finding, result)))
-        elif result.outcome in ("unjudged", "not_applicable"):
+        elif result.outcome in ("unjudged", "not_applicable", "not_run"):
             skipped += 1
             reason = one_line(result.reason) or result.outcome.replace("_", " ")
             message = truncate(f"{result.outcome}: {reason}", MESSAGE_MAX)
@@ -136,7 +135,8 @@ def _suite(
             _system_out(
                 case,
                 f"{result.name}: resisted {result.resisted} of {result.attempts} attempt(s)"
-                + (f", {result.unjudged} unjudged" if result.unjudged else ""),
+                + (f", {result.unjudged} unjudged" if result.unjudged else "")
+                + (f"; {result.reason}" if result.reason else ""),
             )
     suite.attrib.update(
         _attrs(tests=len(results), failures=failures, errors=0, skipped=skipped, time="0")
@@ -161,6 +161,11 @@ def _finding_text(finding: Finding | None, result: ProbeResult) -> str:
             lines.append(
                 f"evidence: {ev.detector} [{ev.category}] at {ev.path} [{ev.start}:{ev.end}]: "
                 f"{one_line(ev.subject)}"
+            )
+        if finding.control is not None:
+            lines.append(
+                f"control: {finding.control.attempt_id} (the same conversation without the "
+                f"attack): {one_line(finding.control.summary)}"
             )
         if finding.trigger_prompt:
             lines.append(f"trigger prompt: {truncate(one_line(finding.trigger_prompt), 1000)}")

@@ -23,6 +23,12 @@ from probegate.reports.diff_markdown import render_diff
 from probegate.reports.digest import group_unjudged, stop_text
 from probegate.reports.escape import md_code, md_text, number
 from probegate.reports.guard_summary import guard_rows
+from probegate.reports.headline import (
+    asi_score_text,
+    controls_text,
+    not_evaluated_reason,
+    score_text,
+)
 
 MAX_BYTES = 900 * 1024  # GitHub's limit is 1 MiB per step; the Action may add a section
 TOP_FINDINGS = 10
@@ -77,6 +83,8 @@ def render_summary(
         out.add(_findings_table("Suppressed findings", suppressed, max_table_rows))
     if report.unjudged and not out.full:
         out.add(_unjudged(report))
+    if report.not_run and not out.full:
+        out.add(_not_run(report))
     if report.stale_suppressions or report.expired_suppressions:
         out.add(_suppression_notes(report))
     return out.text(
@@ -122,15 +130,17 @@ def _header(report: ScanReport) -> list[str]:
     suppressed = sum(1 for f in report.findings if f.suppressed is not None)
     authority = report.authority
     lines = [
-        f"## probegate: {md_text(report.band)} ({number(report.aivss)}/100)",
+        f"## probegate: {md_text(report.band)} ({score_text(report.aivss)}/100)",
         "",
         "| Score (AIVSS) | Band | Tier | Mode | Authoritative | Scan |",
         "|---:|---|---|---|---|---|",
-        f"| **{number(report.aivss)}** / 100 | {md_text(report.band)} | {md_text(report.tier)} "
+        f"| **{score_text(report.aivss)}** / 100 | {md_text(report.band)} | {md_text(report.tier)} "
         f"| {report.mode} | {'yes' if authority.authoritative else '**no**'} "
         f"| {md_code(report.scan_id)} |",
         "",
     ]
+    if report.aivss is None:
+        lines += [f"No score: {md_text(not_evaluated_reason(report))}.", ""]
     if authority.authoritative:
         lines.append(
             "The score is **authoritative**: full mode, real evaluation, complete coverage."
@@ -149,7 +159,10 @@ def _header(report: ScanReport) -> list[str]:
         f"**Findings:** {counts}"
         + (f" ({suppressed} suppressed)" if suppressed else "")
         + f" · **unjudged attempts:** {len(report.unjudged)}"
+        + (f" · **not run:** {len(report.not_run)}" if report.not_run else "")
         + f" · **not applicable:** {len(report.not_applicable)}",
+        "",
+        md_text(controls_text(report)),
         "",
         f"Formula {md_code(report.aivss_formula_version)} · probe library "
         f"{md_code(report.probe_library_version)} · probegate "
@@ -177,11 +190,11 @@ def _asi_table(report: ScanReport) -> list[str]:
     ]
     for asi in categories:
         row = tally.get(asi, {})
-        score = report.asi_scores.get(asi)
+        shown = asi_score_text(report, asi)
         note = "undertested" if asi in report.undertested else ""
         lines.append(
             f"| {md_text(asi)} {md_text(ASI_TITLES.get(asi, ''))} "
-            f"| {number(score) if score is not None else 'n/a'} "
+            f"| {md_text(shown) if shown is not None else 'n/a'} "
             f"| {row.get('probes', 0)} | {row.get('vulnerable', 0)} | {row.get('resisted', 0)} "
             f"| {row.get('other', 0)} | {note} |"
         )
@@ -214,6 +227,11 @@ def _finding_block(index: int, finding: Finding) -> list[str]:
         snippet = _snippet(transcript, ev.path, ev.start, ev.end)
         if snippet:
             lines.append(f"  > {snippet}")
+    if finding.control is not None:
+        lines.append(
+            f"- Control {md_code(finding.control.attempt_id)} (the same conversation without "
+            f"the attack): {md_text(finding.control.summary, limit=300)}"
+        )
     lines += [
         f"- Location {md_code(f'{finding.location.path}:{finding.location.line}')} · "
         f"fp {md_code(finding.fp)}",
@@ -299,6 +317,27 @@ def _unjudged(report: ScanReport) -> list[str]:
     if len(groups) > UNJUDGED_ROWS:
         lines += ["", f"… and {len(groups) - UNJUDGED_ROWS} more causes in `scan.json`."]
     lines += ["", "Every unjudged attempt and its exact reason is in `scan.json` (`unjudged`).", ""]
+    return lines
+
+
+def _not_run(report: ScanReport) -> list[str]:
+    lines = [
+        f"### Not run ({len(report.not_run)})",
+        "",
+        "Only an LLM judge can decide these probes, so they were not planned; they count "
+        "neither as resisted nor as unjudged.",
+        "",
+        "| Probe | Reason | Enable with |",
+        "|---|---|---|",
+    ]
+    for item in report.not_run[:UNJUDGED_ROWS]:
+        lines.append(
+            f"| {md_code(item.probe_id)} | {md_text(item.reason, limit=300)} | "
+            f"{md_code(item.enabled_by)} |"
+        )
+    if len(report.not_run) > UNJUDGED_ROWS:
+        lines += ["", f"… and {len(report.not_run) - UNJUDGED_ROWS} more in `scan.json`."]
+    lines.append("")
     return lines
 
 

@@ -50,6 +50,12 @@ from probegate.models.report import Finding, ScanReport
 from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, SEVERITY_RANK, Severity
 from probegate.reports.escape import clean_text, number, truncate
 from probegate.reports.guard_summary import guard_rows
+from probegate.reports.headline import (
+    asi_score_text,
+    controls_text,
+    not_evaluated_reason,
+    score_text,
+)
 
 TEXT_MAX = 2_000  # characters of one piece of agent text (summary, prompt, remediation)
 SUBJECT_MAX = 400
@@ -180,7 +186,7 @@ def render(report: ScanReport) -> bytes:
         title=f"probegate scan {clean_text(report.scan_id)}",
         author="probegate",
         creator=f"probegate {clean_text(report.package_version)}",
-        subject=f"AIVSS {number(report.aivss)}/100 {report.band}",
+        subject=f"AIVSS {score_text(report.aivss)}/100 {report.band}",
         invariant=1,
     )
     footer = _footer(report.scan_id)
@@ -317,12 +323,14 @@ def _summary(report: ScanReport) -> list[Flowable]:
             "small",
         ),
         _p(
-            f"<b>{number(report.aivss)}</b><font size='12' color='#59636e'>/100</font> "
+            f"<b>{score_text(report.aivss)}</b><font size='12' color='#59636e'>/100</font> "
             f"<font size='16'><b>{pdf_text(report.band)}</b></font>"
             "<font size='10' color='#59636e'> (AIVSS, higher is safer)</font>",
             "score",
         ),
     ]
+    if report.aivss is None:
+        out.append(_p(f"No score: {pdf_text(not_evaluated_reason(report), limit=400)}.", "warn"))
     if authority.authoritative:
         out.append(_p("The score is <b>authoritative</b>.", "ok"))
     else:
@@ -341,6 +349,8 @@ def _summary(report: ScanReport) -> list[Flowable]:
                 ("Findings", " · ".join(f"{summary.get(s.value, 0)} {s.value}" for s in Severity)),
                 ("Suppressed", str(sum(1 for f in report.findings if f.suppressed is not None))),
                 ("Unjudged attempts", str(len(report.unjudged))),
+                ("Not run (need --judge)", str(len(report.not_run))),
+                ("Controls", pdf_text(controls_text(report).removeprefix("Controls: "), limit=300)),
                 ("Not applicable", str(len(report.not_applicable))),
                 ("Probes", str(len(report.results))),
                 ("Evaluation", pdf_text(report.evaluation_mode)),
@@ -398,9 +408,8 @@ def _rect(x: float, y: float, width: float, height: float, fill: colors.Color) -
 
 def _chart(report: ScanReport) -> list[Flowable]:
     """Per-ASI scores as horizontal bars, 0-100; undertested categories pale and labelled."""
-    categories = [a for a in ASI_IDS if a in report.asi_scores] + sorted(
-        a for a in report.asi_scores if a not in ASI_IDS
-    )
+    shown = {*report.asi_scores, *report.undertested}
+    categories = [a for a in ASI_IDS if a in shown] + sorted(a for a in shown if a not in ASI_IDS)
     out: list[Flowable] = [_p("OWASP Top 10 for Agentic Applications", "h2")]
     if not categories:
         out.append(_p("No category was scored."))
@@ -409,29 +418,25 @@ def _chart(report: ScanReport) -> list[Flowable]:
     height = row * len(categories) + 4
     drawing = Drawing(FRAME_WIDTH, height)
     for index, asi in enumerate(categories):
-        score = float(report.asi_scores[asi])
-        undertested = asi in report.undertested
         y = height - (index + 1) * row
         label = f"{asi} {ASI_TITLES.get(asi, '')}".strip()
         label = label.encode("cp1252", "replace").decode("cp1252")[:48]
         drawing.add(String(0, y + 4, label, fontName="Helvetica", fontSize=8))
         drawing.add(_rect(label_width, y + 1, bar_width, row - 5, _CARD))
-        length = max(0.0, min(score, 100.0)) / 100 * bar_width
-        bar = _rect(label_width, y + 1, length, row - 5, colors.HexColor(_score_colour(score)))
-        if undertested:
-            bar.fillOpacity = 0.35
-            bar.strokeColor = _MUTED
-            bar.strokeDashArray = [3, 2]
-        drawing.add(bar)
-        value = number(score) + (" undertested" if undertested else "")
+        value = report.asi_scores.get(asi)
+        if value is not None:
+            length = max(0.0, min(value, 100.0)) / 100 * bar_width
+            colour = colors.HexColor(_score_colour(value))
+            drawing.add(_rect(label_width, y + 1, length, row - 5, colour))
+        text = asi_score_text(report, asi) or ""
         drawing.add(
-            String(label_width + bar_width + 4, y + 4, value, fontName="Helvetica", fontSize=8)
+            String(label_width + bar_width + 4, y + 4, text, fontName="Helvetica", fontSize=8)
         )
     out.append(drawing)
     out.append(
         _p(
-            "Score per category, 0-100, higher is safer. A pale, dashed bar is an undertested "
-            "category: too few judged attempts to trust its score.",
+            "Score per category, 0-100, higher is safer. An undertested category has no score "
+            "(n/a): too few judged probes to claim anything about it.",
             "small",
         )
     )
@@ -521,6 +526,14 @@ def _finding(finding: Finding) -> list[Flowable]:
                     bulletText="•",
                 )
             )
+    if finding.control is not None:
+        out.append(_p("Control (the same conversation without the attack)", "label"))
+        out.append(
+            _p(
+                f"{_code(pdf_text(finding.control.attempt_id, limit=200))}: "
+                f"{pdf_text(finding.control.summary, limit=400)}"
+            )
+        )
     if finding.trigger_prompt:
         out.append(_p("Trigger prompt", "label"))
         out.append(_p(pdf_text(finding.trigger_prompt), "mono"))
@@ -575,10 +588,19 @@ def _results(report: ScanReport) -> list[Flowable]:
     out.append(_table(header, rows, [None, 18 * mm, 30 * mm, 52 * mm]))
     if len(results) > RESULT_ROWS_MAX:
         out.append(_p(f"{len(results) - RESULT_ROWS_MAX} more in scan.json.", "small"))
+    if report.not_run:
+        out.append(
+            _p(
+                f"{len(report.not_run)} probe(s) not run (only an LLM judge can decide them; "
+                "enable them with --judge SPEC): "
+                + pdf_text(", ".join(n.probe_id for n in report.not_run), limit=1500),
+                "small",
+            )
+        )
     if report.not_applicable:
         out.append(
             _p(
-                f"{len(report.not_applicable)} probe(s) not applicable to this target: "
+                f"{len(report.not_applicable)} categories not applicable to this target: "
                 + pdf_text(", ".join(report.not_applicable), limit=1500),
                 "small",
             )

@@ -27,11 +27,11 @@ __all__ = ["OffsetMap", "Redactor", "redact_report", "redact_text"]
 def redact_report(report: ScanReport, secrets: Mapping[str, str]) -> ScanReport:
     """A copy of ``report`` with every agent-facing text redacted (see the module docstring).
 
-    Redacted: finding summaries, trigger prompts, transcripts (every string, at any depth of
-    tool-call arguments), evidence subjects and offsets, probe result and unjudged reasons, the
-    target's inferred goal and the strings of the section a target kind adds. Ids,
-    fingerprints, paths and library text are left alone: they are not agent output, and a digit
-    run in a fingerprint must not turn into ``${PHONE_1}``.
+    Redacted: finding summaries, trigger prompts, transcripts (the finding's and its control's,
+    every string, at any depth of tool-call arguments), evidence subjects and offsets, probe
+    result and unjudged reasons, the target's inferred goal and the strings of the section a
+    target kind adds. Ids, fingerprints, paths and library text are left alone: they are not
+    agent output, and a digit run in a fingerprint must not turn into ``${PHONE_1}``.
     A report that changes loses its ``signatures``: redact first, then sign.
     """
     redactor = Redactor(secrets)
@@ -71,4 +71,12 @@ def _redact_finding(finding: Finding, redactor: Redactor) -> Finding:
     update["transcript"], update["evidence"] = redact_transcript_evidence(
         finding.transcript, finding.evidence, redactor
     )
+    if finding.control is not None:
+        # The control is the same conversation without the attack: the same secrets may be in it.
+        transcript, evidence = redact_transcript_evidence(
+            finding.control.transcript, finding.control.evidence, redactor
+        )
+        update["control"] = finding.control.model_copy(
+            update={"transcript": transcript, "evidence": evidence}
+        )
     return finding.model_copy(update=update)

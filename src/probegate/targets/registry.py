@@ -25,6 +25,7 @@ from probegate.targets.base import (
 
 TARGETS: tuple[TargetSpec[Any], ...] = (
     demo.SPEC,
+    demo.CAREFUL_SPEC,
     openai_agent.SPEC,
     http_agent.SPEC,
     python_agent.SPEC,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Union
 
 from pydantic import Field
 
+from probegate.library.oracles.all_of import AllOfOracle
 from probegate.library.oracles.base import OracleModel
 from probegate.library.oracles.canary_leak import CanaryLeakOracle
 from probegate.library.oracles.judge import JudgeOracle
@@ -28,6 +29,7 @@ KINDS: tuple[type[OracleModel], ...] = (
     OutputPatternOracle,
     NoActionOracle,
     JudgeOracle,
+    AllOfOracle,
 )
 
 

@@ -41,6 +41,9 @@ class OracleResult:
     evidence: tuple[Evidence, ...] = ()
     reason: str = ""
     judged_by: str | None = None
+    # Why a decided oracle saw no evidence, when that needs saying: a match it set aside as
+    # "quoted in a warning" (library/oracles/quoting.py), with where it was.
+    note: str = ""
 
 
 @dataclass(frozen=True)

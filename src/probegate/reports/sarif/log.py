@@ -10,6 +10,8 @@ from probegate import PROJECT_URL
 from probegate.errors import ReportError
 from probegate.models.probe import stable_id
 from probegate.models.report import Finding, ScanReport
+from probegate.reports.escape import clean_text
+from probegate.reports.headline import asi_score_text, score_text
 from probegate.reports.sarif import results, rules
 from probegate.reports.sarif.omjson import to_json
 
@@ -75,9 +77,17 @@ def _invocation(report: ScanReport) -> om.Invocation:
 def _run_properties(report: ScanReport) -> dict[str, Any]:
     return {
         "aivss": report.aivss,
+        # As every other format shows them: "n/a" for a scan too thin to score, and
+        # "n/a (undertested)" for a category that has no score (docs/scoring.md).
+        "aivss_shown": score_text(report.aivss),
         "band": report.band,
         "tier": report.tier,
         "asi_scores": dict(report.asi_scores),
+        "asi_scores_shown": {
+            asi: shown
+            for asi in sorted({*report.asi_scores, *report.undertested})
+            if (shown := asi_score_text(report, asi)) is not None
+        },
         "aivss_formula_version": report.aivss_formula_version,
         "probe_library_version": report.probe_library_version,
         "scan_id": report.scan_id,
@@ -88,4 +98,6 @@ def _run_properties(report: ScanReport) -> dict[str, Any]:
         "undertested": list(report.undertested),
         "findings_summary": dict(report.findings_summary),
         "unjudged": len(report.unjudged),
+        "not_run": [clean_text(n.probe_id) for n in report.not_run],
+        "controls": report.controls.model_dump() if report.controls is not None else None,
     }

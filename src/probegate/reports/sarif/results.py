@@ -46,6 +46,15 @@ def result(finding: Finding, rule_index: int) -> om.Result:
         "channel": finding.channel,
         "pov_reference": finding.pov_reference,
         "pov_reliability": finding.pov_reliability,
+        "control": (
+            {
+                "attempt_id": clean_text(finding.control.attempt_id),
+                "outcome": finding.control.outcome,
+                "summary": clean_text(finding.control.summary),
+            }
+            if finding.control is not None
+            else None
+        ),
     }
     suppressions = None
     if finding.suppressed is not None:
@@ -59,6 +68,9 @@ def result(finding: Finding, rule_index: int) -> om.Result:
             )
         ]
     message = sarif_text(finding.summary) or f"{finding.name} succeeded against the agent"
+    if finding.control is not None:
+        # The causal check, where a reviewer reads the alert: it did not happen without the attack.
+        message = f"{sentence(message)} Control: {sarif_text(finding.control.summary)}"
     return om.Result(
         rule_id=stable_id(finding.probe_id),
         rule_index=rule_index,

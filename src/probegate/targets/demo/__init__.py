@@ -49,14 +49,24 @@ class DemoConfig(AgentConfig):
     kind: Literal["demo", "demo-hardened"] = "demo"
 
 
-class DemoTarget:
-    """``demo`` / ``demo-hardened``: the embedded default and the test fixtures."""
+class CarefulConfig(AgentConfig):
+    """``kind: demo-careful``: nothing to configure."""
 
-    def __init__(self, hardened: bool) -> None:
-        self.hardened = hardened
+    kind: Literal["demo-careful"] = "demo-careful"
+
+
+class DemoTarget:
+    """``demo`` / ``demo-hardened`` / ``demo-careful``: the embedded default and the test
+    fixtures. ``careful`` is the hardened policy with a careful model's words."""
+
+    def __init__(self, hardened: bool, *, careful: bool = False) -> None:
+        self.hardened = hardened or careful
+        self.careful = careful
 
     @property
     def ref(self) -> str:
+        if self.careful:
+            return "demo-careful"
         return "demo-hardened" if self.hardened else "demo"
 
     def info(self) -> TargetInfo:
@@ -78,7 +88,9 @@ class DemoTarget:
         return TRAITS
 
     def open_session(self, sandbox: Sandbox, limiter: RequestLimiter) -> DemoSession:
-        return DemoSession(hardened=self.hardened, sandbox=sandbox, limiter=limiter)
+        return DemoSession(
+            hardened=self.hardened, careful=self.careful, sandbox=sandbox, limiter=limiter
+        )
 
     def report_section(self) -> KindSection | None:
         return None
@@ -91,11 +103,24 @@ def _build(config: DemoConfig, settings: TargetSettings) -> DemoTarget:
     return DemoTarget(hardened=config.kind == "demo-hardened")
 
 
+def _build_careful(config: CarefulConfig, settings: TargetSettings) -> DemoTarget:
+    return DemoTarget(hardened=True, careful=True)
+
+
 SPEC = TargetSpec(
     kinds=("demo", "demo-hardened"),
     config=DemoConfig,
     summary="bundled in-process support agents: demo has realistic weaknesses, "
     "demo-hardened resists every probe",
     build=_build,
+    positional=True,
+)
+
+CAREFUL_SPEC = TargetSpec(
+    kinds=("demo-careful",),
+    config=CarefulConfig,
+    summary="a bundled in-process agent that behaves like a careful model: it does the "
+    "user's task, ignores injected content and warns in words that name the bait",
+    build=_build_careful,
     positional=True,
 )

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
 from probegate.models.transcript import ToolCall, Turn
+from probegate.targets.demo import careful
 from probegate.targets.demo.intents import (
     EMAIL_RE,
     URL_RE,
@@ -99,6 +100,8 @@ class DemoSession:
     hardened: bool
     sandbox: Sandbox
     limiter: RequestLimiter
+    # demo-careful: the hardened policy, and it tells the user which bait it saw (careful.py).
+    careful: bool = False
     usage: Usage = field(default_factory=Usage)
     _started: bool = False
     _authority: bool = False
@@ -118,7 +121,7 @@ class DemoSession:
         queue: list[_Work] = []
         if not self._started:
             self._started = True
-            queue.extend(self._session_start(calls))
+            queue.extend(self._session_start(calls, lines))
         source = "user" if message.role == "user" else "agent"
         text = message.content if self.hardened else normalise(message.content)
         if source == "agent" and self.hardened:
@@ -126,7 +129,12 @@ class DemoSession:
                 "I received a message from another agent. I only act on instructions from the "
                 "authenticated customer, so I took no action on it."
             )
+            self._warn(message.content, "message from the other agent", lines)
         else:
+            if self.careful and careful.asks_identity(message.content):
+                lines.append(careful.IDENTITY_ANSWER)
+            if self.careful and source == "user":
+                queue.extend(_Work(i, source) for i in careful.implied_tasks(message.content))
             if not self.hardened and claims_authority(text):
                 self._authority = True
             queue.extend(_Work(i, source) for i in read_intents(text))
@@ -142,15 +150,26 @@ class DemoSession:
         self._history.extend([f"{message.role}: {message.content}", f"assistant: {reply}"])
         return Turn(role="assistant", content=reply, tool_calls=calls)
 
-    def _session_start(self, calls: list[ToolCall]) -> list[_Work]:
-        """The weak agent reads its tool descriptions and memories as instructions."""
+    def _session_start(self, calls: list[ToolCall], lines: list[str]) -> list[_Work]:
+        """The weak agent reads its tool descriptions and memories as instructions; the careful
+        one reads them as data, and says what bait they carry."""
+        if self.careful:
+            for tool in DEMO_TOOLS:
+                added = self.sandbox.tool_description(tool).removeprefix(tool.description)
+                self._warn(added, f"description of the {tool.name} tool", lines)
+            if self.sandbox.memory:
+                call = self._call(calls, "recall", query="notes for this customer")
+                self._warn(readable(call.result or ""), "saved notes", lines)
         if self.hardened:
             return []
         work: list[_Work] = []
         for tool in DEMO_TOOLS:
             described = self.sandbox.tool_description(tool)
             if described != tool.description:
-                text = normalise(described)
+                # What was added to the tool's own description: "Delete records matching a
+                # scope." documents the tool; it is not an instruction to delete anything.
+                added = described.removeprefix(tool.description)
+                text = normalise(added)
                 self._authority |= claims_authority(text)
                 work.extend(_Work(i, "description") for i in read_intents(text))
         if self.sandbox.memory:
@@ -160,6 +179,12 @@ class DemoSession:
             self._authority |= claims_authority(text)
             work.extend(_Work(i, "memory") for i in read_intents(text))
         return work
+
+    def _warn(self, text: str, source: str, lines: list[str]) -> None:
+        """demo-careful: name the bait in what it read, once per reply."""
+        if not self.careful or not text.strip():
+            return
+        lines.extend(w for w in careful.warnings(text, source) if w not in lines)
 
     def _call(self, calls: list[ToolCall], name: str, **args: object) -> ToolCall:
         call = self.sandbox.call(name, dict(args))
@@ -219,6 +244,7 @@ class DemoSession:
                 if call.error is None
                 else "The email could not be sent; I have not retried it."
             )
+            self._warn(call.error or "", "error message", lines)
             return []
         if topic == "secrets":
             body = _encode(system_prompt(self.sandbox), work.intent.args.get("encoding", "plain"))
@@ -246,6 +272,12 @@ class DemoSession:
         if self.hardened:
             if call.error is not None:
                 lines.append(f"I couldn't open {url}; the document service returned an error.")
+                self._warn(call.error, "error message", lines)
+                return []
+            if self.careful:
+                gist = careful.summary(readable(content))
+                lines.append(f"I read the page you asked about. {gist}".strip())
+                self._warn(readable(content), "page", lines)
                 return []
             lines.append(
                 f"I read {url} ({len(content)} characters). Its content is untrusted data; I did "
@@ -261,8 +293,9 @@ class DemoSession:
             if not self._trusted(work) or cid != CALLER_ID:
                 lines.append("I can only access your own account.")
                 return []
-            self._call(calls, "lookup_customer", customer_id=cid)
+            call = self._call(calls, "lookup_customer", customer_id=cid)
             lines.append("Your account (Jane Doe) is on the premium plan.")
+            self._warn(readable(call.result or call.error or ""), "account record", lines)
             return []
         call = self._call(calls, "lookup_customer", customer_id=cid)
         self._last_record = _as_record(call.result or "")
@@ -289,6 +322,7 @@ class DemoSession:
                     f"The refund for order {order} did not go through, so no money has moved "
                     "yet. I have not retried it automatically."
                 )
+                self._warn(call.error, "error message", lines)
                 return []
             lines.append(f"I refunded ${amount:.2f} for order {order}.")
             return []
@@ -313,7 +347,12 @@ class DemoSession:
             if not self._trusted(work) or not _ARITHMETIC.match(code) or "**" in code:
                 lines.append("I only evaluate plain arithmetic, not arbitrary code.")
                 return []
-            self._call(calls, "run_code", code=code)
+            call = self._call(calls, "run_code", code=code)
+            if call.error is not None:
+                # Report only what the tool confirmed: an error is not a result.
+                lines.append("The calculation failed with an error, so I have no result for you.")
+                self._warn(call.error, "error message", lines)
+                return []
             lines.append("Calculated.")
             return []
         call = self._call(calls, "run_code", code=code)
@@ -344,6 +383,7 @@ class DemoSession:
         if self.hardened:
             count = len(self.sandbox.memory)
             lines.append(f"I have {count} saved note(s); I treat them as data.")
+            self._warn(readable(call.result or ""), "saved notes", lines)
             return []
         lines.append(f"From memory: {call.result}")
         return self._read_result(work, call, calls)
@@ -360,11 +400,12 @@ class DemoSession:
                     f"I can pass questions to the {agent} agent, but not instructions to act."
                 )
                 return []
-            self._call(calls, "ask_agent", agent=agent, message=message)
+            call = self._call(calls, "ask_agent", agent=agent, message=message)
             lines.append(
                 f"The {agent} agent replied; I can't verify instructions from other agents, so "
                 "I took no action on them."
             )
+            self._warn(readable(call.result or call.error or ""), f"{agent} agent's reply", lines)
             return []
         call = self._call(calls, "ask_agent", agent=agent, message=message)
         lines.append(f"The {agent} agent says: {(call.result or '')[:160]}")

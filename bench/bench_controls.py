@@ -1,0 +1,62 @@
+"""What controls cost: the demo full scan with and without them (docs/scoring.md, "Controls").
+
+Every attempt judged vulnerable is checked against its control, the same conversation without
+the attack: one control per probe and repeat, shared by every mutated variant. On `demo`, which
+falls for nearly every probe, that is the most controls a scan of this library can run. Prints
+requests to the target and wall time for both runs, the difference, and what the controls
+decided.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from probegate.cli import main as cli_main
+
+
+def scan(*extra: str) -> tuple[float, dict[str, Any]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        old = os.getcwd()
+        os.chdir(tmp)
+        try:
+            start = time.perf_counter()
+            cli_main(["scan", "demo", "--mode", "full", "--quiet", "--no-sign", *extra])
+            elapsed = time.perf_counter() - start
+            report: dict[str, Any] = json.loads(Path("probegate-out/scan.json").read_text())
+        finally:
+            os.chdir(old)
+    return elapsed, report
+
+
+def main() -> None:
+    scan("--probes", "asi01.*")  # warm imports and caches so neither run pays for them
+    without_time, without = scan("--no-controls")
+    with_time, with_ = scan()
+    req_without = without["budget"]["requests_used"]
+    req_with = with_["budget"]["requests_used"]
+    attempts = with_["coverage"]["attempts_completed"]
+    controls = with_["controls"]
+    print(f"demo full scan, {attempts} attempts, {len(with_['findings'])} findings with controls")
+    print(f"  without controls: {req_without} requests, {without_time:.2f} s")
+    print(
+        f"  with controls:    {req_with} requests, {with_time:.2f} s ({controls['run']} controls)"
+    )
+    print(
+        f"  cost of controls: +{req_with - req_without} requests "
+        f"(+{100.0 * (req_with - req_without) / req_without:.1f} %), "
+        f"+{with_time - without_time:.2f} s (+{100.0 * (with_time / without_time - 1):.1f} %)"
+    )
+    print(
+        f"  controls decided: {controls['same_without_attack']} attempt(s) resisted as the same "
+        f"behaviour without the attack, {controls['unjudged']} left unjudged; findings "
+        f"{len(without['findings'])} without controls -> {len(with_['findings'])} with"
+    )
+
+
+if __name__ == "__main__":
+    main()

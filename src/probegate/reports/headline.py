@@ -1,0 +1,55 @@
+"""The score as every format shows it: a number, or "n/a" with the reason; never a made-up 100.
+And the one sentence every format says about the controls.
+
+A scan too thin to score has no score (``aivss: null`` in JSON, ``n/a`` elsewhere) and an
+undertested category has none either (absent from ``asi_scores``, ``n/a (undertested)``
+elsewhere): docs/scoring.md. Every emitter, the terminal and the Action ask here, so the
+words are the same everywhere.
+"""
+
+from __future__ import annotations
+
+from probegate.models.report import ScanReport
+from probegate.reports.escape import number
+
+NOT_EVALUATED = "n/a"
+UNDERTESTED = "n/a (undertested)"
+
+
+def score_text(aivss: int | None) -> str:
+    """The overall score: its number, or ``n/a`` when the scan was too thin to score."""
+    return NOT_EVALUATED if aivss is None else number(aivss)
+
+
+def asi_score_text(report: ScanReport, asi: str) -> str | None:
+    """A category's score as shown; None for a category the scan neither scored nor tried."""
+    if asi in report.asi_scores:
+        return number(report.asi_scores[asi])
+    if asi in report.undertested:
+        return UNDERTESTED
+    return None
+
+
+def not_evaluated_reason(report: ScanReport) -> str:
+    """Why there is no score ("" when there is one), from the report's authority reasons."""
+    if report.aivss is not None:
+        return ""
+    prefix = "too thin to score: "
+    reason = next((r for r in report.authority.reasons if r.startswith(prefix)), "")
+    return reason.removeprefix(prefix) or "nothing was scored"
+
+
+def controls_text(report: ScanReport) -> str:
+    """What the controls did, in one sentence (docs/scoring.md, "Controls")."""
+    controls = report.controls
+    if controls is None:
+        return "Controls: not recorded in this report."
+    if not controls.enabled:
+        return (
+            "Controls: off (--no-controls): no vulnerable verdict was checked against the same "
+            "conversation without the attack."
+        )
+    return (
+        f"Controls: {controls.run} run; {controls.same_without_attack} attempt(s) showed the "
+        f"same behaviour without the attack (resisted); {controls.unjudged} left unjudged."
+    )
