@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,7 +93,8 @@ def test_interrupt_then_resume_sends_no_completed_attempt_again(
         partial = json.loads((tmp_path / "probegate-out" / "scan.json").read_text())
         assert partial["stopped_reason"] == "cancelled"
         assert partial["scan_id"] == scan_id
-        assert partial["completeness"]["turns_used"] == len(before)
+        # The journal holds the controls too (PROBE#control#N): they are not attempts.
+        assert partial["completeness"]["turns_used"] == len(_attacks(before))
         assert "interrupted" in (tmp_path / "probegate-out" / "summary.md").read_text()
         assert not any(u["reason"].startswith("cut short") for u in partial["unjudged"])
 
@@ -114,7 +116,12 @@ def test_interrupt_then_resume_sends_no_completed_attempt_again(
     assert verdicts(resumed) == verdicts(fresh / "probegate-out" / "scan.json")
     report = json.loads(resumed.read_text())
     assert report["stopped_reason"] == "completed"
-    assert report["completeness"]["turns_used"] == len(after)
+    assert report["completeness"]["turns_used"] == len(_attacks(after))
+    assert report["controls"]["run"] == len(set(after) - _attacks(after)) > 0
+
+
+def _attacks(journaled: dict[str, Any]) -> set[str]:
+    return {key for key in journaled if "#control#" not in key}
 
 
 def test_resume_refuses_another_target(

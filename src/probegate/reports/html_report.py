@@ -484,14 +484,14 @@ def _not_run(report: ScanReport) -> list[str]:
     out = [
         f"<h2>Not run ({len(report.not_run)})</h2>\n<p>Only an LLM judge can decide these "
         "probes, so they were not planned; they count neither as resisted nor as unjudged.</p>"
-        "<table><tr><th>Probe</th><th>Reason</th><th>Enable with</th></tr>\n"
+        '<div class="wide"><table><tr><th>Probe</th><th>Reason</th><th>Enable with</th></tr>\n'
     ]
     for item in report.not_run:
         out.append(
             f'<tr><td class="mono">{esc(item.probe_id)}</td><td>{esc(item.reason)}</td>'
             f'<td class="mono">{esc(item.enabled_by)}</td></tr>\n'
         )
-    out.append("</table>\n")
+    out.append("</table></div>\n")
     return out
 
 
