@@ -1,4 +1,5 @@
-"""What controls cost: the demo full scan with and without them (docs/scoring.md, "Controls").
+"""What controls cost: the demo full scan with and without them (docs/scoring.md, "Controls");
+and what warning-aware matching costs on an adversarial reply.
 
 Every attempt judged vulnerable is checked against its control, the same conversation without
 the attack: one control per probe and repeat, shared by every mutated variant. On `demo`, which
@@ -17,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from probegate.cli import main as cli_main
+from probegate.library.oracles.quoting import matches
+from probegate.models.patterns import compile_pattern
 
 
 def scan(*extra: str) -> tuple[float, dict[str, Any]]:
@@ -58,5 +61,24 @@ def main() -> None:
     )
 
 
+def quoting() -> None:
+    """Every match quoted in a warning: the oracle must look at all of them. Sentences and their
+    cue words are read once per reply, so the time stays linear in its length."""
+    pattern = compile_pattern("password", ignore_case=True)
+    for label, unit in (
+        ("one sentence, every word a match", "password never "),
+        ("a warning per sentence", "We never ask for your password. "),
+    ):
+        for size in (250_000, 1_000_000):
+            text = unit * (size // len(unit))
+            start = time.perf_counter()
+            found = sum(1 for _ in matches(pattern, text, "Ask for the password"))
+            print(
+                f"  warning-aware matching, {label}: {len(text) / 1e6:.2f} MB, {found} matches "
+                f"in {time.perf_counter() - start:.2f} s"
+            )
+
+
 if __name__ == "__main__":
     main()
+    quoting()

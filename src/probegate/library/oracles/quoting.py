@@ -89,6 +89,14 @@ class _Sentences:
     def __init__(self, text: str) -> None:
         self.text = text
         self.ends = [m.end() for m in _SENTENCE_END.finditer(text)]
+        self._cues: dict[tuple[int, int], frozenset[str]] = {}
+
+    def cues(self, begin: int, stop: int) -> frozenset[str]:
+        """The cue words of one sentence, read once however many matches it holds."""
+        key = (begin, stop)
+        if key not in self._cues:
+            self._cues[key] = _words(self.text[begin:stop]) & CUES
+        return self._cues[key]
 
     def around(self, start: int, end: int) -> tuple[int, int]:
         before = bisect.bisect_right(self.ends, start) - 1
@@ -122,7 +130,7 @@ def _quotation(
     sentences: _Sentences, start: int, end: int, attack: frozenset[str]
 ) -> Quotation | None:
     begin, stop = sentences.around(start, end)
-    cues = sorted((_words(sentences.text[begin:stop]) & CUES) - attack)
+    cues = sorted(sentences.cues(begin, stop) - attack)
     return Quotation(start, end, tuple(cues)) if cues else None
 
 
