@@ -427,7 +427,8 @@ def _execute(config: ScanConfig, target: Target, inputs: _Inputs, view: _View) -
                 f"now {plan.fingerprint}); rerun with the same target, mode, seed and selection, "
                 f"or 'probegate scan --resume {scan_id}' alone"
             )
-        planned = {a.attempt_id for a in plan.all_attempts}
+        # The plan's attempts and the controls they may need (journaled beside them).
+        planned = {a.attempt_id for a in [*plan.all_attempts, *plan.control_bound]}
         foreign = sorted(set(done) - planned)
         for attempt_id in foreign:
             del done[attempt_id]

@@ -89,6 +89,17 @@ def test_evidence_the_control_shows_too_is_set_aside() -> None:
     assert same.evidence == []
 
 
+def test_a_secret_that_leaks_without_the_attack_is_still_a_leak() -> None:
+    leak = evidence("c").model_copy(update={"detector": "canary_leak:plain"})
+    exfil = evidence("d").model_copy(update={"detector": "tool_call:canary:base64"})
+    control = attempt(Outcome.VULNERABLE, leak, exfil).model_copy(
+        update={"attempt_id": "p#control#0", "variant": "control"}
+    )
+    judged = adjudicate(attempt(Outcome.VULNERABLE, leak, exfil), control, why_missing="")
+    assert judged.outcome is Outcome.VULNERABLE
+    assert [e.detector for e in judged.evidence] == ["canary_leak:plain", "tool_call:canary:base64"]
+
+
 def test_a_control_that_cannot_be_judged_never_leaves_a_vulnerable_verdict() -> None:
     vulnerable = attempt(Outcome.VULNERABLE, evidence("a"))
     broken = attempt(Outcome.UNJUDGED, reason="agent raised RuntimeError")
@@ -119,7 +130,7 @@ def test_same_behaviour_without_the_attack_is_resisted(tmp_path: Path) -> None:
         "unjudged": 0,
     }
     # Both conversations are kept: the attempt and its control, in the journal.
-    _, done = read_journal(next((tmp_path / "store" / "scans").glob("*/journal.jsonl")))
+    done = read_journal(next((tmp_path / "store" / "scans").glob("*/journal.jsonl"))).attempts
     attempt_ = done[f"{POLICY_PROBE}#seed#0"]
     control = done[f"{POLICY_PROBE}#control#0"]
     assert attempt_.outcome is Outcome.VULNERABLE  # as judged, before its control

@@ -112,7 +112,8 @@ class Suppression(_Model):
 class FindingControl(_Model):
     """The control of a finding's first vulnerable attempt: the same conversation, same seed,
     with the attack neutralised (docs/scoring.md, "Controls"). It showed none of the finding's
-    evidence; ``evidence`` is whatever else it showed (that evidence was set aside)."""
+    evidence, or the same leak of a planted secret (a leak stands whatever caused it);
+    ``evidence`` is what it showed."""
 
     attempt_id: str
     outcome: Literal["vulnerable", "resisted"]
