@@ -5,7 +5,7 @@
 #   Python image on Debian 13 "trixie", the current Debian stable. Pin it by digest by appending
 #   `@sha256:<digest>` as read from the registry when you bump it:
 #     docker buildx imagetools inspect python:3.13-slim-trixie --format '{{json .Manifest.Digest}}'
-#   (tests/action/test_image.py accepts the tag alone or tag@sha256 with 64 hex digits, and
+#   (tests/github/test_image.py accepts the tag alone or tag@sha256 with 64 hex digits, and
 #   checks the lock files were made for the same Python minor);
 # - every Python dependency: requirements/image.txt (runtime, the pdf and mcp extras included) and
 #   requirements/build.txt (setuptools and wheel), pinned with every file's sha256 and installed

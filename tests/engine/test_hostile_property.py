@@ -22,10 +22,10 @@ from probegate.cli import main
 from probegate.models.bounds import TRANSCRIPT_MAX
 from probegate.models.stored import load_report
 from probegate.reports import FORMATS
-from tests.guard.fake_guard import FakeGuard
 from tests.servers import hostile
 from tests.servers.configs import TOOLS, write_config
 from tests.servers.hostile import HostileReply, HostileServer
+from tests.targets.guard.fake_guard import FakeGuard
 
 KINDS = ("openai", "http", "python", "guard", "replay")
 PROBE = "asi02.email-blast.v1"

@@ -273,7 +273,7 @@ def test_a_replay_judges_declared_canaries_as_the_live_scan_did(tmp_path: Path) 
 def test_the_action_publishes_no_secret(tmp_path: Path, leaky: LeakyAgentServer) -> None:
     """The same worst case through entrypoint.sh: the workspace, the step outputs, the job
     summary and the log."""
-    from tests.action.helpers import run_action
+    from tests.github.helpers import run_action
 
     workspace = tmp_path / "workspace"
     config = leaky_config(workspace, leaky.endpoint)

@@ -25,7 +25,7 @@ from probegate.reports import json_report
 from probegate.reports.signing import generate_key_pair, sign_report
 from tests.factories import make_finding, make_report
 
-SEED = Path(__file__).parents[1] / "gate" / "data" / "seed000_report.json"
+SEED = Path(__file__).parents[1] / "data" / "seed000_report.json"
 SECRET = "test-secret-0123456789abcdef"
 
 Command = Callable[[Path, Path], list[str]]

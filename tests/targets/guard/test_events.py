@@ -33,8 +33,8 @@ from probegate.targets.guard.events import (
     withholds_the_result,
 )
 from probegate.targets.guard.stats import percentiles
-from tests.guard.agents import TOOLS
-from tests.guard.fake_guard import EVENT_VALIDATOR, VERDICT_VALIDATOR
+from tests.targets.guard.agents import TOOLS
+from tests.targets.guard.fake_guard import EVENT_VALIDATOR, VERDICT_VALIDATOR
 
 IDENTITY = GuardIdentity(agent_id="support-bot", agent_type="acme-support")
 

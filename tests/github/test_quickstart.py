@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from tests.action.helpers import (
+from tests.github.helpers import (
     REPO,
     assert_only_intended_commands,
     require_tool,

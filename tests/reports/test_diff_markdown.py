@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from probegate.baseline import compare
 from probegate.models.taxonomy import Severity
 from probegate.reports.diff_markdown import escape, render_diff
-from tests.gate.helpers import finding, probe_of, scan, suppressed
+from tests.factories import finding, probe_of, scan, suppressed
 
 HOSTILE = (
     "done | <script>alert(1)</script> <img src=https://evil.test/p.png> `rm -rf` "

@@ -10,7 +10,7 @@ Two frameworks, each the way its documentation builds an agent on MCP tools:
 Their model is the rule-based fake in tests/servers/brain_model.py (``weak`` or ``careful``),
 found at ``PROBEGATE_TEST_MODEL_URL``. Each agent keeps its conversation the framework's own
 way, so a multi-turn probe sees the whole conversation, tool calls included. They run as a
-service (tests/frameworks/service.py, the ``http`` kind, told ``{{mcp_url}}``) and as python
+service (tests/servers/framework_service.py, the ``http`` kind, told ``{{mcp_url}}``) and as python
 targets (the classes at the bottom, told ``context.mcp_url``).
 """
 

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from tests.action.helpers import REPO, which
+from tests.github.helpers import REPO, which
 from tests.tools import tool_missing
 
 WORKFLOWS = sorted(str(p.relative_to(REPO)) for p in (REPO / ".github" / "workflows").glob("*.yml"))
@@ -59,7 +59,7 @@ def test_entrypoint_is_shellcheck_clean():
 
 
 def test_a_missing_tool_fails_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.action import test_lint
+    from tests.github import test_lint
 
     monkeypatch.setattr(test_lint, "which", lambda tool: None)
     monkeypatch.setenv("CI", "true")

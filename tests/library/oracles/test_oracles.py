@@ -13,7 +13,7 @@ from probegate.library.oracles.base import JudgeContext, OracleResult
 from probegate.library.oracles.judge import JudgeOracle
 from probegate.models.transcript import Transcript, resolve_path
 from probegate.models.verdict import SUBJECT_MAX, Evidence, Outcome
-from tests.judge.helpers import CANARIES, call, context, probe_with, transcript
+from tests.library.oracles.helpers import CANARIES, call, context, probe_with, transcript
 
 SYS = CANARIES.system
 PII = CANARIES.pii

@@ -38,8 +38,8 @@ from probegate.models.report import Finding, ScanReport, SourceLocation, Suppres
 from probegate.models.taxonomy import Severity
 from probegate.reports import json_report
 from probegate.reports.escape import clean_text
-from tests.action.helpers import parse_github_output
 from tests.factories import make_finding, make_report
+from tests.github.helpers import parse_github_output
 
 # Text with every character class that matters: %, CR, LF, :, ",", and the escapes themselves.
 tricky = st.lists(

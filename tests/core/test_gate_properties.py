@@ -13,7 +13,7 @@ from probegate.models.report import Finding, ScanReport
 from probegate.models.taxonomy import SEVERITY_RANK, Severity
 from probegate.reports import json_report
 from probegate.suppressions import SuppressionEntry, apply_suppressions
-from tests.gate.helpers import SEVERITIES, finding, probe_of, scan, suppressed
+from tests.factories import SEVERITIES, finding, probe_of, scan, suppressed
 
 UNIVERSE = 24  # probe indexes a generated scan draws from; "new" probes lie beyond it
 

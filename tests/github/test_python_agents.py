@@ -15,7 +15,7 @@ import json
 import zipfile
 from pathlib import Path
 
-from tests.action.helpers import assert_only_intended_commands, block_text, run_action
+from tests.github.helpers import assert_only_intended_commands, block_text, run_action
 
 DEP = "tinyagentdep"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.action.helpers import ENTRYPOINT, OUTPUT_NAMES, REPO
+from tests.github.helpers import ENTRYPOINT, OUTPUT_NAMES, REPO
 
 ACTION = yaml.safe_load((REPO / "action.yml").read_text(encoding="utf-8"))
 ENTRY = ENTRYPOINT.read_text(encoding="utf-8")

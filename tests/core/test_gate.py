@@ -14,7 +14,7 @@ from probegate.models.comparison import Comparison
 from probegate.models.report import Authority, ScanReport, UnjudgedAttempt
 from probegate.models.taxonomy import Severity
 from probegate.suppressions import SuppressionEntry, apply_suppressions
-from tests.gate.helpers import authoritative, finding, probe_of, scan, suppressed
+from tests.factories import authoritative, finding, probe_of, scan, suppressed
 
 TODAY = dt.date(2026, 6, 1)
 

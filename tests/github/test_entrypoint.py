@@ -18,7 +18,8 @@ import pytest
 from probegate.models.report import Authority, SourceLocation
 from probegate.models.taxonomy import Severity
 from probegate.reports import json_report
-from tests.action.helpers import (
+from tests.factories import make_finding, make_report
+from tests.github.helpers import (
     OUTPUT_NAMES,
     VENV_BIN,
     assert_only_intended_commands,
@@ -27,7 +28,6 @@ from tests.action.helpers import (
     formats_input,
     run_action,
 )
-from tests.factories import make_finding, make_report
 from tests.servers.base import Handler, LoopbackServer
 
 

@@ -17,7 +17,7 @@ from probegate.suppressions import (
     load_suppressions,
     parse_suppressions,
 )
-from tests.gate.helpers import finding, scan
+from tests.factories import finding, scan
 
 TODAY = dt.date(2026, 6, 1)
 

@@ -21,9 +21,9 @@ from probegate.library.oracles.base import JudgeContext, OracleModel, OracleResu
 from probegate.library.probe import Probe
 from probegate.models.transcript import Transcript
 from probegate.models.verdict import Outcome
-from tests.judge.helpers import call, context, probe_with, transcript
+from tests.library.oracles.helpers import call, context, probe_with, transcript
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "probes.md"
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "probes.md"
 
 
 def test_the_probe_schema_is_the_union_of_the_registry() -> None:

@@ -11,9 +11,9 @@ from probegate.canonical import pretty_bytes
 from probegate.cli import main
 from probegate.models.report import ScanReport
 from probegate.reports import json_report
-from tests.gate.helpers import finding, probe_of, scan
+from tests.factories import finding, probe_of, scan
 
-SEED = Path(__file__).parent / "data" / "seed000_report.json"
+SEED = Path(__file__).parents[1] / "data" / "seed000_report.json"
 
 
 def _write(tmp_path: Path, name: str, report: ScanReport) -> Path:

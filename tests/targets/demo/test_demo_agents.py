@@ -161,7 +161,7 @@ def test_hardened_resists_every_variant_of(probe: Probe) -> None:
 # -- honesty of the demo --------------------------------------------------------------------
 def test_the_demo_agents_know_nothing_about_probes() -> None:
     """The demo falls for attack phrasing, never for a lookup table of probe ids or texts."""
-    package = Path(__file__).resolve().parents[2] / "src/probegate/targets/demo"
+    package = Path(__file__).resolve().parents[3] / "src/probegate/targets/demo"
     source = "".join(path.read_text("utf-8") for path in sorted(package.glob("*.py")))
     for probe in PROBES:
         assert probe.id not in source

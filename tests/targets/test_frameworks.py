@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from probegate.cli import main
-from tests.frameworks.agents import MODEL_ENV
-from tests.frameworks.service import AgentService
 from tests.servers.brain_model import SECRETS, BrainModelServer, tool_config
 from tests.servers.configs import scan_args, write_config
+from tests.servers.framework_agents import MODEL_ENV
+from tests.servers.framework_service import AgentService
 
 FRAMEWORKS = ("openai-agents", "langgraph")
 PYTHON_AGENTS = {
@@ -68,7 +68,7 @@ def scan_agent(
     if kind == "python":
         target = {
             "kind": "python",
-            "python": f"tests.frameworks.agents:{PYTHON_AGENTS[framework, careful]}",
+            "python": f"tests.servers.framework_agents:{PYTHON_AGENTS[framework, careful]}",
             "canaries": list(SECRETS),
             "tools": tool_config(),
         }

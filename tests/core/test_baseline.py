@@ -13,10 +13,9 @@ from probegate.models.report import finding_fp
 from probegate.models.stored import load_report, parse_report
 from probegate.models.taxonomy import Severity
 from probegate.reports import json_report
-from tests.factories import fp_of
-from tests.gate.helpers import finding, probe_of, scan, suppressed
+from tests.factories import finding, fp_of, probe_of, scan, suppressed
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 SEED = DATA / "seed000_report.json"
 
 

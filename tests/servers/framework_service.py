@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.frameworks.agents import (
+from tests.servers.base import Handler, LoopbackServer
+from tests.servers.framework_agents import (
     FRAMEWORKS,
     LangGraphConversation,
     OpenAIAgentsConversation,
     converse,
 )
-from tests.servers.base import Handler, LoopbackServer
 from tests.servers.mcp_agent import http_target
 
 

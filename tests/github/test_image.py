@@ -15,7 +15,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.action.helpers import REPO, require_tool
+from tests.github.helpers import REPO, require_tool
 
 DOCKERFILE = (REPO / "Dockerfile").read_text(encoding="utf-8")
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))

@@ -13,8 +13,8 @@ from probegate.cli import main
 from probegate.library.loader import load_library
 from probegate.models.sections import GuardSummary
 from probegate.targets.guard.benign import BENIGN_SET
-from tests.guard.fake_guard import EVENT_SCHEMA, FakeGuard
 from tests.servers.configs import write_config
+from tests.targets.guard.fake_guard import EVENT_SCHEMA, FakeGuard
 
 
 def scan(tmp: Path, name: str, *argv: str) -> tuple[int, dict[str, Any]]:
