@@ -16,30 +16,14 @@ import re
 # Bounded text is cut the one way evidence subjects are (re-exported for the emitters).
 from probegate.models.verdict import truncate as truncate
 
-# ANSI/VT escape sequences: CSI (ESC [ ... final), OSC (ESC ] ... BEL or ESC \), and the
-# two-byte forms (ESC + one of @-Z \ ] ^ _). C1 CSI (U+009B) is covered by the control strip.
-_ANSI = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]"
-    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"
-    r"|\x1b[@-Z\\^_]"
-    r"|\x1b"
-)
-
-# C0 controls except TAB, LF, CR; DEL and the C1 block; lone surrogates (json.loads accepts
-# "\ud800", and such a str cannot even be encoded to UTF-8).
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+# What untrusted text must never hold in a terminal, a log or a document, defined once
+# (defuse_commands is re-exported for the emitters that print to CI logs).
+from probegate.terminal import CONTROL_CHARS, strip_controls
+from probegate.terminal import defuse_commands as defuse_commands
 
 # What XML 1.0 cannot carry at all, even escaped (section 2.2 of the spec): every C0 control
 # but TAB/LF/CR, surrogates, U+FFFE and U+FFFF.
 _XML_ILLEGAL = re.compile(r"[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-
-# Bidirectional overrides can make escaped text read differently from what it is
-# ("Trojan Source"); they are never needed to show an agent's reply.
-_BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
-
-# Anything clean_text would change: every control character but TAB and LF (ESC starts each
-# ANSI sequence), surrogates and bidi overrides.
-_DIRTY = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 # What GitHub's Markdown turns into a link with no link syntax at all (its autolink
@@ -49,31 +33,18 @@ _MD_AUTOLINK_DEFUSED = {"://": "&#58;//", "@": "&#64;"}
 _MD_LINE_START = frozenset("#>+-=")
 
 
-def strip_ansi(text: str) -> str:
-    """Remove ANSI escape sequences (colours, cursor moves, OSC hyperlinks and titles)."""
-    return _ANSI.sub("", text)
-
-
 def clean_text(text: str) -> str:
-    """Agent text fit for any document: no ANSI, no control characters, no bidi overrides.
+    """Agent text fit for any document: no ANSI escapes, control characters, bidi controls or
+    lone surrogates (:func:`probegate.terminal.strip_controls`, the one set every sink strips).
 
     TAB and LF survive; CR is dropped so a ``\\r`` cannot hide the start of a line from a
     reader while a log parser still sees it.
     """
-    if _DIRTY.search(text) is None:  # the common case, one scan instead of four
-        return text
-    text = strip_ansi(text)
-    text = _CONTROL.sub("", text)
-    text = _BIDI.sub("", text)
-    return text.replace("\r", "")
+    return strip_controls(text)
 
 
-_XML_DIRTY = re.compile(
-    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069\ufffe\uffff]"
-)
-_HTML_DIRTY = re.compile(
-    r"[&<>\"'\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]"
-)
+_XML_DIRTY = re.compile(rf"[{CONTROL_CHARS}\ufffe\uffff]")
+_HTML_DIRTY = re.compile(rf"[&<>\"'{CONTROL_CHARS}]")
 
 
 def xml_text(text: str) -> str:
@@ -85,21 +56,6 @@ def xml_text(text: str) -> str:
     if _XML_DIRTY.search(text) is None:  # the common case
         return text
     return _XML_ILLEGAL.sub("", clean_text(text))
-
-
-_COMMAND_LINE = re.compile(r"^(\s*)::", re.MULTILINE)
-
-
-def defuse_commands(text: str) -> str:
-    """Prefix a backslash to ``::`` that starts a line (after blanks, as the runner trims).
-
-    GitHub reads a log line starting with ``::`` as a workflow command (``::error::``,
-    ``::add-mask::``, ``::stop-commands::``), and CI test reporters print JUnit failure text to
-    the log, so agent text must never put ``::`` at the start of a line.
-    """
-    if "::" not in text:
-        return text
-    return _COMMAND_LINE.sub(r"\1\\::", text)
 
 
 def one_line(text: str) -> str:

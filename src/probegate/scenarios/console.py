@@ -1,28 +1,24 @@
 """What ``probegate run`` prints: one line per scenario as it finishes, then the totals.
 
 Scenario names come from suite files and explanations may quote the agent, so every piece of
-text is made terminal-safe with :func:`probegate.terminal.clean` (no escape sequences that
+text is made terminal-safe with :func:`probegate.terminal.one_line` (no escape sequences that
 could rewrite the screen or a CI log), folded onto one line and bounded.
 """
 
 from __future__ import annotations
 
-import re
-
 from probegate.scenarios.compare import Incomparable, Regression
 from probegate.scenarios.loader import Suite
 from probegate.scenarios.models import RunResult, ScenarioRunResult
 from probegate.scenarios.scorers import FALLBACK_NOTE, uses_fallback
-from probegate.terminal import clean
+from probegate.terminal import one_line
 
 DETAIL_MAX = 160
-_BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
 
 
 def safe(text: str, limit: int = DETAIL_MAX) -> str:
     """Untrusted text as one bounded, inert terminal line."""
-    text = " ".join(_BIDI.sub("", clean(text)).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return one_line(text, limit)
 
 
 def suite_header(suite: Suite) -> str:
