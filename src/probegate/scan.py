@@ -63,7 +63,7 @@ from probegate.suppressions import SuppressionEntry, apply_suppressions, load_su
 from probegate.targets.base import ReplayInput, Target, capabilities_of
 from probegate.targets.registry import build_target, spec_of
 from probegate.targets.sandbox import Sandbox
-from probegate.terminal import Style, clean, one_line
+from probegate.terminal import Style, clean, json_text, one_line
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.pricing import cost_usd, price_table
 from probegate.workspace import anchor, repository_root
@@ -874,7 +874,8 @@ LISTED_CAUSES = 5
 def _print_closing(closing: _Closing, view: _View) -> None:
     if view.as_json:
         data = _closing_json(closing, view)
-        view.out.write(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False)
+        view.out.write(json_text(text) + "\n")
         view.out.flush()
         return
     if view.quiet:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from probegate.cli import main
 from probegate.library.loader import load_library
+from tests.reports.inert import assert_json_inert, assert_terminal_inert
+from tests.servers.hostile import laced_probe
 
 FIELDS = {
     "id", "name", "asi", "asi_title", "severity", "channel", "oracles", "needs_judge",
@@ -91,3 +94,20 @@ def test_bad_input_exits_2_with_one_line(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.startswith("error: ") and captured.err.count("\n") == 1
+
+
+def test_a_probe_file_of_hostile_text_is_shown_inert(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A probe pack from elsewhere: every text field tries to act on the terminal or the log.
+    probe_id = laced_probe(tmp_path)
+    flags = ["--probe-dir", str(tmp_path)]
+    for argv in (["show", probe_id, *flags], ["list", *flags], ["lint", str(tmp_path)]):
+        assert main(["probes", *argv]) == 0
+        captured = capsys.readouterr()
+        assert_terminal_inert(captured.out + captured.err)
+    for argv in (["show", probe_id, *flags, "--json"], ["list", *flags, "--json"]):
+        assert main(["probes", *argv]) == 0
+        data = assert_json_inert(capsys.readouterr().out)
+        record = data if isinstance(data, dict) else next(p for p in data if p["id"] == probe_id)
+        assert record["name"].startswith("Laced \x1b[2J")  # the same value, escaped in transit

@@ -22,6 +22,7 @@ from probegate.reports.signing import (
     signing_material_from_env,
     verify_report,
 )
+from tests.reports.inert import assert_terminal_inert
 from tests.reports.samples import golden_report
 
 SECRET = b"test-secret-0123456789abcdef"
@@ -299,3 +300,25 @@ def test_an_hmac_only_report_is_anchored_by_the_secret_given(
     scan.write_text(json.dumps(tampered), encoding="utf-8")
     assert main(["verify", str(scan), "--secret", SECRET.decode()]) == 1
     assert "HMAC-SHA256: FAIL" in capsys.readouterr().out
+
+
+def test_verify_prints_what_the_report_holds_inert(
+    tmp_path: Path, keys: tuple[bytes, bytes], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Notes quote the file: a signature kind's name, the embedded key's PEM.
+    scan, _ = _cli_files(tmp_path, keys)
+    data = json.loads(scan.read_text())
+    data["signatures"]["\x1b[2J\u202e\n::error::forged"] = "x"
+    data["signatures"]["ed25519"]["public_key"] = "\x1b]0;title\x07\n::warning::pem"
+    scan.write_text(json.dumps(data))
+    assert main(["verify", str(scan)]) == 1
+    out = capsys.readouterr().out
+    assert_terminal_inert(out)
+    lines = out.splitlines()
+    assert [line.split(":")[0] for line in lines] == [
+        "schema",
+        "HMAC-SHA256",
+        "Ed25519",
+        "trust anchor",
+    ]
+    assert "unknown signature kind(s): ::error::forged" in lines[0]

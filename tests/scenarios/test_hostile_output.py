@@ -12,7 +12,15 @@ import pytest
 
 from probegate.cli import main
 from probegate.models.bounds import TOOL_CALLS_MAX
+from tests.reports.inert import (
+    assert_html_inert,
+    assert_json_inert,
+    assert_markdown_inert,
+    assert_terminal_inert,
+    assert_xml_inert,
+)
 from tests.scenarios.helpers import AGENTS, write_suite
+from tests.servers.hostile import LACE
 
 IMAGE = r"!\[[^\]]*\]\(https?://[^)\s]*evil\.test"
 SCENARIOS = [
@@ -84,3 +92,42 @@ def test_a_pattern_that_needs_backtracking_is_refused_at_load(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "metadata.regex_pattern" in err[0] and "RE2" in err[0]
     assert not list(in_tmp.glob("results_*.json"))
+
+
+def test_a_laced_suite_and_agent_are_inert_in_every_output(
+    in_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Scenario names and tags from the suite file, and everything the agent returns or raises,
+    # carry the lace; the AgenticAssure file holds it as JSON data, every other output inert.
+    name = LACE[:200]
+    write_suite(
+        in_tmp,
+        "laced",
+        [
+            {
+                "name": f"n1 {name}",
+                "input": "hi",
+                "expected_output": f"calm {name}",
+                "scorers": ["exact", "similarity"],
+                "tags": [name[:50]],
+            },
+            {"name": f"n2 {name}", "input": "hi", "expected_tools": ["lu"], "scorers": ["tools"]},
+            {"name": f"n3 {name}", "input": "raise", "expected_output": "x", "scorers": ["exact"]},
+        ],
+        description=name,
+    )
+    argv = ["run", "laced.yml", "--adapter", "tests.servers.hostile:laced_adapter"]
+    assert main([*argv, "--output-dir", "out", "-o", "agenticassure,junit,md,html"]) == 1
+    captured = capsys.readouterr()
+    assert_terminal_inert(captured.out + captured.err)
+    assert "ValueError: link 31m" in captured.out  # the raised message, shown and defused
+    assert_markdown_inert((in_tmp / "out" / "summary.md").read_text("utf-8"))
+    assert_xml_inert((in_tmp / "out" / "junit.xml").read_bytes())
+    (html,) = (in_tmp / "out").glob("report_*.html")
+    assert_html_inert(html.read_text("utf-8"))
+    (results,) = (in_tmp / "out").glob("results_*.json")
+    data = json.loads(results.read_text("utf-8"))
+    assert data["scenario_results"][0]["agent_result"]["output"] == LACE  # data, verbatim
+    assert main([*argv, "--json", "--output-dir", "out2"]) == 1
+    summary = assert_json_inert(capsys.readouterr().out)
+    assert isinstance(summary, dict) and summary["scenarios"] == 3

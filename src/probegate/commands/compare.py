@@ -20,6 +20,7 @@ from probegate.files import write_atomic
 from probegate.models.stored import load_report
 from probegate.reports.diff_markdown import render_diff
 from probegate.suppressions import apply_suppressions, load_suppressions
+from probegate.terminal import json_text
 
 
 def add_parser(sub: Any) -> None:
@@ -86,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         verdict = "regression" if comparison.regression else "no regression"
         print(f"probegate compare: {verdict}; wrote {args.output_path}")
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(json_text(text) if args.output == "json" or args.json else text)
     if args.write_baseline is not None:
         write_baseline(args.current, args.write_baseline)
         if not args.quiet:

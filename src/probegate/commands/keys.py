@@ -16,6 +16,7 @@ from typing import Any
 
 from probegate.errors import UsageError
 from probegate.reports.signing import generate_key_pair, key_id, load_public_key
+from probegate.terminal import json_text
 
 DEFAULT_NAME = "probegate-signing"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -74,7 +75,7 @@ def generate(out_dir: Path, name: str, *, as_json: bool = False) -> int:
     kid = key_id(load_public_key(public_pem))
     if as_json:
         keys = {"private_key": str(private_path), "public_key": str(public_path), "key_id": kid}
-        print(json.dumps(keys, indent=2, sort_keys=True))
+        print(json_text(json.dumps(keys, indent=2, sort_keys=True)))
         return 0
     print(f"private key: {private_path} (keep it secret; mode 0600)")
     print(f"public key:  {public_path} (pin it: probegate verify --pubkey-file {public_path})")

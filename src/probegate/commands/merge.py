@@ -21,7 +21,7 @@ from probegate.models.taxonomy import Severity
 from probegate.reports import formats_help, parse_formats, write_outputs
 from probegate.reports.headline import score_text
 from probegate.reports.signing import sign_report, signing_material_from_env
-from probegate.terminal import clean
+from probegate.terminal import clean, json_text
 
 
 def add_parser(sub: Any) -> None:
@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
             "gates": list(result.reasons),
             "exit_code": result.exit_code,
         }
-        print(json.dumps(summary, indent=2, sort_keys=True))
+        print(json_text(json.dumps(summary, indent=2, sort_keys=True)))
     elif not args.quiet:
         auth = "authoritative" if merged.authority.authoritative else "not authoritative"
         print(

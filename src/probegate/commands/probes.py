@@ -23,7 +23,7 @@ from probegate.library.loader import Library, extend_library, load_atlas, load_l
 from probegate.library.mutators import MUTATORS
 from probegate.library.probe import Probe
 from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, CSA_TITLES, OWASP_LLM_TITLES
-from probegate.terminal import clean
+from probegate.terminal import clean, json_text
 
 
 def add_parser(sub: Any) -> None:
@@ -100,7 +100,7 @@ def _lint(directory: Path, *, as_json: bool, quiet: bool) -> int:
             "valid": [p.id for p in result.probes],
             "problems": [p.to_dict() for p in result.problems],
         }
-        sys.stdout.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+        sys.stdout.write(json_text(json.dumps(data, indent=2, sort_keys=True)) + "\n")
         return code
     for problem in result.problems:
         print(clean(problem.text()), file=sys.stderr)
@@ -133,7 +133,7 @@ def _list(library: Library, asi: list[str], *, as_json: bool) -> int:
     wanted = _asi_filter(asi)
     probes = [p for p in library.probes if not wanted or p.asi in wanted]
     if as_json:
-        sys.stdout.buffer.write(pretty_bytes([probe_record(p) for p in probes]))
+        sys.stdout.write(json_text(pretty_bytes([probe_record(p) for p in probes]).decode("utf-8")))
         sys.stdout.flush()
         return 0
     width = max((len(p.id) for p in probes), default=2)
@@ -155,7 +155,7 @@ def _show(library: Library, probe_id: str, *, as_json: bool) -> int:
     if as_json:
         data = probe.model_dump(mode="json")
         data.update(probe_record(probe))
-        sys.stdout.buffer.write(pretty_bytes(data))
+        sys.stdout.write(json_text(pretty_bytes(data).decode("utf-8")))
         sys.stdout.flush()
         return 0
     print(clean(_show_text(probe)))

@@ -35,6 +35,7 @@ from probegate.scenarios.loader import load_suites, select
 from probegate.scenarios.models import RunResult
 from probegate.scenarios.outputs import EXCLUSIVE, FORMATS
 from probegate.scenarios.runner import DEFAULT_TIMEOUT, options_for, pinned_timer, run_suite
+from probegate.terminal import json_text, one_line
 
 
 def _fraction(text: str) -> float:
@@ -208,7 +209,7 @@ def _adapter_spec(given: str | None) -> str:
             "no adapter: give --adapter MODULE:ATTR (-a), or adapter: in agenticassure.yaml; "
             "--dry-run lists the scenarios without one"
         )
-    print(f"adapter {configured.spec} (from {configured.source.name})", flush=True)
+    print(one_line(f"adapter {configured.spec} (from {configured.source.name})", 300), flush=True)
     return configured.spec
 
 
@@ -220,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
     with contextlib.redirect_stdout(sys.stderr):
         code = _run(args, summary)
     summary["exit_code"] = code
-    print(json.dumps(summary, indent=2, sort_keys=True))
+    print(json_text(json.dumps(summary, indent=2, sort_keys=True)))
     return code
 
 

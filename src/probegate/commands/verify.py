@@ -18,6 +18,9 @@ from typing import Any
 from probegate.files import MAX_INPUT_BYTES, read_bytes
 from probegate.models.stored import load_report_json
 from probegate.reports.signing import SECRET_ENV, verify_report
+from probegate.terminal import json_text, one_line
+
+VERIFY_LINE_MAX = 400  # a note may quote the report at length; one bounded line each
 
 
 def add_parser(sub: Any) -> None:
@@ -63,8 +66,8 @@ def run(args: argparse.Namespace) -> int:
         }
         out: dict[str, Any] = {name: status.value for name, status in checks.items()}
         out.update(ok=result.ok, key_id=result.key_id, notes=dict(result.notes))
-        print(json.dumps(out, indent=2, sort_keys=True))
+        print(json_text(json.dumps(out, indent=2, sort_keys=True)))
         return 0 if result.ok else 1
-    for line in result.lines():
-        print(line)
+    for line in result.lines():  # notes quote the report (a key name, a field): untrusted
+        print(one_line(line, VERIFY_LINE_MAX))
     return 0 if result.ok else 1
