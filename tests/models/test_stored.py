@@ -95,12 +95,20 @@ def _malformed_comparison(tmp_path: Path) -> bytes:
     return json.dumps(data).encode()
 
 
+def _lone_surrogate(tmp_path: Path) -> bytes:
+    # Valid JSON, but half a character: every format would fail to write it (exit 4 before).
+    data = json.loads(_text(tmp_path))
+    data["findings"][0]["summary"] = "@"
+    return json.dumps(data).replace('"@"', '"half \\ud800 a pair"').encode()
+
+
 BAD: dict[str, tuple[Callable[[Path], bytes], str]] = {
     "duplicate key": (_duplicate_key, "duplicate key 'aivss'"),
     "1e999": (_huge_number, "too large"),
     "NaN": (lambda tmp: _text(tmp).replace('"cost_usd": 0.0', '"cost_usd": NaN').encode(), "NaN"),
     "nested past the limit": (_nested(MAX_DEPTH + 10), f"nested more than {MAX_DEPTH} deep"),
     "nested past the recursion limit": (_nested(100_000), f"nested more than {MAX_DEPTH} deep"),
+    "lone surrogate": (_lone_surrogate, "half of a surrogate pair"),
 }
 
 
@@ -270,6 +278,13 @@ def test_the_action_reads_scan_json_through_the_same_reader(
 
 
 # --------------------------------------------------------------------------- the reader itself
+
+
+def test_a_surrogate_pair_escape_is_one_character_and_reads_back(tmp_path: Path) -> None:
+    data = json.loads(_text(tmp_path))
+    data["findings"][0]["summary"] = "@"
+    raw = json.dumps(data).replace('"@"', '"a smile \\ud83d\\ude00"').encode()
+    assert parse_report(raw, source="x").findings[0].summary == "a smile \U0001f600"
 
 
 def test_a_report_reads_back_equal_and_its_json_is_the_signed_object(tmp_path: Path) -> None:

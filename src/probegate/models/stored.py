@@ -8,7 +8,9 @@ merge and the GitHub Action read it here, the same strict way, into a validated 
 - the bytes must be UTF-8 JSON holding one object, with no key twice in any object (parsers
   disagree on which copy wins, so a file could show one score to a dashboard and another to the
   verifier: docs/signing.md), no ``NaN``/``Infinity`` and no number too large for a float
-  (``1e999``), nested at most :data:`MAX_DEPTH` deep (what probegate itself can write);
+  (``1e999``), nested at most :data:`MAX_DEPTH` deep (what probegate itself can write), and
+  text only: no ``\\ud800`` escape without its other half (a lone surrogate is no character;
+  no encoder can write it back, so every format would fail on it);
 - ``probegate-scan-v1`` is validated as it is; an ``agentguardian-scan-v1`` report (the field
   set probegate's report extends) is mapped onto it where the fields allow, recording what could
   not be mapped in ``report.import_notes`` (docs/gating.md).
@@ -27,6 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from probegate.canonical import canonical_bytes
 from probegate.errors import ReportError
 from probegate.files import MAX_REPORT_BYTES, read_bytes
 from probegate.models.comparison import COMPARISON_SCHEMA, Comparison
@@ -95,6 +98,13 @@ def parse_report_json(raw: bytes, source: str = "report") -> dict[str, Any]:
         raise ReportError(f"{source}: expected a JSON object, got {type(data).__name__}")
     if _depth(data) > MAX_DEPTH:
         raise ReportError(f"{source}: invalid JSON: nested more than {MAX_DEPTH} deep")
+    if "\\ud" in text or "\\uD" in text:  # a surrogate escape: fine in a pair, not alone
+        try:
+            canonical_bytes(data)
+        except UnicodeEncodeError:
+            raise ReportError(
+                f"{source}: invalid JSON: a \\u escape is half of a surrogate pair, not text"
+            ) from None
     return data
 
 
