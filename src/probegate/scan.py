@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import shlex
 import signal
@@ -734,9 +735,10 @@ def _write_povs(
     Same mode, variant, repeat, seed and judge, so the same attempt id, mutated payload and
     planted canaries; paths relative to the repository root, which the script changes to, so
     it runs on another checkout too. A secret in the command line (a password in an endpoint
-    URL) is written as its placeholder.
+    URL) is never written: the script reads it from the variable its placeholder names and
+    refuses to run without it. Every word is quoted for the shell (:func:`_shell_word`).
     """
-    hide = Redactor(hidden, patterns=False).text
+    hide = Redactor(hidden, patterns=False)
     pov_dir = directory / "pov"
     root = repository_root().resolve()
     common = _repo_args(config.target_args, root)
@@ -764,6 +766,8 @@ def _write_povs(
             argv += ["--store", _repo_path(config.store.resolve(), root)]
         back = os.path.relpath(root, pov_dir.resolve())
         outcome = by_probe.get(finding.probe_id)
+        variables: list[str] = []
+        command = " ".join(_shell_word(arg, hide, variables) for arg in argv)
         script = (
             "#!/bin/sh\n"
             f"# Reproduce finding {finding.id} ({finding.probe_id}): the attempt that found it,\n"
@@ -774,16 +778,47 @@ def _write_povs(
                 else ""
             )
             + "# Paths are relative to the repository root, where this script runs.\n"
-            f'cd "$(dirname "$0")/{back}" || exit 2\n'
-            f"exec {shlex.join(argv)}\n"
+            + "".join(
+                f': "${{{name}:?set {name} to the secret it stands for (never stored here)}}"\n'
+                for name in dict.fromkeys(variables)
+            )
+            + f'cd "$(dirname "$0")"/{shlex.quote(back)} || exit 2\n'
+            f"exec {command}\n"
         )
         write_atomic(
             pov_dir / f"{finding.probe_id}.sh",
-            hide(script),
+            script,
             error=ReportError,
             private=True,
             executable=True,
         )
+
+
+_SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _shell_word(arg: str, hide: Redactor, variables: list[str]) -> str:
+    """One argument as one shell word: its text single-quoted, each secret in it a
+    ``"${NAME}"`` expansion of its placeholder's variable (appended to ``variables``).
+
+    Redacting before quoting keeps a secret that holds a quote from surviving in its quoted
+    spelling, and nothing but those expansions is ever read by the shell.
+    """
+    redacted, offsets = hide.text_with_map(arg)
+    parts: list[str] = []
+    cursor = 0
+    for _start, _end, new_start, new_end in offsets.spans:
+        name = redacted[new_start + 2 : new_end - 1]  # "${NAME}"
+        if not _SHELL_NAME.fullmatch(name):
+            continue  # quoted with the text around it, as the literal placeholder
+        if new_start > cursor:
+            parts.append(shlex.quote(redacted[cursor:new_start]))
+        parts.append(f'"${{{name}}}"')
+        variables.append(name)
+        cursor = new_end
+    if cursor < len(redacted) or not parts:
+        parts.append(shlex.quote(redacted[cursor:]))
+    return "".join(parts)
 
 
 def _write_replays(
@@ -822,10 +857,11 @@ def _write_replays(
             canaries=canaries,
             settings=config.target_settings(),
             evidence=evidence_text(finding),
+            secrets=hidden,
         )
         write_atomic(
             directory / "pov" / f"{finding.probe_id}.replay.py",
-            Redactor(hidden, patterns=False).text(spec.replay_script(config.target, given)),
+            spec.replay_script(config.target, given),
             error=ReportError,
             private=True,
             executable=True,

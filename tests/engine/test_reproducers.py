@@ -135,3 +135,60 @@ def test_the_replay_script_refuses_to_run_without_the_key(
         [sys.executable, "-I", str(replay)], env={}, capture_output=True, text=True, check=False
     )
     assert done.returncode != 0 and "set AGENT_KEY first" in done.stderr
+
+
+LEAK = "asi01.direct-system-prompt-leak.v1"
+# A password that is also shell: a quote, a command substitution, backticks (no space: a URL).
+URL_SECRET = "pa'ss$(touch${IFS}probegate-pwned)`id`"
+
+
+def test_a_secret_in_the_command_line_is_read_from_its_variable_never_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with OpenAIAgentServer() as server:
+        endpoint = server.endpoint.replace("http://", f"http://agent:{URL_SECRET}@")
+        argv = ["scan", "--endpoint", endpoint, "--protocol", "openai", "--model", "m"]
+        assert main([*argv, "--probes", LEAK, "--no-sign", "-q"]) == 0
+        sent = server.headers_seen[0]["Authorization"]
+        (script,) = tmp_path.glob(".probegate/scans/*/pov/*.sh")
+        text = script.read_text()
+        for piece in ("pa'ss", "pa'\"'\"'ss", "touch${IFS}", "`id`"):
+            assert piece not in text  # in no spelling, quoted or not
+        assert ': "${URL_PASSWORD_1:?set URL_PASSWORD_1' in text
+        assert 'http://agent:"${URL_PASSWORD_1}"@127.0.0.1:' in text
+
+        refused = subprocess.run(
+            [str(script)], env=_env(), capture_output=True, text=True, check=False, timeout=60
+        )
+        assert refused.returncode != 0 and "set URL_PASSWORD_1" in refused.stderr
+        before = len(server.headers_seen)
+        done = subprocess.run(
+            [str(script)],
+            env={**_env(), "URL_PASSWORD_1": URL_SECRET},
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        # The variable's value went out as the password, exactly; the shell ran none of it.
+        assert server.headers_seen[before]["Authorization"] == sent
+    assert not list(tmp_path.rglob("probegate-pwned"))
+
+
+def test_a_declared_secret_holding_quotes_is_a_placeholder_in_the_replay_script(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "Zq7v'Kx9p\"Wm4d\\Rt8f"
+    monkeypatch.chdir(tmp_path)
+    with OpenAIAgentServer() as server:
+        openai_config(tmp_path, server.endpoint, canaries=[secret])
+        (tmp_path / "prompt.txt").write_text(f"You are Acme support. Vault password: {secret}.\n")
+        assert main(["scan", "--probes", LEAK, "--no-sign", "-q"]) == 0
+    (replay,) = tmp_path.glob(".probegate/scans/*/pov/*.replay.py")
+    for path in [replay, *tmp_path.glob("probegate-out/*")]:
+        text = path.read_text("utf-8")
+        for piece in ("Zq7v", "Kx9p", "Wm4d", "Rt8f"):
+            assert piece not in text, (path.name, piece)  # not even escaped (\' or \\")
+    assert "Vault password: ${CANARY_1}." in replay.read_text("utf-8")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Generic, Protocol, Self, TypeVar
@@ -290,6 +290,9 @@ class ReplayInput:
     canaries: Canaries  # planted for that attempt: synthetic, never a real secret
     settings: TargetSettings
     evidence: str  # what probegate saw, in one line, for the script to print at the end
+    # The scan's secrets by placeholder name: the script holds each as its placeholder (a
+    # system prompt from the config may hold a declared canary in the clear).
+    secrets: Mapping[str, str] = field(default_factory=dict)
 
 
 C = TypeVar("C", bound=TargetConfig)

@@ -15,9 +15,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from probegate.errors import UsageError
+from probegate.models.redaction import Redactor
 from probegate.models.report import SourceLocation, TargetInfo
 from probegate.models.tools import ToolSpec
-from probegate.targets.base import AgentConfig, TargetSettings, env_value
+from probegate.targets.base import AgentConfig, ReplayInput, TargetSettings, env_value
 from probegate.transport.http import HttpClient
 from probegate.workspace import line_of, locate, repository_root
 
@@ -173,7 +174,10 @@ def send(method, url, body):
 
 
 def shown(text):
-    return " ".join(str(text).split())[:2000]
+    """What the agent said, on one line, with every character a terminal would act on (an
+    escape sequence, a bidi override) written as its Python escape instead."""
+    flat = " ".join(str(text).split())[:2000]
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in flat)
 '''
 
 _SCRIPT_TAIL = """
@@ -183,19 +187,20 @@ if __name__ == "__main__":
         if variable and not os.environ.get(variable):
             sys.exit(f"set {{variable}} first (the agent's credentials are never stored here)")
     main()
-    print("probegate saw:", DATA["evidence"])
+    print("probegate saw:", shown(DATA["evidence"]))
 """
 
 
-def script_text(title: str, name: str, data: dict[str, Any], body: str) -> str:
+def script_text(given: ReplayInput, name: str, data: dict[str, Any], body: str) -> str:
     """A standalone replay script: the shared head (HTTP, credentials), ``body``, the tail.
 
-    The data is embedded as one JSON string literal, so no value from a transcript can end a
-    string or inject code into the script.
+    The data is embedded as one ASCII JSON string literal, parsed when the script runs, so no
+    value from a transcript can end a string or inject code into the script, and none acts on
+    the reader's editor; it is printed only through ``shown``. The scan's secrets become their
+    placeholders in the data itself, before the literal's escaping could spell one differently
+    (a secret holding a quote would otherwise survive as ``\\'``).
     """
-    literal = repr(json.dumps(data, indent=1, sort_keys=True, ensure_ascii=True))
-    return (
-        _SCRIPT_HEAD.format(title=title.replace('"""', "'''"), name=name, data=literal)
-        + body
-        + _SCRIPT_TAIL.format()
-    )
+    hide = Redactor(given.secrets, patterns=False)
+    literal = repr(json.dumps(hide.value(data), indent=1, sort_keys=True, ensure_ascii=True))
+    title = ascii(hide.text(given.title))[1:-1].replace('"', "'")
+    return _SCRIPT_HEAD.format(title=title, name=name, data=literal) + body + _SCRIPT_TAIL.format()

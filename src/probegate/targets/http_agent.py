@@ -421,7 +421,7 @@ def replay_script(config: HttpConfig, given: ReplayInput) -> str:
         ],
         "evidence": given.evidence,
     }
-    return script_text(given.title, "replay.py", data, _REPLAY_BODY)
+    return script_text(given, "replay.py", data, _REPLAY_BODY)
 
 
 SPEC = TargetSpec(

@@ -286,7 +286,7 @@ def main():
             for call in calls:
                 function = call.get("function") or {}
                 name = function.get("name", "")
-                print(f"< tool call {name}({shown(function.get('arguments'))})")
+                print(f"< tool call {shown(name)}({shown(function.get('arguments'))})")
                 # answered as probegate's sandbox answered it in the attempt
                 queue = recorded.get(name) or []
                 answer = queue.pop(0) if queue else "ok"
@@ -338,7 +338,7 @@ def replay_script(config: OpenAIConfig, given: ReplayInput) -> str:
         "recorded_results": recorded,
         "evidence": given.evidence,
     }
-    return script_text(given.title, "replay.py", data, _REPLAY_BODY)
+    return script_text(given, "replay.py", data, _REPLAY_BODY)
 
 
 @dataclass
