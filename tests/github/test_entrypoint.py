@@ -28,7 +28,11 @@ from tests.github.helpers import (
     formats_input,
     run_action,
 )
+from tests.reports.inert import assert_markdown_inert, raw_controls
 from tests.servers.base import Handler, LoopbackServer
+from tests.servers.configs import KNOWN_PROBES, openai_config
+from tests.servers.hostile import LacedAgent, laced_probe
+from tests.servers.openai_agent import OpenAIAgentServer
 
 
 def _scan_json(run) -> dict:  # type: ignore[no-untyped-def]
@@ -460,6 +464,36 @@ def test_a_targets_error_reaches_neither_terminal_nor_summary_as_it_was_written(
     assert "oops exe.gnp see https&#58;//evil.example/pwn, www&#46;evil.example" in run.summary
     assert "https://evil.example" not in run.summary and "a&#64;evil.example" in run.summary
     assert_only_intended_commands(run.stdout)
+
+
+def test_a_laced_agent_and_probe_pack_reach_the_log_summary_and_annotations_inert(tmp_path):
+    """A real scan of an agent whose every word is hostile, with a probe file of the same: the
+    log outside the block holds only the Action's commands, each annotation is one line whose
+    text is clean, and the summary makes no link, image, HTML, table cell or command."""
+    ws = tmp_path / "workspace"
+    ws.mkdir()
+    with OpenAIAgentServer(agent=LacedAgent()) as server:
+        openai_config(ws, server.endpoint)
+        probe_id = laced_probe(ws / "probes")
+        run = run_action(
+            tmp_path,
+            {
+                "PG_TARGET": "probegate.yml",
+                "PG_FORMATS": "json,sarif,junit,md",
+                "PG_FAIL_ON": "high",
+                "PG_ARGS": f"--probe-dir probes --probes {probe_id} --probes {KNOWN_PROBES[1]}",
+            },
+            workspace=ws,
+        )
+    assert run.rc == 1, run.stdout
+    assert_only_intended_commands(run.stdout)
+    assert_markdown_inert(run.summary)
+    assert "LACED-7Q" in run.summary and "&lt;/script&gt;" in run.summary
+    laced = [a for a in run.annotations if "Laced" in a]
+    assert len(laced) == 1 and raw_controls(laced[0]) == []
+    assert "title=probegate critical%3A Laced link" in laced[0]
+    assert raw_controls(block_text(run.stdout)) == []  # the scan's own lines, inside the block
+    assert run.outputs["findings"] == "2"
 
 
 def test_summary_stays_under_githubs_limit(tmp_path):
