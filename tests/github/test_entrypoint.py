@@ -97,7 +97,7 @@ def test_demo_fail_on_high_fails_with_annotations(tmp_path):
     )
     assert "probegate gate: failed" in run.summary
     assert "at most 10 per level" in run.summary  # more findings than annotations
-    # The scan's own gate verdict is quoted from its log.
+    # The scan's own gate decision is quoted from its log.
     assert any(line.startswith("> - gate ") for line in run.summary.splitlines()), run.summary
 
 

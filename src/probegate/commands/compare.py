@@ -84,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.output_path is not None and not args.json:
         write_atomic(args.output_path, text, error=ReportError)
-        verdict = "regression" if comparison.regression else "no regression"
-        print(f"probegate compare: {verdict}; wrote {args.output_path}")
+        decision = "regression" if comparison.regression else "no regression"
+        print(f"probegate compare: {decision}; wrote {args.output_path}")
     else:
         sys.stdout.write(json_text(text) if args.output == "json" or args.json else text)
     if args.write_baseline is not None:

@@ -280,7 +280,7 @@ def _run(args: argparse.Namespace, summary: dict[str, Any]) -> int:
         print(note)
     decision = decide(runs, regressions, args.fail_under_pass_rate)
     total = sum(len(run.scenario_results) for run in runs)
-    verdict = "FAILED: " + "; ".join(decision.reasons) if decision.reasons else "passed"
+    status = "FAILED: " + "; ".join(decision.reasons) if decision.reasons else "passed"
     summary.update(
         scenarios=total,
         pass_rate=decision.pass_rate,
@@ -288,5 +288,5 @@ def _run(args: argparse.Namespace, summary: dict[str, Any]) -> int:
         reasons=list(decision.reasons),
         regressions=len(regressions),
     )
-    print(f"probegate run: {total} scenarios, pass rate {decision.pass_rate:.1%}, {verdict}")
+    print(f"probegate run: {total} scenarios, pass rate {decision.pass_rate:.1%}, {status}")
     return decision.exit_code

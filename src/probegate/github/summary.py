@@ -1,4 +1,4 @@
-"""The job summary: the Action's verdict, the scan's Markdown, and GitHub's 1 MiB cap."""
+"""The job summary: the gate's decision, the scan's Markdown, and GitHub's 1 MiB cap."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ TRUNCATED_NOTE = (
     "\n\n> *Truncated to fit GitHub's 1 MiB job-summary limit; the full report is in the "
     "output directory.*\n\n"
 )
-_VERDICTS: dict[int, str] = {
+_DECISIONS: dict[int, str] = {
     ExitCode.PASSED: "passed",
     ExitCode.GATE_FAILED: "failed",
     ExitCode.UNDECIDED: "undecided",
@@ -75,10 +75,10 @@ def gate_section(
     problems: Sequence[str] = (),
     notices: Sequence[str] = (),
 ) -> str:
-    """The Action's verdict: exit code, the scan's own gate lines, what was left out."""
-    verdict = _VERDICTS.get(code, "error")
+    """The gate's decision: exit code, the scan's own gate lines, what was left out."""
+    decision = _DECISIONS.get(code, "error")
     label = EXIT_LABELS.get(code, "unknown")
-    lines = [f"> **probegate gate: {verdict}** (exit code {code}: {label})"]
+    lines = [f"> **probegate gate: {decision}** (exit code {code}: {label})"]
     for message in list(messages)[:LOG_LINES]:
         lines.append(f"> - {md_text(message, limit=300)}")
     for problem in problems:
@@ -142,14 +142,14 @@ def fit_summary(parts: Sequence[str], limit: int) -> tuple[str, bool]:
 
 
 def log_messages(log: Path | None) -> list[str]:
-    """The scan's gate verdicts and errors from its log, for the summary (untrusted text)."""
+    """The scan's gate decisions and errors from its log, for the summary (untrusted text)."""
     if log is None:
         return []
     try:
         text = log.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return []
-    # `gate NAME: STATUS: reason` lines of the scan, its errors, compare's verdict line.
+    # `gate NAME: STATUS: reason` lines of the scan, its errors, compare's decision line.
     keep = ("gate ", "error:", "hint:", "probegate compare:", "probegate run:")
     found: list[str] = []
     for line in text.splitlines():

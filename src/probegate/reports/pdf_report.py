@@ -84,7 +84,7 @@ _BASE = getSampleStyleSheet()
 
 
 def _callout(name: str, *, background: str, border: str) -> ParagraphStyle:
-    """A boxed paragraph: the authority verdict, a suppression."""
+    """A boxed paragraph: whether the score is authoritative, a suppression."""
     return ParagraphStyle(
         name,
         parent=_BASE["BodyText"],
