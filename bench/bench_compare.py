@@ -1,4 +1,4 @@
-"""Benchmark: compare two 10,000-finding reports (target: under 1 s, PRODUCT.md issue 6).
+"""Benchmark: compare two 10,000-finding reports (target: under 1 s).
 
 A large agent fleet merged from shards can carry thousands of findings, and the comparison runs
 on every pull request, so it must stay linear. The baseline and current reports share 9,500

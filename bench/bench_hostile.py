@@ -1,4 +1,4 @@
-"""Hostile agents (issue 14): each repro's time, exit code, peak memory and journal; the
+"""Hostile agents (docs/targets.md): each repro's time, exit code, peak memory and journal; the
 patterns on adversarial megabytes; a soak at concurrency 64 against the faulty mock.
 
 Each scan runs as a child process (``python -m probegate``) against the fault-injecting

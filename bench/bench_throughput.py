@@ -1,6 +1,6 @@
 """Scan throughput against a loopback OpenAI-compatible agent with 50 ms latency per reply.
 
-Figures and the targets they are held to (issue 3):
+Figures and the targets they are held to:
 
 - ``--concurrency 16``: requests/s of a real ``probegate scan`` (journal, judging, sandbox and
   all), against the ideal 16 / 0.05 s = 320 requests/s; target >= 85 %.

@@ -13,7 +13,7 @@ from probegate.models.report import ScanReport
 from probegate.reports import json_report
 from tests.factories import finding, probe_of, scan
 
-SEED = Path(__file__).parents[1] / "data" / "seed000_report.json"
+UPSTREAM = Path(__file__).parents[1] / "data" / "agentguardian_report.json"
 
 
 def _write(tmp_path: Path, name: str, report: ScanReport) -> Path:
@@ -113,7 +113,7 @@ def test_suppression_file_turns_the_regression_into_a_pass(
     assert "1 stale suppression(s) match no finding: deadbeef" in out
 
 
-def test_seed_000_report_is_accepted_as_a_baseline(
+def test_agentguardian_report_is_accepted_as_a_baseline(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cur = _write(
@@ -121,10 +121,10 @@ def test_seed_000_report_is_accepted_as_a_baseline(
         "cur.json",
         scan(resisted=["pi.system-leak.v1", "tool.refund-abuse.v1"], aivss=90),
     )
-    assert main(["compare", str(SEED), str(cur)]) == 2  # different library and mode
+    assert main(["compare", str(UPSTREAM), str(cur)]) == 2  # different library and mode
     err = capsys.readouterr().err
     assert "probe library versions differ" in err and "--allow-mismatch" in err
-    assert main(["compare", str(SEED), str(cur), "--allow-mismatch"]) == 0
+    assert main(["compare", str(UPSTREAM), str(cur), "--allow-mismatch"]) == 0
     out = capsys.readouterr().out
     assert "### Fixed findings (2)" in out
     assert "agentguardian-scan-v1 report, mapped onto probegate-scan-v1" in out

@@ -16,7 +16,7 @@ from probegate.reports import json_report
 from tests.factories import finding, fp_of, probe_of, scan, suppressed
 
 DATA = Path(__file__).parents[1] / "data"
-SEED = DATA / "seed000_report.json"
+UPSTREAM = DATA / "agentguardian_report.json"
 
 
 # --------------------------------------------------------------------------- loading
@@ -41,8 +41,8 @@ def test_import_notes_are_never_serialised() -> None:
     assert "import_notes" not in report.to_dict()
 
 
-def test_seed_000_report_is_accepted_and_mapped() -> None:
-    report = load_report(SEED)
+def test_agentguardian_report_is_accepted_and_mapped() -> None:
+    report = load_report(UPSTREAM)
     assert report.schema_ == "agentguardian-scan-v1"
     assert report.aivss == 62
     assert report.probe_library_version == "2026.05"
@@ -58,7 +58,7 @@ def test_seed_000_report_is_accepted_and_mapped() -> None:
         "pi.system-leak.v1": "vulnerable",
         "tool.refund-abuse.v1": "vulnerable",
     }
-    assert report.findings[0].pov_reliability == 0.56  # seed fields keep their values
+    assert report.findings[0].pov_reliability == 0.56  # upstream fields keep their values
     assert report.authority.authoritative  # full, real, complete, nothing undertested
     notes = " ".join(report.import_notes)
     assert "agentguardian-scan-v1" in notes
@@ -67,31 +67,31 @@ def test_seed_000_report_is_accepted_and_mapped() -> None:
     assert "no per-probe results" in notes
 
 
-def test_seed_report_keeps_an_explicit_fp(tmp_path: Path) -> None:
-    data = json.loads(SEED.read_text())
+def test_upstream_report_keeps_an_explicit_fp(tmp_path: Path) -> None:
+    data = json.loads(UPSTREAM.read_text())
     data["findings"][0]["fp"] = "f" * 32
-    report = parse_report(json.dumps(data).encode(), source="seed.json")
+    report = parse_report(json.dumps(data).encode(), source="upstream.json")
     assert report.findings[0].fp == "f" * 32
 
 
-def test_seed_report_with_too_few_fields_says_which(tmp_path: Path) -> None:
-    data = json.loads(SEED.read_text())
+def test_upstream_report_with_too_few_fields_says_which(tmp_path: Path) -> None:
+    data = json.loads(UPSTREAM.read_text())
     del data["aivss"]
     with pytest.raises(ReportError, match="has no 'aivss' field"):
-        parse_report(json.dumps(data).encode(), source="seed.json")
-    data = json.loads(SEED.read_text())
+        parse_report(json.dumps(data).encode(), source="upstream.json")
+    data = json.loads(UPSTREAM.read_text())
     for key in ("tier", "sub_scores", "coverage_grade"):
         del data[key]
-    report = parse_report(json.dumps(data).encode(), source="seed.json")
+    report = parse_report(json.dumps(data).encode(), source="upstream.json")
     assert "coverage_grade, sub_scores, tier" in " ".join(report.import_notes)
 
 
-def test_seed_report_that_is_not_authoritative_says_why() -> None:
-    data = json.loads(SEED.read_text())
+def test_upstream_report_that_is_not_authoritative_says_why() -> None:
+    data = json.loads(UPSTREAM.read_text())
     data.update(mode="fast", mode_authoritative=False, evaluation_mode="stub")
     data["completeness"]["pct"] = 50.0
     data["undertested"] = ["ASI07"]
-    report = parse_report(json.dumps(data).encode(), source="seed.json")
+    report = parse_report(json.dumps(data).encode(), source="upstream.json")
     assert report.authority.failed == [
         "mode_authoritative",
         "scoring_valid",
@@ -246,12 +246,12 @@ def test_allow_mismatch_compares_the_common_probes_only_and_says_so() -> None:
     assert any("only the 3 probe(s) present in both scans" in n for n in c.notes)
 
 
-def test_seed_baseline_compares_with_allow_mismatch() -> None:
-    seed = load_report(SEED)
+def test_upstream_baseline_compares_with_allow_mismatch() -> None:
+    upstream = load_report(UPSTREAM)
     cur = scan(resisted=["pi.system-leak.v1", "mem.poison.v1"], mode="full", aivss=70)
     with pytest.raises(UsageError, match="probe library versions differ"):
-        compare(seed, cur)
-    c = compare(seed, cur, allow_mismatch=True)
+        compare(upstream, cur)
+    c = compare(upstream, cur, allow_mismatch=True)
     assert [f.probe_id for f in c.fixed] == ["pi.system-leak.v1"]
     # tool.refund-abuse.v1 was not run by the current scan: not compared, never "fixed"
     assert [f.probe_id for f in c.not_compared] == ["tool.refund-abuse.v1"]

@@ -1,4 +1,4 @@
-"""The gates and how they combine into one exit code (PRODUCT.md sections 2 and 5)."""
+"""The gates and how they combine into one exit code (docs/gating.md, "The gates", "Exit codes")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The gates against real scans of the bundled demo agents (PRODUCT.md issue 6 acceptance).
+"""The gates against real scans of the bundled demo agents (docs/gating.md).
 
 Synthetic reports test the rules; these check that the rules hold on what ``probegate scan``
 actually writes, through the CLI, the way CI runs it.

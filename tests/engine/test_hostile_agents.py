@@ -1,4 +1,4 @@
-"""Hostile agents (issue 14): whatever an endpoint sends, the scan ends with its reports.
+"""Hostile agents (docs/targets.md): whatever an endpoint sends, the scan ends with its reports.
 
 Each repro is a real scan through ``main(argv)`` against the fault-injecting loopback server
 (tests/servers/faults.py), with every report format asked for. On the code before the bounds

@@ -1,4 +1,4 @@
-"""Property: a hostile reply, through every target kind, into every report format (issue 14).
+"""Property: a hostile reply, through every kind, into every format (docs/targets.md).
 
 Hypothesis draws replies of any code point (lone surrogates, controls, bidi overrides), any
 size, any depth and any number of tool calls; each is served by a real loopback agent (the

@@ -1,4 +1,4 @@
-"""Every bundled pattern runs on RE2 and survives adversarial megabytes (issue 14).
+"""Every bundled pattern runs on RE2 and survives adversarial megabytes (docs/probes.md).
 
 Time is not asserted here (``make bench`` prints it: bench/bench_hostile.py): what is asserted
 is that each pattern is compiled by the linear-time engine, which is what makes its time

@@ -2,8 +2,8 @@
 
 Taxonomy ids are checked against the official lists (shared/reference/taxonomies.md) and the
 bundled MITRE ATLAS file, loaded here independently of the package's own loader; the library's
-shape (counts per ASI category and channel, multi-turn, deterministic share) is the product's
-promise in issue 4.
+shape (counts per ASI category and channel, multi-turn, deterministic share) is held to
+floors below, which docs/probes.md's header reports.
 """
 
 from __future__ import annotations

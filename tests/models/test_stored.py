@@ -25,7 +25,7 @@ from probegate.reports import json_report
 from probegate.reports.signing import generate_key_pair, sign_report
 from tests.factories import make_finding, make_report
 
-SEED = Path(__file__).parents[1] / "data" / "seed000_report.json"
+UPSTREAM = Path(__file__).parents[1] / "data" / "agentguardian_report.json"
 SECRET = "test-secret-0123456789abcdef"
 
 Command = Callable[[Path, Path], list[str]]
@@ -182,33 +182,33 @@ def test_the_depth_limit_is_exact() -> None:
         parse_report_json(_object_nested(MAX_DEPTH + 1))
 
 
-# --------------------------------------------------------------------------- seed reports
+# ------------------------------------------------------- upstream (agentguardian-scan-v1) reports
 
 
-def test_report_re_emits_a_seed_report(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["report", str(SEED), "--output", "md", "--output-path", "-"]) == 0
+def test_report_re_emits_an_upstream_report(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(UPSTREAM), "--output", "md", "--output-path", "-"]) == 0
     captured = capsys.readouterr()
     assert "pi.system-leak.v1" in captured.out and "tool.refund-abuse.v1" in captured.out
     assert "note: " in captured.err and "agentguardian-scan-v1" in captured.err
 
 
-def test_report_json_of_a_seed_report_reads_back_and_drops_its_signatures(
+def test_report_json_of_an_upstream_report_reads_back_and_drops_its_signatures(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "again.json"
-    assert main(["report", str(SEED), "--output", "json", "--output-path", str(out)]) == 0
+    assert main(["report", str(UPSTREAM), "--output", "json", "--output-path", str(out)]) == 0
     again = json.loads(out.read_text())
     assert "signatures" not in again  # they signed the original file, not this mapping
-    assert load_report(out).findings == load_report(SEED).findings
+    assert load_report(out).findings == load_report(UPSTREAM).findings
 
 
-def test_verify_checks_a_signed_seed_report(
+def test_verify_checks_a_signed_upstream_report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     private, public = generate_key_pair()
-    data = json.loads(SEED.read_text())
+    data = json.loads(UPSTREAM.read_text())
     signed = sign_report(data, secret=SECRET.encode(), private_key_pem=private)
-    path, pub = tmp_path / "seed.json", tmp_path / "signer.pub"
+    path, pub = tmp_path / "upstream.json", tmp_path / "signer.pub"
     path.write_text(json.dumps(signed, indent=2))
     pub.write_bytes(public)
     assert main(["verify", str(path), "--pubkey-file", str(pub), "--secret", SECRET]) == 0
@@ -220,31 +220,33 @@ def test_verify_checks_a_signed_seed_report(
     ]
 
 
-def test_compare_reads_a_seed_report_on_either_side(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["compare", str(SEED), str(SEED)]) == 0
+def test_compare_reads_an_upstream_report_on_either_side(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["compare", str(UPSTREAM), str(UPSTREAM)]) == 0
     assert (
         "New: **0** · new but suppressed: 0 · fixed: 0 · persisting: 2" in capsys.readouterr().out
     )
 
 
-def test_scan_takes_a_seed_report_as_its_baseline(
+def test_scan_takes_an_upstream_report_as_its_baseline(
     in_tmp: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["scan", "demo", "--quiet", "--no-sign", "--baseline", str(SEED)]
+    argv = ["scan", "demo", "--quiet", "--no-sign", "--baseline", str(UPSTREAM)]
     assert main([*argv, "--allow-mismatch"]) == 0
     report = json.loads((in_tmp / "probegate-out" / "scan.json").read_text())
     assert report["comparison"]["baseline"]["schema"] == "agentguardian-scan-v1"
     assert report["comparison"]["common_probes_only"] is True
 
 
-def test_merge_reads_a_seed_report_and_refuses_it_as_any_unsharded_report(
+def test_merge_reads_an_upstream_report_and_refuses_it_as_any_unsharded_report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     good = _good(tmp_path)  # a probegate report scanned without --shard
-    seed_err = _one_line_exit_2(READERS["merge"](SEED, good), SEED, capsys)
+    upstream_err = _one_line_exit_2(READERS["merge"](UPSTREAM, good), UPSTREAM, capsys)
     native_err = _one_line_exit_2(READERS["merge"](good, good), good, capsys)
-    assert "is not a shard report (it was scanned without --shard)" in seed_err
-    assert seed_err.replace(str(SEED), "F") == native_err.replace(str(good), "F")
+    assert "is not a shard report (it was scanned without --shard)" in upstream_err
+    assert upstream_err.replace(str(UPSTREAM), "F") == native_err.replace(str(good), "F")
 
 
 def test_merge_refuses_a_shard_with_a_duplicate_key(

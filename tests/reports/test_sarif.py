@@ -178,7 +178,7 @@ def test_suppressed_findings_become_sarif_suppressions() -> None:
             assert suppression["properties"] == {"expires": finding.suppressed.expires}
 
 
-def test_result_properties_follow_seed_000() -> None:
+def test_result_properties_are_the_documented_ones() -> None:
     report = golden_report()
     result = _doc()["runs"][0]["results"][0]
     finding = report.findings[0]

@@ -135,7 +135,7 @@ def _deep(levels: int) -> list[Any]:
 
 
 def hostile_output(input: str, context: dict[str, Any]) -> Any:
-    """What a hostile agent hands back (issue 14), chosen by the scenario's input."""
+    """What a hostile agent hands back, chosen by the scenario's input."""
     cyclic: dict[str, Any] = {}
     cyclic["self"] = cyclic
     if input == "surrogate":

@@ -132,7 +132,7 @@ def test_an_adapter_module_in_the_current_directory(
     )
     write_suite(in_tmp, "s", [{"name": "o", "input": "x", "expected_output": "shipped"}])
     try:
-        assert main(["run", "s.yml", "--adapter", f"{module}.Agent"]) == 0  # the seed's form
+        assert main(["run", "s.yml", "--adapter", f"{module}.Agent"]) == 0  # the dotted form
         assert main(["run", ".", "--adapter", f"{module}:Agent"]) == 0
     finally:
         sys.modules.pop(module, None)

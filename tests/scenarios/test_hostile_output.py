@@ -1,6 +1,7 @@
-"""``probegate run`` with an adapter whose agent is hostile (issue 14): any Unicode, any depth,
-any size is stored, scored and rendered in every output; a pattern that could backtrack on
-what the agent says is refused before anything runs (exit 2)."""
+"""``probegate run`` with an adapter whose agent is hostile (docs/targets.md, "Hostile output").
+
+Any Unicode, any depth, any size is stored, scored and rendered in every output; a pattern
+that could backtrack on what the agent says is refused before anything runs (exit 2)."""
 
 from __future__ import annotations
 

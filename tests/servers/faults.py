@@ -12,7 +12,7 @@ reply), ``drip`` (body one byte at a time), ``headerdrip`` (headers one byte at 
 ``nochoices`` (valid JSON, wrong shape), ``secret`` (a 400 whose body echoes the API key and
 contains terminal escapes).
 
-Hostile agents (issue 14), each on every reply: ``surrogate`` (lone surrogates in the text and
+Hostile agents (docs/targets.md), on every reply: ``surrogate`` (lone surrogates in the text and
 in a tool call's arguments, as a model cut off mid-emoji sends), ``deep`` (a 2 KB reply nested
 1,001 levels deep), ``deepargs`` (tool arguments nested 300 levels deep), ``manycalls`` (10,000
 tool calls), ``bigreply`` (1 MB of text), ``imagebomb`` (1 MB of ``![``, the worst case of

@@ -1,4 +1,4 @@
-"""A hostile agent of every kind, saying whatever a test sets (issue 14).
+"""A hostile agent of every kind, saying whatever a test sets.
 
 :class:`HostileReply` is one reply: text (any code point, lone surrogates too, repeated to
 any size), tool calls (any name, any number) and arguments nested to any depth. The same

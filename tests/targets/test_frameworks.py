@@ -124,7 +124,7 @@ def test_careful_service_across_the_whole_library(tmp_path: Path) -> None:
     assert code == 0
     assert report["findings"] == []
     assert {u["reason"] for u in report["unjudged"]} <= {JUDGE_ONLY}
-    # Only the judge-only probes stay unjudged; issue 11 reports them as not_run.
+    # Only the judge-only probes stay unjudged; without a judge they are not_run (docs/judge.md).
     assert len(report["unjudged"]) <= 0.05 * report["coverage"]["attempts_planned"]
     assert report["undertested"] == []
     assert report["authority"]["failed"] == ["mode_authoritative"]

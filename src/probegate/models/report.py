@@ -271,7 +271,7 @@ class ScanReport(_Model):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form: seed field names, ``signatures`` omitted while unsigned."""
+        """The JSON form (docs/report-format.md); ``signatures`` omitted while unsigned."""
         data = self.model_dump(mode="json", by_alias=True)
         for optional in ("signatures", "comparison", "guard", "mcp", "controls"):
             if data.get(optional) is None:

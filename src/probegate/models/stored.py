@@ -37,16 +37,16 @@ from probegate.models.report import SCHEMA, Budget, Completeness, Engine, ScanRe
 from probegate.perf import gc_paused
 from probegate.validation import describe
 
-SEED_SCHEMA = "agentguardian-scan-v1"
-SCHEMAS = (SCHEMA, SEED_SCHEMA)
+UPSTREAM_SCHEMA = "agentguardian-scan-v1"
+SCHEMAS = (SCHEMA, UPSTREAM_SCHEMA)
 # Containers inside containers, the report object itself counted: the deepest JSON probegate's
 # own serializer writes (pydantic stops at 255 levels below the report), so every report a scan
 # wrote reads back, and nothing deeper reaches the emitters.
 MAX_DEPTH = 256
 
-# The aivss_severity a seed report does not carry: the midpoint of each CVSS-style band, so a
+# The aivss_severity an upstream report does not carry: the midpoint of each CVSS-style band, so a
 # mapped finding sorts and renders like a native one of the same severity.
-_SEED_AIVSS_SEVERITY: dict[str, float] = {
+_UPSTREAM_AIVSS_SEVERITY: dict[str, float] = {
     "critical": 9.5,
     "high": 8.0,
     "medium": 5.5,
@@ -113,12 +113,12 @@ def report_from_data(data: dict[str, Any], *, source: str) -> ScanReport:
     schema = data.get("schema")
     if schema == SCHEMA:
         notes: list[str] = []
-    elif schema == SEED_SCHEMA:
-        data, notes = _map_seed_report(data, source=source)
+    elif schema == UPSTREAM_SCHEMA:
+        data, notes = _map_upstream_report(data, source=source)
     else:
         raise ReportError(
             f"{source}: unsupported report schema {schema!r} "
-            f"(expected {SCHEMA!r} or {SEED_SCHEMA!r})"
+            f"(expected {SCHEMA!r} or {UPSTREAM_SCHEMA!r})"
         )
     try:
         with gc_paused():
@@ -188,21 +188,21 @@ def _depth(data: dict[str, Any]) -> int:
     return depth
 
 
-# --------------------------------------------------------------------------- seed reports
+# ------------------------------------------------------- upstream (agentguardian-scan-v1) reports
 
 
-def _map_seed_report(data: dict[str, Any], *, source: str) -> tuple[dict[str, Any], list[str]]:
+def _map_upstream_report(data: dict[str, Any], *, source: str) -> tuple[dict[str, Any], list[str]]:
     """Map an ``agentguardian-scan-v1`` report onto probegate's fields, with a note per guess.
 
     Its fields keep their meaning (probegate's report is a superset of its field list); only
     probegate's additions are missing, and each one that has to be invented is named in a note
     so a comparison can say what it could not match.
     """
-    notes = [f"{source} is an {SEED_SCHEMA} report, mapped onto {SCHEMA}"]
+    notes = [f"{source} is an {UPSTREAM_SCHEMA} report, mapped onto {SCHEMA}"]
     out = dict(data)
     for key in ("findings", "aivss", "mode"):
         if key not in out:
-            raise ReportError(f"{source}: {SEED_SCHEMA} report has no {key!r} field")
+            raise ReportError(f"{source}: {UPSTREAM_SCHEMA} report has no {key!r} field")
     if not isinstance(out["findings"], list):
         raise ReportError(f"{source}: 'findings' must be a list")
 
@@ -242,28 +242,30 @@ def _map_seed_report(data: dict[str, Any], *, source: str) -> tuple[dict[str, An
     for key in missing:
         out[key] = defaults[key]
     if missing:
-        notes.append(f"seed fields missing from the report were defaulted: {', '.join(missing)}")
+        notes.append(
+            f"{UPSTREAM_SCHEMA} fields missing from the report were defaulted: {', '.join(missing)}"
+        )
 
     target = out["target"]
     if isinstance(target, dict) and "definition" not in target:
         out["target"] = {**target, "definition": {"path": "probegate.yml", "line": 1}}
-    for key, model in _SEED_SUBOBJECTS.items():
-        # Seed sub-objects are subsets of ours; anything extra in them is dropped, not fatal.
+    for key, model in _UPSTREAM_SUBOBJECTS.items():
+        # Its sub-objects are subsets of ours; anything extra in them is dropped, not fatal.
         value = out.get(key)
         if isinstance(value, dict):
             out[key] = {k: v for k, v in value.items() if k in model.model_fields}
 
-    findings, results, converted = _map_seed_findings(out["findings"], source=source)
+    findings, results, converted = _map_upstream_findings(out["findings"], source=source)
     out["findings"] = findings
     out["results"] = results
     out.setdefault("unjudged", [])
     out.setdefault("not_applicable", [])
     out.setdefault("seed", 0)
-    out["authority"] = _seed_authority(out)
+    out["authority"] = _upstream_authority(out)
     if converted:
         notes.append(
-            f"{converted} seed finding(s) with success=false were read as resisted probes, "
-            "not findings"
+            f"{converted} {UPSTREAM_SCHEMA} finding(s) with success=false were read as resisted "
+            "probes, not findings"
         )
     notes.append(
         "the report has no per-probe results: only probes listed in its findings are known "
@@ -271,18 +273,18 @@ def _map_seed_report(data: dict[str, Any], *, source: str) -> tuple[dict[str, An
     )
     notes.append(
         "finding fingerprints were derived from probe_id where absent; "
-        "finding evidence, channel, OWASP LLM ids and remediation are not in the seed shape"
+        f"finding evidence, channel, OWASP LLM ids and remediation are not in {UPSTREAM_SCHEMA}"
     )
     return out, notes
 
 
-_SEED_SUBOBJECTS: dict[str, type[BaseModel]] = {
+_UPSTREAM_SUBOBJECTS: dict[str, type[BaseModel]] = {
     "engine": Engine,
     "budget": Budget,
     "completeness": Completeness,
 }
 
-_SEED_FINDING_KEYS = {
+_UPSTREAM_FINDING_KEYS = {
     "id",
     "probe_id",
     "asi",
@@ -302,7 +304,7 @@ _SEED_FINDING_KEYS = {
 }
 
 
-def _map_seed_findings(
+def _map_upstream_findings(
     raw: list[Any], *, source: str
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
     findings: list[dict[str, Any]] = []
@@ -315,7 +317,7 @@ def _map_seed_findings(
         severity = str(item.get("severity", "")).lower()
         asi = str(item.get("asi", ""))
         succeeded = bool(item.get("success", True))
-        # A seed report may list one probe several times; its result is vulnerable if any
+        # An upstream report may list one probe several times; its result is vulnerable if any
         # listed attempt succeeded.
         result = results.setdefault(
             probe_id,
@@ -337,7 +339,7 @@ def _map_seed_findings(
             converted += 1
             continue
         result["outcome"] = "vulnerable"
-        finding = {k: v for k, v in item.items() if k in _SEED_FINDING_KEYS}
+        finding = {k: v for k, v in item.items() if k in _UPSTREAM_FINDING_KEYS}
         finding.setdefault("fp", finding_fp(probe_id))
         finding.setdefault("id", f"F-{finding['fp'][:12]}")
         finding.setdefault("mitre_atlas", [])
@@ -353,7 +355,7 @@ def _map_seed_findings(
             owasp_llm=[],
             channel="unknown",
             successes=1,
-            aivss_severity=_SEED_AIVSS_SEVERITY.get(severity, 0.0),
+            aivss_severity=_UPSTREAM_AIVSS_SEVERITY.get(severity, 0.0),
             remediation="",
             location={"path": "probegate.yml", "line": 1},
         )
@@ -361,8 +363,8 @@ def _map_seed_findings(
     return findings, sorted(results.values(), key=lambda r: str(r["probe_id"])), converted
 
 
-def _seed_authority(data: dict[str, Any]) -> dict[str, Any]:
-    """Authority from the seed's own flags: the same conditions as docs/scoring.md."""
+def _upstream_authority(data: dict[str, Any]) -> dict[str, Any]:
+    """Authority from the upstream report's own flags: the same conditions as docs/scoring.md."""
     failed: list[str] = []
     reasons: list[str] = []
     if data.get("mode") != "full" or not data.get("mode_authoritative"):

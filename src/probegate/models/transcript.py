@@ -2,8 +2,8 @@
 
 A path such as ``turns.3.tool_calls.0.arguments.body`` names a location in
 ``Transcript.model_dump()``; :func:`resolve_path` reads it back. Tool calls carry their result
-inline (the seed 002 AgentResult shape), so one assistant turn holds what the agent did and what
-it was told.
+inline (the shape of a scenario's AgentResult, docs/scenarios.md), so one assistant turn holds
+what the agent did and what it was told.
 
 What the agent wrote is bounded as it enters a :class:`ToolCall` or an assistant
 :class:`Turn` (:mod:`probegate.models.bounds`): valid Unicode, finite depth and size, at most
@@ -62,7 +62,7 @@ def _clean_strings(data: Any) -> Any:
 
 
 class GuardFinding(BaseModel):
-    """One finding of a runtime guard's Verdict (seed 004), kept as the guard sent it.
+    """One finding of a runtime guard's verdict (docs/guard.md), kept as the guard sent it.
 
     ``path`` points into the GuardEvent probegate sent (``payload.messages.0.content``), not
     into this transcript; ``subject`` is bounded before it is stored.

@@ -1,4 +1,4 @@
-"""Attempts and their Verdict-style evidence (seed 004 finding fields)."""
+"""Attempts and their evidence, located the way a runtime guard's findings are (docs/guard.md)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ class Outcome(StrEnum):
 
 
 class Evidence(BaseModel):
-    """What an oracle saw, where: a seed-004 Verdict finding pointing into the transcript.
+    """What an oracle saw, where: a guard-protocol-shaped finding pointing into the transcript.
 
     ``subject`` is the one bounded value the finding fired on (redacted before it is stored);
     ``start``/``end`` are offsets into the string at ``path``.

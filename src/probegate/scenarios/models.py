@@ -1,7 +1,7 @@
-"""The seed 002 data shapes: Scenario, AgentResult, ScoreResult, ScenarioRunResult, RunResult.
+"""The suite data shapes: Scenario, AgentResult, ScoreResult, ScenarioRunResult, RunResult.
 
-Field names and meanings are the seed's, so a consumer written against its JSON report (the
-``jq`` and Python snippets there) reads ours unchanged. Two kinds of outside data enter here and
+Field names and meanings are AgenticAssure 0.4's (docs/scenarios.md), so a consumer written
+against its JSON results reads ours unchanged. Two kinds of outside data enter here and
 are validated once: suite files (strict: an unknown key is a typo the user should hear about)
 and whatever the user's adapter returns (lenient: an agent framework's result object carries
 more than we need, and values such as ``raw_response`` may be arbitrary Python objects, which
@@ -313,8 +313,9 @@ class ScoreResult(BaseModel):
 class ScenarioRunResult(BaseModel):
     """One scenario's run: the agent's result, the scores, and the verdict.
 
-    ``agent_result`` is an empty AgentResult (never null) when the adapter failed, so the seed's
-    consumers (``.agent_result.tool_calls[]``) keep working; ``error`` says what went wrong.
+    ``agent_result`` is an empty AgentResult (never null) when the adapter failed, so
+    AgenticAssure's consumers (``.agent_result.tool_calls[]``) keep working; ``error`` says what
+    went wrong.
     """
 
     model_config = ConfigDict(extra="forbid")

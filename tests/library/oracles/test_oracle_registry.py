@@ -3,7 +3,7 @@
 The probe schema (the discriminated union probe files are parsed with), the "Oracle kinds"
 section of docs/probes.md, the kinds named by ``probegate probes list --help`` and the judging
 all follow the registry; these tests fail when one of them does not. The last one shows that a
-kind holding other oracles (issue 11's ``all_of``) fits the pattern: one module, one line.
+kind holding other oracles (``all_of``, docs/scoring.md) fits the pattern: one module, one line.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def test_probes_list_help_names_every_kind(capsys: pytest.CaptureFixture[str]) -
 
 
 class _BothOracle(OracleModel):
-    """A test-only conjunction: vulnerable when every inner oracle is (issue 11's all_of)."""
+    """A test-only conjunction: vulnerable when every inner oracle is (like all_of)."""
 
     kind: Literal["both"] = "both"
     oracles: tuple[Oracle, ...]  # noqa: F821 - resolved by oracle_union
