@@ -59,7 +59,7 @@ from probegate.reports import FORMATS, parse_formats, write_outputs
 from probegate.reports.digest import authority_text, evidence_text, group_unjudged, stop_text
 from probegate.reports.headline import asi_score_text, controls_text, score_text
 from probegate.reports.redact import redact_report
-from probegate.reports.signing import SECRET_ENV, sign_report, signing_material_from_env
+from probegate.reports.signing import SECRET_ENV, sign_report, signing_material
 from probegate.suppressions import SuppressionEntry, apply_suppressions, load_suppressions
 from probegate.targets.base import ReplayInput, Target, capabilities_of
 from probegate.targets.registry import build_target, spec_of
@@ -273,17 +273,10 @@ def execute_scan(
 def _signing_material(config: ScanConfig) -> tuple[bytes | None, bytes | None]:
     """The secret and key the report will be signed with, checked before the scan runs: a key
     that cannot be read must not cost a whole scan and then its report."""
-    if config.sign is False:
-        return None, None
-    secret, key_pem = signing_material_from_env(
-        str(config.signing_key) if config.signing_key else None
+    secret, key_pem = signing_material(
+        config.sign, str(config.signing_key) if config.signing_key else None
     )
     if secret is None and key_pem is None:
-        if config.sign:
-            raise UsageError(
-                "--sign needs PROBEGATE_SIGNING_SECRET and/or a key (--signing-key or "
-                "PROBEGATE_SIGNING_KEY); 'probegate keys generate' writes one"
-            )
         return None, None
     sign_report({}, secret=secret, private_key_pem=key_pem)  # a short secret is refused here
     return secret, key_pem

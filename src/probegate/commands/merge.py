@@ -13,14 +13,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from probegate.commands.flags import add_gate_flags, add_signing_flags
 from probegate.engine.shards import load_shards, merge_reports
-from probegate.errors import UsageError
 from probegate.gate import evaluate_gates
 from probegate.library.loader import load_library
 from probegate.models.taxonomy import Severity
 from probegate.reports import formats_help, parse_formats, write_outputs
 from probegate.reports.headline import score_text
-from probegate.reports.signing import sign_report, signing_material_from_env
+from probegate.reports.signing import sign_report, signing_material
 from probegate.terminal import clean, json_text
 
 
@@ -47,34 +47,14 @@ def add_parser(sub: Any) -> None:
         metavar="DIR",
         help="where the merged report goes (default: probegate-out)",
     )
-    p.add_argument(
-        "--fail-under",
-        dest="fail_under",
-        type=float,
-        metavar="SCORE",
-        help="exit 1 below SCORE, 3 when the merged scan is not authoritative (default: none)",
+    add_gate_flags(
+        p,
+        fail_under_help="exit 1 below SCORE, 3 when the merged scan is not authoritative "
+        "(default: none)",
+        fail_on_help="exit 1 on a finding at or above: critical, high, medium, low (default: none)",
     )
-    p.add_argument(
-        "--fail-on",
-        dest="fail_on",
-        choices=["critical", "high", "medium", "low"],
-        type=str.lower,
-        metavar="SEVERITY",
-        help="exit 1 on a finding at or above: critical, high, medium, low (default: none)",
-    )
-    p.add_argument(
-        "--sign",
-        dest="sign",
-        action="store_true",
-        default=None,
-        help="require signing (default: sign when signing material is in the environment)",
-    )
-    p.add_argument("--no-sign", dest="sign", action="store_false", help="never sign")
-    p.add_argument(
-        "--signing-key",
-        dest="signing_key",
-        metavar="FILE",
-        help="Ed25519 private key, PEM (default: $PROBEGATE_SIGNING_KEY)",
+    add_signing_flags(
+        p, sign_help="require signing (default: sign when signing material is in the environment)"
     )
 
 
@@ -83,17 +63,10 @@ def run(args: argparse.Namespace) -> int:
     shards = load_shards([Path(p) for p in args.shards])
     library = load_library()
     merged = merge_reports(shards, library_probe_ids={p.id for p in library.probes})
-    if args.sign is not False:
-        secret, key_pem = signing_material_from_env(args.signing_key)
-        if secret is None and key_pem is None:
-            if args.sign:
-                raise UsageError(
-                    "--sign needs PROBEGATE_SIGNING_SECRET and/or a key (--signing-key or "
-                    "PROBEGATE_SIGNING_KEY)"
-                )
-        else:
-            signed = sign_report(merged.to_dict(), secret=secret, private_key_pem=key_pem)
-            merged = merged.model_copy(update={"signatures": signed.get("signatures")})
+    secret, key_pem = signing_material(args.sign, args.signing_key)
+    if secret is not None or key_pem is not None:
+        signed = sign_report(merged.to_dict(), secret=secret, private_key_pem=key_pem)
+        merged = merged.model_copy(update={"signatures": signed.get("signatures")})
     written = write_outputs(merged, formats, Path(args.output_dir))
     result = evaluate_gates(
         merged,

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from probegate.commands.flags import add_gate_flags, add_signing_flags, any_case
 from probegate.config import (
     ALLOW_OUTSIDE_FLAG,
     DEFAULT_CONFIG,
@@ -37,11 +38,6 @@ def _default(field: str) -> str:
     if isinstance(value, list):
         value = ",".join(str(v) for v in value)
     return f" (default: {value})"
-
-
-def _any_case(text: str) -> str:
-    """A choice in any case (``--fail-on HIGH``, ``--mode FAST``): argparse then checks it."""
-    return text.strip().lower()
 
 
 def add_parser(sub: Any) -> None:
@@ -81,14 +77,14 @@ def add_parser(sub: Any) -> None:
             help=flag.help,
             metavar=flag.metavar,
             choices=choices,
-            type=_any_case if choices else None,
+            type=any_case if choices else None,
         )
     s = p.add_argument_group("scan")
     modes = ["fast", "smart", "full"]
     s.add_argument(
         "--mode",
         choices=modes,
-        type=_any_case,
+        type=any_case,
         help="fast: every applicable probe once; smart: then mutated variants where the agent "
         "resisted; full: every probe x every mutator x --repeat (the only authoritative mode)"
         + _default("mode"),
@@ -264,23 +260,12 @@ def add_parser(sub: Any) -> None:
         help="where the report files go (files of formats not asked for this time are "
         "removed, so the folder is one scan's)" + _default("output_dir"),
     )
-    o.add_argument(
-        "--fail-under",
-        dest="fail_under",
-        type=float,
-        metavar="SCORE",
-        help="exit 1 when the score (0-100) is below SCORE; exit 3 on a scan that is not "
-        "authoritative (default: no score gate)",
-    )
-    severities = ["critical", "high", "medium", "low"]
-    o.add_argument(
-        "--fail-on",
-        dest="fail_on",
-        choices=severities,
-        type=_any_case,
-        metavar="SEVERITY",
-        help="exit 1 on an unsuppressed finding at or above: critical, high, medium, low "
-        "(default: no severity gate)",
+    add_gate_flags(
+        o,
+        fail_under_help="exit 1 when the score (0-100) is below SCORE; exit 3 on a scan that is "
+        "not authoritative (default: no score gate)",
+        fail_on_help="exit 1 on an unsuppressed finding at or above: critical, high, medium, "
+        "low (default: no severity gate)",
     )
     o.add_argument(
         "--baseline",
@@ -305,19 +290,8 @@ def add_parser(sub: Any) -> None:
         metavar="FILE",
         help="accepted findings (default: .probegate-suppressions.yml when it exists)",
     )
-    o.add_argument(
-        "--sign",
-        dest="sign",
-        action="store_true",
-        default=None,
-        help="require signing (default: sign when PROBEGATE_SIGNING_SECRET or a key is set)",
-    )
-    o.add_argument("--no-sign", dest="sign", action="store_false", help="never sign")
-    o.add_argument(
-        "--signing-key",
-        dest="signing_key",
-        metavar="FILE",
-        help="Ed25519 private key, PEM (default: $PROBEGATE_SIGNING_KEY)",
+    add_signing_flags(
+        o, sign_help="require signing (default: sign when PROBEGATE_SIGNING_SECRET or a key is set)"
     )
 
 

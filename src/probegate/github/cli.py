@@ -72,6 +72,22 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+# The entrypoint's checks of the user's inputs: each refuses with an ActionError, which goes to
+# --error-file when one is given (see main), else out as a workflow command.
+_CHECKS = ("split-args", "check-packages", "check-locations")
+
+
+def _check(args: argparse.Namespace, environ: Mapping[str, str]) -> None:
+    if args.command == "split-args":
+        words = split_args(environ.get("PG_ARGS", ""))
+        sys.stdout.buffer.write(b"".join(w.encode("utf-8") + b"\0" for w in words))
+        sys.stdout.flush()
+    elif args.command == "check-packages":
+        check_packages(args.packages)
+    else:
+        check_locations(args.output_dir, args.store)
+
+
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     environ = os.environ if env is None else env
     try:
@@ -79,27 +95,13 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         if args.command == "token":
             print(stop_commands_token())
             return ExitCode.PASSED
-        if args.command == "split-args":
+        if args.command in _CHECKS:
             try:
-                words = split_args(environ.get("PG_ARGS", ""))
+                _check(args, environ)
             except ActionError as exc:
                 if args.error_file is None:
                     raise
                 # Plain text for the entrypoint, which hands it to `finish` to print escaped.
-                args.error_file.write_text(str(exc), encoding="utf-8")
-                return ExitCode.USAGE
-            sys.stdout.buffer.write(b"".join(w.encode("utf-8") + b"\0" for w in words))
-            sys.stdout.flush()
-            return ExitCode.PASSED
-        if args.command in ("check-packages", "check-locations"):
-            try:
-                if args.command == "check-packages":
-                    check_packages(args.packages)
-                else:
-                    check_locations(args.output_dir, args.store)
-            except ActionError as exc:
-                if args.error_file is None:
-                    raise
                 args.error_file.write_text(str(exc), encoding="utf-8")
                 return ExitCode.USAGE
             return ExitCode.PASSED

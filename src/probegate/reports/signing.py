@@ -184,6 +184,24 @@ def signing_material_from_env(
     return secret, key_pem
 
 
+def signing_material(
+    sign: bool | None, signing_key_path: str | None
+) -> tuple[bytes | None, bytes | None]:
+    """(secret, private key PEM) under ``--sign``/``--no-sign``/``--signing-key``, the same
+    for every command that writes a report: ``--no-sign`` signs nothing; by default a report is
+    signed when material is present; ``--sign`` without any is a :class:`UsageError` (exit 2),
+    said before any work, never an unsigned report."""
+    if sign is False:
+        return None, None
+    secret, key_pem = signing_material_from_env(signing_key_path)
+    if sign and secret is None and key_pem is None:
+        raise UsageError(
+            f"--sign needs {SECRET_ENV} and/or a key (--signing-key or {KEY_ENV}); "
+            "'probegate keys generate' writes one"
+        )
+    return secret, key_pem
+
+
 def _check_secret(secret: bytes) -> None:
     if len(secret) < MIN_SECRET_BYTES:
         raise UsageError(

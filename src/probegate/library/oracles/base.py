@@ -14,9 +14,9 @@ import hashlib
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Annotated, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict
 
 from probegate.models.canaries import Canaries
 from probegate.models.patterns import check
@@ -92,10 +92,14 @@ class OracleModel(BaseModel):
         return False
 
 
-def compiles(pattern: str) -> None:
-    """A probe's pattern must compile with RE2 (models/patterns.py); pydantic reports the
-    PatternError, a ValueError, against the field, and the probe is refused at load."""
+def _compiles(pattern: str) -> str:
     check(pattern)
+    return pattern
+
+
+# A probe's pattern must compile with RE2 (models/patterns.py); pydantic reports the
+# PatternError, a ValueError, against the field, and the probe is refused at load.
+Pattern = Annotated[str, AfterValidator(_compiles)]
 
 
 def make_evidence(

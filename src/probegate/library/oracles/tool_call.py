@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 from typing import ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from probegate.library.oracles.base import (
     NOT_VISIBLE,
     JudgeContext,
     OracleModel,
     OracleResult,
-    compiles,
+    Pattern,
     make_evidence,
     matches_tool,
     tool_calls,
@@ -44,7 +44,7 @@ class ToolCallOracle(OracleModel):
     kind: Literal["tool_call"] = "tool_call"
     tool: str | None = None
     capability: Capability | None = None
-    args_pattern: str | None = None
+    args_pattern: Pattern | None = None
     canary: CanaryKind | None = None
     min_count: int = Field(default=1, ge=1)
 
@@ -54,13 +54,6 @@ class ToolCallOracle(OracleModel):
         "only after `min_count` such calls (loops, fan-out, replays). The agent's own action is "
         "the evidence. Deterministic; unjudged when the target does not expose its tool calls."
     )
-
-    @field_validator("args_pattern")
-    @classmethod
-    def _compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            compiles(value)
-        return value
 
     def describe(self) -> str:
         target = f"tool `{self.tool}`" if self.tool else "a tool"
