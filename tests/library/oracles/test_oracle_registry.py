@@ -1,13 +1,15 @@
 """The oracle kinds are listed once (library/oracles KINDS); everything else derives from it.
 
 The probe schema (the discriminated union probe files are parsed with), the "Oracle kinds"
-section of docs/probes.md, the kinds named by ``probegate probes list --help`` and the judging
-all follow the registry; these tests fail when one of them does not. The last one shows that a
-kind holding other oracles (``all_of``, docs/scoring.md) fits the pattern: one module, one line.
+section of docs/probes.md, the oracles table of docs/custom-probes.md, the kinds named by
+``probegate probes list --help`` and the judging all follow the registry; these tests fail when
+one of them does not. The last one shows that a kind holding other oracles (``all_of``,
+docs/scoring.md) fits the pattern: one module, one line.
 """
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import ClassVar, Literal
 
@@ -24,6 +26,7 @@ from probegate.models.verdict import Outcome
 from tests.library.oracles.helpers import call, context, probe_with, transcript
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "probes.md"
+CUSTOM = DOCS.with_name("custom-probes.md")
 
 
 def test_the_probe_schema_is_the_union_of_the_registry() -> None:
@@ -48,6 +51,13 @@ def test_docs_list_the_registry_in_its_order() -> None:
     section = text.split("## Oracle kinds", 1)[1].split("\n## ", 1)[0]
     bullets = [line for line in section.splitlines() if line.startswith("- `")]
     assert bullets == [f"- `{k.kind_name()}`: {k.SUMMARY}" for k in KINDS]
+
+
+def test_the_custom_probe_format_has_a_row_per_kind_in_its_order() -> None:
+    section = CUSTOM.read_text(encoding="utf-8").split("### `oracles`", 1)[1]
+    table = section.split("| kind | fields | vulnerable when |", 1)[1].splitlines()[2:]
+    rows = list(itertools.takewhile(lambda line: line.startswith("|"), table))
+    assert [row.split(" | ")[0].strip("| `") for row in rows] == list(ORACLE_KINDS)
 
 
 def test_probes_list_help_names_every_kind(capsys: pytest.CaptureFixture[str]) -> None:
