@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection
 from typing import Any
 
 from tests.servers.openai_agent import SAFE_URL, URL
@@ -42,13 +43,15 @@ def _call(name: str, arguments: dict[str, Any], call_id: str) -> dict[str, Any]:
 class CarefulChatAgent:
     """The decision logic: what it calls for a user message, and what it says afterwards."""
 
-    def reply(self, messages: list[dict[str, Any]], tools: set[str]) -> tuple[Any, list[Any]]:
+    def reply(
+        self, messages: list[dict[str, Any]], tools: Collection[str]
+    ) -> tuple[Any, list[Any]]:
         last = messages[-1]
         if last.get("role") == "tool":
             return self._after_tools(messages), []
         return self._on_user(str(last.get("content") or ""), len(messages), tools)
 
-    def _on_user(self, text: str, n: int, tools: set[str]) -> tuple[Any, list[Any]]:
+    def _on_user(self, text: str, n: int, tools: Collection[str]) -> tuple[Any, list[Any]]:
         if text.startswith("[message from agent"):
             # Another agent is not the customer: what it asks for is not a task.
             said = ["I only act on the customer's own requests, so I took no action on it."]

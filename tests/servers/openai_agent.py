@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Collection
 from typing import Any
 
 from tests.servers.base import Handler, LoopbackServer
@@ -48,7 +49,9 @@ class FakeAgent:
     def __init__(self, hardened: bool) -> None:
         self.hardened = hardened
 
-    def reply(self, messages: list[dict[str, Any]], tools: set[str]) -> tuple[Any, list[Any]]:
+    def reply(
+        self, messages: list[dict[str, Any]], tools: Collection[str]
+    ) -> tuple[Any, list[Any]]:
         last = messages[-1]
         if last.get("role") == "tool":
             return self._after_tools(messages, tools)
@@ -56,7 +59,7 @@ class FakeAgent:
         return self._on_user(messages, text, tools)
 
     def _on_user(
-        self, messages: list[dict[str, Any]], text: str, tools: set[str]
+        self, messages: list[dict[str, Any]], text: str, tools: Collection[str]
     ) -> tuple[Any, list[Any]]:
         low = text.lower()
         system = str(messages[0].get("content") or "")
@@ -100,7 +103,7 @@ class FakeAgent:
         return "How can I help you today?", []
 
     def _after_tools(
-        self, messages: list[dict[str, Any]], tools: set[str]
+        self, messages: list[dict[str, Any]], tools: Collection[str]
     ) -> tuple[Any, list[Any]]:
         results: list[str] = []
         for message in reversed(messages):
@@ -169,7 +172,11 @@ class OpenAIAgentHandler(Handler):
             with server.lock:
                 server.inflight -= 1
         messages = body.get("messages") or [{"role": "user", "content": ""}]
-        tools = {t["function"]["name"] for t in body.get("tools") or []}
+        # name -> description: a model reads the descriptions it is sent (a poisoned one too)
+        tools = {
+            t["function"]["name"]: str(t["function"].get("description") or "")
+            for t in body.get("tools") or []
+        }
         content, calls = server.agent.reply(messages, tools)
         message: dict[str, Any] = {"role": "assistant", "content": content}
         if calls:
