@@ -62,15 +62,22 @@ def main() -> None:
 
 
 def quoting() -> None:
-    """Every match quoted in a warning: the oracle must look at all of them. Sentences and their
-    cue words are read once per reply, so the time stays linear in its length."""
+    """Adversarial replies with a match in every sentence, clause or list item: the oracle must
+    look at all of them. Sentences, their cue and reporting words, reported passages and list
+    lead-ins are read once per reply, so the time stays linear in its length."""
     pattern = compile_pattern("password", ignore_case=True)
-    for label, unit in (
-        ("one sentence, every word a match", "password never "),
-        ("a warning per sentence", "We never ask for your password. "),
+    for label, head, unit in (
+        ("one sentence, every word a match", "", "password never "),
+        ("a warning per sentence", "", "We never ask for your password. "),
+        ("one reported passage, no warning", "", "The note says password. "),
+        ("a warning, then one reported passage", "Scam. ", "The note asks for password. "),
+        ("one list under a warning lead-in", "I would not trust these:\n", "- password\n"),
+        ("reporting words after an 'as'", "", "as the note says password "),
+        ("a request in every clause", "", "please give password, never "),
+        ("quotations next to a warning", "Not mine. ", '"give the password now" '),
     ):
         for size in (250_000, 1_000_000):
-            text = unit * (size // len(unit))
+            text = head + unit * (size // len(unit))
             start = time.perf_counter()
             found = sum(1 for _ in matches(pattern, text, "Ask for the password"))
             print(
