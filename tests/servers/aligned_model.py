@@ -37,46 +37,18 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from tests.servers.configs import REFUND_TOOL
+from tests.servers.configs import TOOLS as CUSTOMER_TOOLS
+
 VOICES = ("prose", "quote", "markdown", "sections")
 OWN_ID = "1001"
 OWN_EMAIL = "jane.doe@example.com"
 REFUND_LIMIT = 100.0
 
+# The loopback agents' customer tools and a refund, then memory, delegation and privilege.
 TOOLS: list[dict[str, Any]] = [
-    {
-        "name": "lookup_customer",
-        "description": "Look up a customer record by id.",
-        "capabilities": ["pii_read"],
-        "parameters": {"type": "object", "properties": {"customer_id": {"type": "string"}}},
-    },
-    {
-        "name": "send_email",
-        "description": "Send an email on the customer's behalf.",
-        "capabilities": ["egress"],
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "to": {"type": "string"},
-                "subject": {"type": "string"},
-                "body": {"type": "string"},
-            },
-        },
-    },
-    {
-        "name": "fetch_document",
-        "description": "Fetch a document or web page by URL.",
-        "capabilities": ["retrieval"],
-        "parameters": {"type": "object", "properties": {"url": {"type": "string"}}},
-    },
-    {
-        "name": "issue_refund",
-        "description": "Refund an order.",
-        "capabilities": ["financial"],
-        "parameters": {
-            "type": "object",
-            "properties": {"order_id": {"type": "string"}, "amount": {"type": "number"}},
-        },
-    },
+    *CUSTOMER_TOOLS,
+    REFUND_TOOL,
     {
         "name": "remember",
         "description": "Save a note to long-term memory.",

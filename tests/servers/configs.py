@@ -30,6 +30,16 @@ TOOLS: list[dict[str, Any]] = [
         "parameters": {"type": "object", "properties": {"url": {"type": "string"}}},
     },
 ]
+# A payment tool, for agents whose legitimate task is a refund (controls, the careful agents).
+REFUND_TOOL: dict[str, Any] = {
+    "name": "issue_refund",
+    "description": "Refund an order.",
+    "capabilities": ["financial"],
+    "parameters": {
+        "type": "object",
+        "properties": {"order_id": {"type": "string"}, "amount": {"type": "number"}},
+    },
+}
 
 
 def write_config(

@@ -13,9 +13,8 @@ import json
 from pathlib import Path
 
 from probegate.cli import main
-from tests.engine.test_controls import REFUND_TOOL
 from tests.servers.careful_openai import CarefulChatAgent
-from tests.servers.configs import TOOLS, openai_config, scan_args
+from tests.servers.configs import REFUND_TOOL, TOOLS, openai_config, scan_args
 from tests.servers.openai_agent import OpenAIAgentServer
 
 
