@@ -25,6 +25,8 @@ _LINE_BREAKS = re.compile(r"\r\n|[\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 # Markup probegate's Markdown emitters write themselves; agent text writes none.
 OUR_MARKDOWN_HTML = frozenset({"<br>", "<code>", "</code>", "<b>", "</b>"})
 _MARKDOWN = MarkdownIt("commonmark").enable("table").enable("strikethrough")
+# What GitHub's autolink extension links with no scheme at all.
+_WWW = re.compile(r"(?i)\bwww\.")
 # A SARIF message's embedded link (section 3.11.6): [text](id) with unescaped brackets.
 _SARIF_LINK = re.compile(r"(?<!\\)\[[^\]]*(?<!\\)\]\(")
 
@@ -62,6 +64,7 @@ def assert_markdown_inert(text: str) -> None:
     html = {t.content.strip() for t in tokens if t.type in ("html_inline", "html_block")}
     assert html <= OUR_MARKDOWN_HTML, html - OUR_MARKDOWN_HTML
     assert "://" not in text, "a bare URL GitHub would link"
+    assert _WWW.search(text) is None, "a www. host GitHub would link"
     for block in re.split(r"\n\s*\n", text):
         rows = [r for r in block.splitlines() if r.startswith("|")]
         cells = {len(re.findall(r"(?<!\\)\|", row)) for row in rows}
@@ -93,8 +96,9 @@ class _Tags(HTMLParser):
 
 
 def assert_html_inert(text: str, scripts: Iterable[str] = ()) -> None:
-    """HTML: no script but ``scripts`` (ours), no element that loads or links, no handler."""
-    assert raw_controls(text) == [], raw_controls(text)
+    """HTML: no script but ``scripts`` (ours), no element that loads or links, no handler,
+    and, printed to a CI log, no workflow command."""
+    assert_terminal_inert(text)
     parser = _Tags()
     parser.feed(text)
     assert parser.scripts == list(scripts)

@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import json
 
+from hypothesis import example, given
+from hypothesis import strategies as st
+
 from probegate.reports import html_report, junit, markdown, sarif
+from probegate.reports.escape import html_text, md_code, md_text
 from probegate.reports.sarif.schema import sarif_validator
 from tests.reports.inert import (
     assert_html_inert,
@@ -60,3 +64,27 @@ def test_html_has_no_raw_agent_markup_and_only_our_script() -> None:
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     # the evidence that points into the hostile reply is highlighted, escaped
     assert "<mark>&lt;script&gt;alert(1)&lt;/script&gt;</mark>" in text
+
+
+# Text made of what Markdown, HTML and a CI log read as syntax, so short examples hit it.
+MARKUP = st.lists(
+    st.sampled_from(
+        [*"[]()!*_~`|\\<>&\"':/@#.=-+ \n\taw", "www.", "https", "::", "\x1b", "\u202e", "<br>"]
+    )
+).map("".join)
+
+
+@given(MARKUP)
+@example("<code>[click](https://evil.test/x)</code> www.evil.test @team ~~x~~ **b**")
+@example("a\n::error::x\n  ::add-mask::y")
+def test_any_text_in_a_cell_or_a_code_span_is_one_inert_cell(text: str) -> None:
+    # md_code writes inside <code>, where Markdown is still read: no link, image or cell of its
+    # own, whatever the text; md_text the same in a plain cell.
+    table = f"| a | b |\n|---|---|\n| {md_text(text)} | {md_code(text)} |\n"
+    assert_markdown_inert(table)
+
+
+@given(MARKUP)
+@example("x\n::error::y </p><script>alert(1)</script>")
+def test_any_text_in_html_is_text(text: str) -> None:
+    assert_html_inert(f'<p title="{html_text(text)}">{html_text(text)}</p>\n')

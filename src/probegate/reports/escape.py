@@ -31,6 +31,8 @@ _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 _MD_AUTOLINK = re.compile(r"://|(?i:\bwww)\.|@")
 _MD_AUTOLINK_DEFUSED = {"://": "&#58;//", "@": "&#64;"}
 _MD_LINE_START = frozenset("#>+-=")
+# What md_code writes as an entity (after html.escape, so no entity it wrote is touched).
+_MD_CODE_ENTITIES = str.maketrans({c: f"&#{ord(c)};" for c in "|`\\:[]*~@"})
 
 
 def clean_text(text: str) -> str:
@@ -70,10 +72,14 @@ def one_line(text: str) -> str:
 
 
 def html_text(text: str) -> str:
-    """Agent text as inert HTML character data or attribute value (quotes escaped too)."""
-    if _HTML_DIRTY.search(text) is None:  # the common case: nothing to escape or remove
+    """Agent text as inert HTML character data or attribute value (quotes escaped too).
+
+    ``::`` is written ``&#58;&#58;``: a browser shows the same text, and a CI log that prints
+    the page (``probegate report --output html --output-path -``) reads no workflow command.
+    """
+    if _HTML_DIRTY.search(text) is None and "::" not in text:  # the common case
         return text
-    return html.escape(clean_text(text), quote=True)
+    return html.escape(clean_text(text), quote=True).replace("::", "&#58;&#58;")
 
 
 def md_text(text: str, *, limit: int | None = None) -> str:
@@ -108,13 +114,15 @@ def md_code(text: str, *, limit: int | None = None) -> str:
 
     A code span cannot escape anything, so the text goes into ``<code>`` with HTML entities
     instead: backticks, pipes and tags stay literal and the span still cannot be closed early.
+    Markdown is still read between HTML tags, so what would open a link or an image (``[``,
+    ``]``), emphasis (``*``, ``~``) or a mention (``@``) is an entity too, and a ``www.`` host
+    has its dot as one: GitHub would link it on its own.
     """
     text = clean_text(text)
     if limit is not None:
         text = truncate(text, limit)
-    text = html.escape(text, quote=True)
-    for char, entity in (("|", "&#124;"), ("`", "&#96;"), ("\\", "&#92;"), (":", "&#58;")):
-        text = text.replace(char, entity)
+    text = html.escape(text, quote=True).translate(_MD_CODE_ENTITIES)
+    text = _MD_AUTOLINK.sub(_defuse_autolink, text)
     text = text.replace("\n", "⏎").replace("\t", " ")
     return f"<code>{text}</code>"
 

@@ -178,4 +178,5 @@ def _system_out(case: ET.Element, text: str) -> None:
 
 
 def _attrs(**values: object) -> dict[str, str]:
-    return {k: xml_text(str(v)) for k, v in values.items()}
+    # A reporter prints names and messages to the log too: no workflow command in any of them.
+    return {k: xml_text(defuse_commands(str(v))) for k, v in values.items()}
