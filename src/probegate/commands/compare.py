@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         baseline, current, tolerance=args.tolerance, allow_mismatch=args.allow_mismatch
     )
     if args.output == "json" or args.json:
-        text = pretty_bytes(comparison.to_dict()).decode("utf-8")
+        text = json_text(pretty_bytes(comparison.to_dict()).decode("utf-8"))
     else:
         text = render_diff(comparison)
 
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         decision = "regression" if comparison.regression else "no regression"
         print(f"probegate compare: {decision}; wrote {args.output_path}")
     else:
-        sys.stdout.write(json_text(text) if args.output == "json" or args.json else text)
+        sys.stdout.write(text)
     if args.write_baseline is not None:
         write_baseline(args.current, args.write_baseline)
         if not args.quiet:

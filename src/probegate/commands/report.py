@@ -18,7 +18,7 @@ from probegate.errors import ReportError, UsageError
 from probegate.files import write_atomic
 from probegate.models.stored import load_report
 from probegate.reports import FORMATS, formats_help, parse_formats, write_outputs
-from probegate.terminal import clean, json_text
+from probegate.terminal import clean
 
 DEFAULT_STORE = ".probegate"
 DEFAULT_OUTPUT_DIR = "probegate-out"
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     for note in report.import_notes:  # a report of the older field set, mapped
         print(f"note: {clean(note)}", file=sys.stderr)
     if args.json:  # machine output: the report itself, as scan.json holds it
-        sys.stdout.write(json_text(FORMATS["json"].render(report).decode("utf-8")))
+        sys.stdout.buffer.write(FORMATS["json"].render(report))  # terminal-safe as written
         sys.stdout.flush()
         return 0
     if args.output_path is not None:

@@ -18,7 +18,7 @@ from probegate.models.verdict import truncate as truncate
 
 # What untrusted text must never hold in a terminal, a log or a document, defined once
 # (defuse_commands is re-exported for the emitters that print to CI logs).
-from probegate.terminal import CONTROL_CHARS, strip_controls
+from probegate.terminal import CONTROL_CHARS, json_text, strip_controls
 from probegate.terminal import defuse_commands as defuse_commands
 
 # What XML 1.0 cannot carry at all, even escaped (section 2.2 of the spec): every C0 control
@@ -135,6 +135,16 @@ def sarif_text(text: str) -> str:
     """
     text = clean_text(text)
     return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+
+
+def json_bytes(data: bytes) -> bytes:
+    """A JSON document as probegate writes it (scan.json, SARIF, a comparison, scenario
+    results), fit to be printed: what a terminal or a log would act on inside a string (DEL,
+    C1, bidi controls, U+2028/9) is its ``\\uXXXX`` escape (:func:`probegate.terminal.json_text`),
+    so every parser reads the very same values and ``cat`` shows them inert."""
+    if data.isascii():  # the common case: nothing to escape
+        return data
+    return json_text(data.decode("utf-8")).encode("utf-8")
 
 
 def number(value: float | int) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from probegate.canonical import pretty_bytes
+from probegate.reports.escape import json_bytes
 from probegate.scenarios import html_report, junit, markdown
 from probegate.scenarios.agenticassure_format import to_agenticassure
 from probegate.scenarios.compare import Regression
@@ -36,11 +37,13 @@ def results_file_name(run: RunResult) -> str:
 
 
 def _json(runs: list[RunResult], regressions: list[Regression]) -> Rendered:
-    return [(results_file_name(run), pretty_bytes(run.to_dict())) for run in runs]
+    return [(results_file_name(run), json_bytes(pretty_bytes(run.to_dict()))) for run in runs]
 
 
 def _agenticassure(runs: list[RunResult], regressions: list[Regression]) -> Rendered:
-    return [(results_file_name(run), pretty_bytes(to_agenticassure(run))) for run in runs]
+    return [
+        (results_file_name(run), json_bytes(pretty_bytes(to_agenticassure(run)))) for run in runs
+    ]
 
 
 def _junit(runs: list[RunResult], regressions: list[Regression]) -> Rendered:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from probegate.canonical import canonical_bytes
 from probegate.models.report import ScanReport
 from probegate.perf import gc_paused
+from probegate.reports.escape import json_bytes
 from probegate.reports.sarif.log import build
 from probegate.reports.sarif.schema import validate
 
@@ -30,4 +31,6 @@ def render(report: ScanReport) -> bytes:
         validate(document)
         # Compact, not indented: json's indenting encoder is pure Python (seconds for a large
         # scan) and GitHub's upload limit is on size; sorted keys keep the bytes stable.
-        return canonical_bytes(document) + b"\n"
+        # Property bags carry report fields as they are: their terminal-unsafe characters
+        # are written as \u escapes, the same values for every parser.
+        return json_bytes(canonical_bytes(document) + b"\n")
