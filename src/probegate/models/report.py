@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from probegate.models.comparison import Comparison
 from probegate.models.sections import GuardSummary, McpSummary
-from probegate.models.taxonomy import Severity
+from probegate.models.taxonomy import AsiId, Severity
 from probegate.models.transcript import Transcript
 from probegate.models.verdict import Evidence
 
@@ -127,7 +127,7 @@ class Finding(_Model):
 
     id: str
     probe_id: str
-    asi: str
+    asi: AsiId
     mitre_atlas: list[str]
     csa_category: str
     severity: Severity
@@ -165,7 +165,7 @@ class ProbeResult(_Model):
 
     probe_id: str
     name: str
-    asi: str
+    asi: AsiId
     severity: Severity
     channel: str
     outcome: ProbeOutcome

@@ -9,6 +9,9 @@ file costs more than a CLI start should.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Annotated
+
+from pydantic import AfterValidator
 
 
 class Severity(StrEnum):
@@ -40,6 +43,17 @@ ASI_TITLES: dict[str, str] = {
     "ASI10": "Rogue Agents",
 }
 ASI_IDS: tuple[str, ...] = tuple(ASI_TITLES)
+
+
+def known_asi(value: str) -> str:
+    """``value`` if it is an ASI id: a stored report is read with the ids scoring keys on, so a
+    forged one is refused at read (exit 2), not a crash when a merge scores it."""
+    if value not in ASI_TITLES:
+        raise ValueError(f"not an ASI category (ASI01..ASI10): {value[:40]!r}")
+    return value
+
+
+AsiId = Annotated[str, AfterValidator(known_asi)]
 
 OWASP_LLM_TITLES: dict[str, str] = {
     "LLM01": "Prompt Injection",
