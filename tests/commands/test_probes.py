@@ -6,11 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from probegate.cli import main
 from probegate.library.loader import load_library
 from tests.reports.inert import assert_json_inert, assert_terminal_inert
-from tests.servers.hostile import laced_probe
+from tests.servers.hostile import LACE, laced_probe
 
 FIELDS = {
     "id", "name", "asi", "asi_title", "severity", "channel", "oracles", "needs_judge",
@@ -111,3 +112,23 @@ def test_a_probe_file_of_hostile_text_is_shown_inert(
         data = assert_json_inert(capsys.readouterr().out)
         record = data if isinstance(data, dict) else next(p for p in data if p["id"] == probe_id)
         assert record["name"].startswith("Laced \x1b[2J")  # the same value, escaped in transit
+
+
+def test_a_broken_probe_file_of_hostile_text_is_reported_inert(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Problems quote what the file says (an id, a category, a YAML error's context) and name
+    # the file, whose name is the pack author's too: all of it reaches the terminal inert.
+    laced_probe(tmp_path)
+    bad = yaml.safe_load(next(tmp_path.glob("*.yaml")).read_text("utf-8"))
+    bad.update(id="asi01.x" + LACE[:200], asi=LACE[:50], severity=LACE[:100])
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(bad), encoding="utf-8")
+    (tmp_path / "not-yaml.yaml").write_text("a: [" + LACE[:300], encoding="utf-8")
+    (tmp_path / "x\x1b[2J\u202e\n::error::named.yaml").write_text(LACE[:300], encoding="utf-8")
+    for argv in (["lint", str(tmp_path)], ["list", "--probe-dir", str(tmp_path)]):
+        assert main(["probes", *argv]) == 2
+        captured = capsys.readouterr()
+        assert_terminal_inert(captured.out + captured.err)
+    assert main(["probes", "lint", str(tmp_path), "--json"]) == 2
+    data = assert_json_inert(capsys.readouterr().out)
+    assert isinstance(data, dict) and len(data["problems"]) >= 4
