@@ -14,7 +14,6 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 
 from tests.tools import tool_missing
@@ -225,41 +224,6 @@ def run_action(
         workspace=ws,
         argv_log=calls,
     )
-
-
-@cache
-def built_formats() -> frozenset[str]:
-    """The report formats that work in this tree (others may still be stubs being built)."""
-    import tempfile
-
-    built = set()
-    with tempfile.TemporaryDirectory() as tmp:
-        for name in ("json", "sarif", "md"):
-            proc = subprocess.run(
-                [
-                    str(VENV_BIN / "probegate"),
-                    "scan",
-                    "demo",
-                    "--quiet",
-                    f"--output={name}",
-                    f"--output-dir={tmp}/{name}",
-                    f"--store={tmp}/store",
-                ],
-                capture_output=True,
-                timeout=60,
-                check=False,
-            )
-            if proc.returncode == 0:
-                built.add(name)
-    return frozenset(built)
-
-
-def formats_input() -> dict[str, str]:
-    """The Action's default formats when all are built, else the built subset."""
-    built = built_formats()
-    if {"json", "sarif", "md"} <= built:
-        return {}
-    return {"PG_FORMATS": ",".join(sorted(built)) or "json"}
 
 
 def which(tool: str) -> str | None:

@@ -24,8 +24,6 @@ from tests.github.helpers import (
     VENV_BIN,
     assert_only_intended_commands,
     block_text,
-    built_formats,
-    formats_input,
     run_action,
 )
 from tests.reports.inert import assert_markdown_inert, raw_controls
@@ -45,7 +43,7 @@ def _scan_json(run) -> dict:  # type: ignore[no-untyped-def]
 def test_hardened_full_scan_passes_fail_under_90(tmp_path):
     run = run_action(
         tmp_path,
-        {"PG_TARGET": "demo-hardened", "PG_MODE": "full", "PG_FAIL_UNDER": "90", **formats_input()},
+        {"PG_TARGET": "demo-hardened", "PG_MODE": "full", "PG_FAIL_UNDER": "90"},
     )
     assert run.rc == 0, run.stdout
     assert_only_intended_commands(run.stdout)
@@ -58,19 +56,18 @@ def test_hardened_full_scan_passes_fail_under_90(tmp_path):
     assert out["band"] == report["band"]
     assert out["authoritative"] == "true" == str(report["authority"]["authoritative"]).lower()
     assert out["findings"] == out["new-findings"] == "0"
-    if "sarif" in built_formats():
-        assert out["sarif-path"] == "probegate-out/scan.sarif"
-        assert (run.workspace / out["sarif-path"]).is_file()
-    if "md" in built_formats():
-        assert out["summary-path"] == "probegate-out/summary.md"
-        md = (run.workspace / out["summary-path"]).read_text(encoding="utf-8")
-        assert md.strip() in run.summary
+    # The Action's default formats: json, sarif, md.
+    assert out["sarif-path"] == "probegate-out/scan.sarif"
+    assert (run.workspace / out["sarif-path"]).is_file()
+    assert out["summary-path"] == "probegate-out/summary.md"
+    md = (run.workspace / out["summary-path"]).read_text(encoding="utf-8")
+    assert md.strip() in run.summary
     assert "probegate gate: passed" in run.summary
     assert run.annotations == []
 
 
 def test_demo_fail_on_high_fails_with_annotations(tmp_path):
-    run = run_action(tmp_path, {"PG_TARGET": "demo", "PG_FAIL_ON": "high", **formats_input()})
+    run = run_action(tmp_path, {"PG_TARGET": "demo", "PG_FAIL_ON": "high"})
     assert run.rc == 1, run.stdout
     assert_only_intended_commands(run.stdout)
     assert run.outputs["exit-code"] == "1"
@@ -102,7 +99,7 @@ def test_demo_fail_on_high_fails_with_annotations(tmp_path):
 
 
 def test_demo_fast_fail_under_is_undecided(tmp_path):
-    run = run_action(tmp_path, {"PG_TARGET": "demo", "PG_FAIL_UNDER": "50", **formats_input()})
+    run = run_action(tmp_path, {"PG_TARGET": "demo", "PG_FAIL_UNDER": "50"})
     assert run.rc == 3, run.stdout
     assert_only_intended_commands(run.stdout)
     assert run.outputs["exit-code"] == "3"
@@ -118,7 +115,6 @@ def test_annotations_and_summary_can_be_turned_off(tmp_path):
             "PG_FAIL_ON": "high",
             "PG_ANNOTATIONS": "false",
             "PG_JOB_SUMMARY": "false",
-            **formats_input(),
         },
     )
     assert run.rc == 1
@@ -152,7 +148,7 @@ def _baseline(tmp_path, target: str) -> str:
 
 def test_new_findings_against_the_baseline_fail_with_the_diff_in_the_summary(tmp_path):
     baseline = _baseline(tmp_path, "demo-hardened")
-    run = run_action(tmp_path, {"PG_TARGET": "demo", "PG_BASELINE": baseline, **formats_input()})
+    run = run_action(tmp_path, {"PG_TARGET": "demo", "PG_BASELINE": baseline})
     assert run.rc == 1, run.stdout
     assert_only_intended_commands(run.stdout)
     report = _scan_json(run)
@@ -165,7 +161,7 @@ def test_new_findings_against_the_baseline_fail_with_the_diff_in_the_summary(tmp
 
 def test_same_findings_as_the_baseline_pass(tmp_path):
     baseline = _baseline(tmp_path, "demo")
-    run = run_action(tmp_path, {"PG_TARGET": "demo", "PG_BASELINE": baseline, **formats_input()})
+    run = run_action(tmp_path, {"PG_TARGET": "demo", "PG_BASELINE": baseline})
     assert run.rc == 0, run.stdout
     assert run.outputs["new-findings"] == "0"
     assert run.outputs["findings"] != "0"
@@ -174,7 +170,7 @@ def test_same_findings_as_the_baseline_pass(tmp_path):
 def test_missing_baseline_is_a_notice_and_the_run_stays_green(tmp_path):
     """The first run of a new repository: no baseline file yet."""
     path = "no/such/scan.json\n::error::x,y:z%"
-    run = run_action(tmp_path, {"PG_TARGET": "demo", "PG_BASELINE": path, **formats_input()})
+    run = run_action(tmp_path, {"PG_TARGET": "demo", "PG_BASELINE": path})
     assert run.rc == 0, run.stdout
     assert_only_intended_commands(run.stdout)
     assert run.outputs["exit-code"] == "0"
@@ -185,17 +181,14 @@ def test_missing_baseline_is_a_notice_and_the_run_stays_green(tmp_path):
     assert "no/such/scan.json%0A::error::x,y:z%25 yet" in notice  # escaped: one line, inert
     assert "no baseline file at" in run.summary and "probegate gate: passed" in run.summary
     assert not (run.workspace / "probegate-out" / "baseline-diff.json").exists()
-    if "sarif" in built_formats():
-        assert (run.workspace / run.outputs["sarif-path"]).is_file()
+    assert (run.workspace / run.outputs["sarif-path"]).is_file()
 
 
 def test_a_baseline_that_exists_but_is_not_a_scan_is_still_exit_2(tmp_path):
     ws = tmp_path / "workspace"
     ws.mkdir()
     (ws / "baseline.json").write_text("{not json", encoding="utf-8")
-    run = run_action(
-        tmp_path, {"PG_TARGET": "demo", "PG_BASELINE": "baseline.json", **formats_input()}
-    )
+    run = run_action(tmp_path, {"PG_TARGET": "demo", "PG_BASELINE": "baseline.json"})
     assert run.rc == 2, run.stdout
     assert run.outputs["exit-code"] == "2"
     assert not [a for a in run.annotations if "title=probegate baseline" in a]
@@ -252,9 +245,7 @@ def test_inputs_reach_probegate_verbatim_and_run_nothing(tmp_path):
 
 def test_output_dir_with_shell_syntax_is_a_literal_directory(tmp_path):
     name = 'out $(touch pwned) `touch pwned2` "q"'
-    run = run_action(
-        tmp_path, {"PG_TARGET": "demo-hardened", "PG_OUTPUT_DIR": name, **formats_input()}
-    )
+    run = run_action(tmp_path, {"PG_TARGET": "demo-hardened", "PG_OUTPUT_DIR": name})
     assert run.rc == 0, run.stdout
     assert (run.workspace / name / "scan.json").is_file()
     assert run.outputs["json-path"] == f"{name}/scan.json"
@@ -265,7 +256,7 @@ def test_a_newline_in_an_input_cannot_forge_outputs(tmp_path):
     name = "out\nexit-code=0\nscore<<EOF\n100\nEOF"
     run = run_action(
         tmp_path,
-        {"PG_TARGET": "demo", "PG_FAIL_ON": "high", "PG_OUTPUT_DIR": name, **formats_input()},
+        {"PG_TARGET": "demo", "PG_FAIL_ON": "high", "PG_OUTPUT_DIR": name},
     )
     assert run.rc == 1
     assert set(run.outputs) == OUTPUT_NAMES
@@ -357,7 +348,7 @@ def test_agent_text_issues_no_workflow_command(tmp_path):
 
 
 def test_real_scan_log_is_inside_the_block(tmp_path):
-    run = run_action(tmp_path, {"PG_TARGET": "demo", **formats_input()})
+    run = run_action(tmp_path, {"PG_TARGET": "demo"})
     inside = block_text(run.stdout)
     assert "probegate: scanning demo" in inside
     assert "score " in inside
@@ -381,7 +372,7 @@ def test_written_files_keep_their_modes_and_go_to_the_workspace_owner(tmp_path):
         os.chown(path, os.geteuid(), os.getegid())
     os.chown(ws, *owner)
     run = run_action(
-        tmp_path, {"PG_TARGET": "demo", "PG_OUTPUT_DIR": "reports", **formats_input()},
+        tmp_path, {"PG_TARGET": "demo", "PG_OUTPUT_DIR": "reports"},
         umask=0o077, workspace=ws,
     )  # fmt: skip
     assert run.rc == 0, run.stdout

@@ -14,8 +14,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from probegate.errors import ExitCode
-from probegate.github.finish import COMMANDS, FinishOptions, finish
-from probegate.github.inputs import ActionError, check_locations, check_packages, split_args
+from probegate.github.inputs import (
+    COMMANDS,
+    ActionError,
+    check_locations,
+    check_packages,
+    split_args,
+)
 from probegate.github.workflow import stop_commands_token, workflow_command
 
 
@@ -105,6 +110,10 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
                 args.error_file.write_text(str(exc), encoding="utf-8")
                 return ExitCode.USAGE
             return ExitCode.PASSED
+        # Imported here: the reports and their models take a second to import, and the
+        # entrypoint's other calls (token, split-args, the checks) need none of them.
+        from probegate.github.finish import FinishOptions, finish
+
         options = FinishOptions(
             scan_rc=args.scan_rc,
             compare_rc=args.compare_rc,

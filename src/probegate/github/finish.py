@@ -34,7 +34,6 @@ from probegate.reports.headline import score_text
 
 DIFF_JSON = "baseline-diff.json"
 DIFF_MD = "baseline-diff.md"
-COMMANDS = ("scan", "run")
 # When the scan and the baseline comparison disagree, the more specific failure wins, in the
 # same order the scan's own gates use: an error beats a decision, and a failed gate beats an
 # undecided one (a confirmed regression is a fact even when the score cannot be judged).

@@ -13,6 +13,8 @@ from pathlib import Path
 
 # The Action owns these flags: it must know where the files are and which formats exist.
 RESERVED_FLAGS = ("--output", "--output-dir")
+# The ``command`` input: what the Action runs.
+COMMANDS = ("scan", "run")
 
 
 class ActionError(Exception):

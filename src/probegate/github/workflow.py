@@ -12,7 +12,7 @@ import re
 import secrets
 from collections.abc import Mapping
 
-from probegate.reports.escape import clean_text
+from probegate.terminal import strip_controls
 
 _OUTPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 _UNESCAPE_PROPERTY = re.compile(r"%(25|0D|0A|3A|2C)")
@@ -49,12 +49,12 @@ def workflow_command(
     runner shows them as annotations, where U+202E could make a target's error read backwards.
     """
     props = ",".join(
-        f"{key}={escape_property(clean_text(str(value)))}"
+        f"{key}={escape_property(strip_controls(str(value)))}"
         for key, value in (properties or {}).items()
         if value is not None
     )
     head = f"{name} {props}" if props else name
-    return f"::{head}::{escape_data(clean_text(message))}"
+    return f"::{head}::{escape_data(strip_controls(message))}"
 
 
 def stop_commands_token() -> str:
