@@ -79,7 +79,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, BrainModelServer(latency=LATENCY) as brain:
         root = Path(tmp)
         (root / "openai").mkdir()
-        (root / "prompt.txt").write_text("You are the Acme support agent.\n", encoding="utf-8")
+        # Beside the config: a config may only name files under its own directory.
+        prompt = root / "openai" / "prompt.txt"
+        prompt.write_text("You are the Acme support agent.\n", encoding="utf-8")
         before = brain.requests
         baseline = scan(
             root / "openai",
@@ -87,7 +89,7 @@ def main() -> None:
                 "kind": "openai",
                 "endpoint": brain.endpoint(careful=True),
                 "model": "brain",
-                "system_prompt": str(root / "prompt.txt"),
+                "system_prompt": str(prompt),
                 "max_turns": 32,
                 "tools": tool_config(),
             },
