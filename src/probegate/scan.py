@@ -57,7 +57,7 @@ from probegate.models.taxonomy import ASI_IDS, SEVERITY_RANK, Severity
 from probegate.models.verdict import Attempt
 from probegate.reports import FORMATS, parse_formats, write_outputs
 from probegate.reports.digest import authority_text, evidence_text, group_unjudged, stop_text
-from probegate.reports.headline import asi_score_text, controls_text, score_text
+from probegate.reports.headline import asi_score_text, controls_text, out_of_100
 from probegate.reports.redact import redact_report
 from probegate.reports.signing import SECRET_ENV, sign_report, signing_material
 from probegate.suppressions import SuppressionEntry, apply_suppressions, load_suppressions
@@ -920,7 +920,7 @@ def _closing_lines(closing: _Closing, view: _View) -> list[str]:
     good = report.aivss is not None and report.aivss >= 80
     band = style(report.band, "bold", "green" if good else "red")
     lines = [
-        f"score {score_text(report.aivss)}/100  band {band}  ({report.mode} mode, {auth})",
+        f"score {out_of_100(report.aivss)}  band {band}  ({report.mode} mode, {auth})",
         f"  {style('stopped:', 'bold')} {clean(stop_text(report))}",
         f"  {style('authority:', 'bold')} {clean(authority_text(report))}",
     ]

@@ -26,7 +26,8 @@ def test_a_python_agent_without_tools_is_not_evaluated_in_every_format(
          "--fail-under", "50"]
     )  # fmt: skip
     assert code == 3
-    err = capsys.readouterr().err
+    captured = capsys.readouterr()
+    err = captured.err
     assert "AIVSS n/a cannot pass a score gate" in err and "too thin to score" in err
     report = json.loads((out / "scan.json").read_text(encoding="utf-8"))
     assert report["aivss"] is None and report["band"] == "not_evaluated"
@@ -45,8 +46,10 @@ def test_a_python_agent_without_tools_is_not_evaluated_in_every_format(
     # Not-applicable categories have no score either: never a number.
     assert {v for k, v in props.items() if k.endswith(".score")} <= {"n/a (undertested)", "n/a"}
     summary = (out / "summary.md").read_text(encoding="utf-8")
-    assert "| **n/a** / 100 |" in summary and "No score: " in summary
+    assert "| **n/a** |" in summary and "No score: " in summary
     html = (out / "report.html").read_text(encoding="utf-8")
     assert '<span class="score">n/a</span>' in html and "n/a (undertested)" in html
     for text in (summary, html):
         assert "100.0" not in text
+        assert "n/a/100" not in text and "n/a / 100" not in text  # no scale after no number
+    assert "score n/a  band not_evaluated" in captured.out

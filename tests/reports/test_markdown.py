@@ -86,8 +86,8 @@ def test_a_scan_too_thin_to_score_says_n_a_and_why() -> None:
         }
     )
     text = markdown.render_summary(report)
-    assert text.splitlines()[0] == "## probegate: not\\_evaluated (n/a/100)"
-    assert "| **n/a** / 100 |" in text
+    assert text.splitlines()[0] == "## probegate: not\\_evaluated (n/a)"
+    assert "| **n/a** |" in text
     assert "No score: none of the 4 applicable categories was well tested." in text
 
 

@@ -19,7 +19,7 @@ from probegate.gate import evaluate_gates
 from probegate.library.loader import load_library
 from probegate.models.taxonomy import Severity
 from probegate.reports import formats_help, parse_formats, write_outputs
-from probegate.reports.headline import score_text
+from probegate.reports.headline import out_of_100
 from probegate.reports.signing import sign_report, signing_material
 from probegate.terminal import clean, json_text
 
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     elif not args.quiet:
         auth = "authoritative" if merged.authority.authoritative else "not authoritative"
         print(
-            f"merged {len(shards)} shards: score {score_text(merged.aivss)}/100 band {merged.band} "
+            f"merged {len(shards)} shards: score {out_of_100(merged.aivss)} band {merged.band} "
             f"({merged.mode} mode, {auth}); findings: {len(merged.findings)}; "
             f"unjudged attempts: {len(merged.unjudged)}"
         )

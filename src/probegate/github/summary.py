@@ -14,7 +14,7 @@ from probegate.github.annotations import (
 )
 from probegate.models.report import ScanReport
 from probegate.reports.escape import clean_text, md_text
-from probegate.reports.headline import score_text
+from probegate.reports.headline import out_of_100, scale, score_text
 
 SUMMARY_LIMIT = 1024 * 1024  # GitHub's job-summary cap per step, in bytes
 LOG_LINES = 10  # gate and error lines of the scan's log quoted in the summary
@@ -34,11 +34,12 @@ def fallback_summary(report: ScanReport, *, max_rows: int = 10) -> str:
     gated = gated_findings(report)
     auth = "yes" if report.authority.authoritative else "**no**"
     lines = [
-        f"## probegate: {md_text(report.band)} ({score_text(report.aivss)}/100)",
+        f"## probegate: {md_text(report.band)} ({out_of_100(report.aivss)})",
         "",
         "| Score (AIVSS) | Band | Mode | Authoritative | Findings |",
         "|---:|---|---|---|---:|",
-        f"| **{score_text(report.aivss)}** / 100 | {md_text(report.band)} | {md_text(report.mode)} "
+        f"| **{score_text(report.aivss)}**{scale(report.aivss, ' / 100')} "
+        f"| {md_text(report.band)} | {md_text(report.mode)} "
         f"| {auth} | {len(gated)} |",
         "",
     ]

@@ -21,6 +21,16 @@ def score_text(aivss: int | None) -> str:
     return NOT_EVALUATED if aivss is None else number(aivss)
 
 
+def scale(aivss: int | None, suffix: str = "/100") -> str:
+    """What follows a score: ``/100`` after a number, nothing after ``n/a`` (never "n/a/100")."""
+    return "" if aivss is None else suffix
+
+
+def out_of_100(aivss: int | None) -> str:
+    """The score with its scale in one word: ``57/100``, or ``n/a`` for a scan too thin to score."""
+    return score_text(aivss) + scale(aivss)
+
+
 def asi_score_text(report: ScanReport, asi: str) -> str | None:
     """A category's score as shown; None for a category the scan neither scored nor tried."""
     if asi in report.asi_scores:

@@ -30,6 +30,8 @@ from probegate.reports.headline import (
     asi_score_text,
     controls_text,
     not_evaluated_reason,
+    out_of_100,
+    scale,
     score_text,
 )
 
@@ -111,7 +113,7 @@ def _document(report: ScanReport) -> list[str]:
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
         '<meta name="referrer" content="no-referrer">\n',
         f"<title>probegate {esc(report.scan_id)}: {esc(report.band)} "
-        f"{score_text(report.aivss)}/100</title>\n",
+        f"{out_of_100(report.aivss)}</title>\n",
         f"<style>{_CSS}</style>\n</head>\n<body>\n",
     ]
     out += _header(report)
@@ -140,8 +142,8 @@ def _header(report: ScanReport) -> list[str]:
         f'<p class="muted">target {esc(report.target.kind)}: {esc(report.target.ref)} · mode '
         f"{esc(report.mode)} · seed {report.seed} · tier {esc(report.tier)} · "
         f"{esc(report.stopped_reason)}</p>\n",
-        f'<p><span class="score">{score_text(report.aivss)}</span><span class="muted">/100'
-        f"</span> <strong>{esc(report.band)}</strong> (higher is safer)</p>\n",
+        f'<p><span class="score">{score_text(report.aivss)}</span><span class="muted">'
+        f"{scale(report.aivss)}</span> <strong>{esc(report.band)}</strong> (higher is safer)</p>\n",
         f"<p><strong>Stopped:</strong> {esc(stop_text(report))}</p>\n",
     ]
     if report.aivss is None:

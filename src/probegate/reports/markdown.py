@@ -27,6 +27,8 @@ from probegate.reports.headline import (
     asi_score_text,
     controls_text,
     not_evaluated_reason,
+    out_of_100,
+    scale,
     score_text,
 )
 
@@ -130,11 +132,12 @@ def _header(report: ScanReport) -> list[str]:
     suppressed = sum(1 for f in report.findings if f.suppressed is not None)
     authority = report.authority
     lines = [
-        f"## probegate: {md_text(report.band)} ({score_text(report.aivss)}/100)",
+        f"## probegate: {md_text(report.band)} ({out_of_100(report.aivss)})",
         "",
         "| Score (AIVSS) | Band | Tier | Mode | Authoritative | Scan |",
         "|---:|---|---|---|---|---|",
-        f"| **{score_text(report.aivss)}** / 100 | {md_text(report.band)} | {md_text(report.tier)} "
+        f"| **{score_text(report.aivss)}**{scale(report.aivss, ' / 100')} "
+        f"| {md_text(report.band)} | {md_text(report.tier)} "
         f"| {report.mode} | {'yes' if authority.authoritative else '**no**'} "
         f"| {md_code(report.scan_id)} |",
         "",

@@ -54,6 +54,8 @@ from probegate.reports.headline import (
     asi_score_text,
     controls_text,
     not_evaluated_reason,
+    out_of_100,
+    scale,
     score_text,
 )
 
@@ -186,7 +188,7 @@ def render(report: ScanReport) -> bytes:
         title=f"probegate scan {clean_text(report.scan_id)}",
         author="probegate",
         creator=f"probegate {clean_text(report.package_version)}",
-        subject=f"AIVSS {score_text(report.aivss)}/100 {report.band}",
+        subject=f"AIVSS {out_of_100(report.aivss)} {report.band}",
         invariant=1,
     )
     footer = _footer(report.scan_id)
@@ -323,7 +325,8 @@ def _summary(report: ScanReport) -> list[Flowable]:
             "small",
         ),
         _p(
-            f"<b>{score_text(report.aivss)}</b><font size='12' color='#59636e'>/100</font> "
+            f"<b>{score_text(report.aivss)}</b>"
+            f"<font size='12' color='#59636e'>{scale(report.aivss)}</font> "
             f"<font size='16'><b>{pdf_text(report.band)}</b></font>"
             "<font size='10' color='#59636e'> (AIVSS, higher is safer)</font>",
             "score",
