@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import binascii
 import codecs
+import functools
 import json
 import re
 import unicodedata
@@ -38,6 +39,13 @@ _FENCE = re.compile(
 # normalise() separates the text from its decoded copies with this, so each is read on its own
 # (a fence opened in an obfuscated copy must not swallow the decoded one).
 COPY_SEPARATOR = "\n\x1e\n"
+# Reading is a pure function of the text, and a scan hands the demo the same texts again and
+# again (every variant three times, the same tool descriptions, fixtures and tool answers in
+# every attempt: four in five reads of a full scan repeat one), so each text is read once.
+# Bounded in entries and in the length of a text kept, so the memory stays small whatever
+# a probe pack's fixtures hold.
+_MEMO_ENTRIES = 2048
+_MEMO_TEXT_MAX = 8192
 _CODE_LANGS = frozenset(
     {
         "python",
@@ -219,6 +227,11 @@ class Intent:
 
 
 def normalise(text: str) -> str:
+    """:func:`_normalise`, read once per text (see ``_MEMO_ENTRIES``)."""
+    return _normalise_memo(text) if len(text) <= _MEMO_TEXT_MAX else _normalise(text)
+
+
+def _normalise(text: str) -> str:
     """Undo the cheap obfuscations an LLM reads through: Unicode tags, zero-width characters,
     homoglyphs, base64, rot13, leetspeak and payload splitting.
 
@@ -413,7 +426,14 @@ def is_code_block(language: str, body: str) -> bool:
 
 
 def read_intents(text: str) -> list[Intent]:
-    """Every action the text asks for, in reading order."""
+    """Every action the text asks for, in reading order (read once per text: a fresh list of
+    the same frozen intents each time)."""
+    if len(text) <= _MEMO_TEXT_MAX:
+        return list(_read_intents_memo(text))
+    return list(_read_intents(text))
+
+
+def _read_intents(text: str) -> tuple[Intent, ...]:
     intents = [i for copy in text.split(COPY_SEPARATOR) for i in _read(copy, depth=0)]
     # normalise() appends decoded copies of the text; one instruction read twice is one action.
     unique: list[Intent] = []
@@ -423,7 +443,11 @@ def read_intents(text: str) -> list[Intent]:
         if key not in seen:
             seen.add(key)
             unique.append(intent)
-    return unique
+    return tuple(unique)
+
+
+_normalise_memo = functools.lru_cache(maxsize=_MEMO_ENTRIES)(_normalise)
+_read_intents_memo = functools.lru_cache(maxsize=_MEMO_ENTRIES)(_read_intents)
 
 
 def _read(text: str, depth: int) -> list[Intent]:
