@@ -181,3 +181,19 @@ def test_markdown_links_nothing_github_would_link_by_itself() -> None:
         "ping &#64;octocat"
     )
     assert "://" not in out and "www." not in out.lower() and "@" not in out
+
+
+def test_a_string_met_again_is_redacted_as_the_first_time() -> None:
+    """A Redactor remembers what it redacted (every attempt repeats most of its strings); the
+    numbering of the report form still follows the order values are first met, and a string
+    too long to be remembered is redacted the same way."""
+    report = Redactor(SECRETS)
+    seen = [report.text(t) for t in ("mail bob@corp.io", "and carol@corp.io", "mail bob@corp.io")]
+    assert seen == ["mail ${EMAIL_1}", "and ${EMAIL_2}", "mail ${EMAIL_1}"]
+    pad = "x " * 3000
+    assert report.text(pad + "carol@corp.io") == pad + "${EMAIL_2}"
+    assert report.text(pad + "dave@corp.io") == pad + "${EMAIL_3}"
+    stored = Redactor(SECRETS, key=KEY)
+    once = stored.text_with_map(f"key {SECRET} to bob@corp.io")
+    assert stored.text_with_map(f"key {SECRET} to bob@corp.io") == once
+    assert once[0].startswith("key ${CANARY_1} to ${EMAIL#") and once[1].spans

@@ -43,6 +43,7 @@ So ``redacted[start:end]`` is what the evidence was about, now with placeholders
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import re
@@ -61,6 +62,13 @@ RESERVED_EMAIL_TLDS = ("test", "invalid", "example", "localhost")
 # so is a case-changed or reversed spelling of a secret this short.
 _PARTIAL_MIN = 8
 _TOKEN_HEX = 10
+# Every attempt is redacted, and most of its strings are the same from one attempt to the next
+# (roles, tool names, argument keys, fixtures the agent repeats): a Redactor redacts a string
+# once. Its output for a string never changes (a report-form placeholder, once numbered, keeps
+# its number), so a remembered result is the result. Bounded in entries and in the length of
+# a string kept, so a long scan of a verbose agent does not grow it.
+_MEMO_ENTRIES = 4096
+_MEMO_TEXT_MAX = 1024
 
 # Stored-form placeholders, as written by a stored-form Redactor (see the module docstring).
 _STORED_SECRET = re.compile(r"\$\{([A-Z][A-Z0-9_]*)(?::([A-Za-z0-9+]+))?\}")
@@ -308,6 +316,7 @@ class Redactor:
             self._secret_re = re.compile("|".join(re.escape(v) for v in alternatives))
         self._assigned: dict[tuple[str, str], str] = {}
         self._counters: dict[str, int] = {}
+        self._memo = functools.lru_cache(maxsize=_MEMO_ENTRIES)(self._redact)
 
     @property
     def stored(self) -> bool:
@@ -320,6 +329,9 @@ class Redactor:
 
     def text_with_map(self, text: str) -> tuple[str, OffsetMap]:
         """The redacted text and the :class:`OffsetMap` from old offsets to new ones."""
+        return self._memo(text) if len(text) <= _MEMO_TEXT_MAX else self._redact(text)
+
+    def _redact(self, text: str) -> tuple[str, OffsetMap]:
         matches = self._matches(text)
         if not matches:
             return text, OffsetMap()
