@@ -351,8 +351,14 @@ class Redactor:
 
     def transcript(self, transcript: Transcript) -> tuple[Transcript, dict[str, OffsetMap]]:
         """A redacted copy and, per changed string's evidence path, its :class:`OffsetMap`."""
+        return self._transcript(transcript, transcript.model_dump())
+
+    def _transcript(
+        self, transcript: Transcript, dumped: dict[str, Any]
+    ) -> tuple[Transcript, dict[str, OffsetMap]]:
+        """:meth:`transcript` given the transcript's ``model_dump()`` (not changed here)."""
         maps: dict[str, OffsetMap] = {}
-        data = self._walk(transcript.model_dump(), "", maps)
+        data = self._walk(dumped, "", maps)
         if not maps:
             return transcript, maps
         return Transcript.model_validate(data), maps
@@ -536,7 +542,7 @@ def redact_transcript_evidence(
     if transcript is None:
         return None, [redact_evidence(e, redactor) for e in evidence]
     before = transcript.model_dump()
-    redacted, maps = redactor.transcript(transcript)
+    redacted, maps = redactor._transcript(transcript, before)
     after = redacted.model_dump() if maps else before
     return redacted, [
         redact_evidence(e, redactor, maps.get(e.path), _string_at(before, e.path), after)
