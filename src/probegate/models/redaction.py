@@ -373,11 +373,22 @@ class Redactor:
             if offsets.spans:
                 maps[path] = offsets
             return new
-        prefix = f"{path}." if path else ""
         if isinstance(node, dict):
-            return {k: self._walk(v, f"{prefix}{k}", maps) for k, v in node.items()}
+            return {k: self._child(v, path, k, maps) for k, v in node.items()}
         if isinstance(node, list):
-            return [self._walk(v, f"{prefix}{i}", maps) for i, v in enumerate(node)]
+            return [self._child(v, path, i, maps) for i, v in enumerate(node)]
+        return node
+
+    def _child(self, node: Any, path: str, key: str | int, maps: dict[str, OffsetMap]) -> Any:
+        """:meth:`_walk` of ``node`` at ``path.key``; the path is spelled only when it is used
+        (a transcript has some fifty strings and numbers per attempt, most left as they are)."""
+        if isinstance(node, str):
+            new, offsets = self.text_with_map(node)
+            if offsets.spans:
+                maps[f"{path}.{key}" if path else str(key)] = offsets
+            return new
+        if isinstance(node, dict | list):
+            return self._walk(node, f"{path}.{key}" if path else str(key), maps)
         return node
 
     def _matches(self, text: str) -> list[tuple[int, int, str]]:
