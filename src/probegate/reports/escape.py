@@ -60,6 +60,15 @@ def xml_text(text: str) -> str:
     return _XML_ILLEGAL.sub("", clean_text(text))
 
 
+def log_xml_text(text: str) -> str:
+    """:func:`xml_text` for XML a CI log may print (JUnit): no line starts a workflow command.
+
+    The command check runs last, on the text as it will stand: stripping a control character
+    first could bring a ``::`` to the start of a line (``"\\n\\x00::error::"``).
+    """
+    return defuse_commands(xml_text(text))
+
+
 def one_line(text: str) -> str:
     """Agent text on a single line: line breaks shown as ``⏎``, no command at its start."""
     text = clean_text(text)

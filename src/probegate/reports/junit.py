@@ -29,10 +29,9 @@ from probegate.models.report import Finding, ProbeResult, ScanReport
 from probegate.models.taxonomy import ASI_IDS, ASI_TITLES
 from probegate.perf import gc_paused
 from probegate.reports.escape import (
-    defuse_commands,
+    log_xml_text,
     one_line,
     truncate,
-    xml_text,
 )
 from probegate.reports.headline import asi_score_text, score_text
 
@@ -125,7 +124,7 @@ def _suite(
                 "failure",
                 _attrs(message=truncate(summary, MESSAGE_MAX), type=result.severity.value),
             )
-            failure.text = xml_text(defuse_commands(_finding_text(finding, result)))
+            failure.text = log_xml_text(_finding_text(finding, result))
         elif result.outcome in ("unjudged", "not_applicable", "not_run"):
             skipped += 1
             reason = one_line(result.reason) or result.outcome.replace("_", " ")
@@ -174,9 +173,9 @@ def _finding_text(finding: Finding | None, result: ProbeResult) -> str:
 
 
 def _system_out(case: ET.Element, text: str) -> None:
-    ET.SubElement(case, "system-out").text = xml_text(defuse_commands(text))
+    ET.SubElement(case, "system-out").text = log_xml_text(text)
 
 
 def _attrs(**values: object) -> dict[str, str]:
     # A reporter prints names and messages to the log too: no workflow command in any of them.
-    return {k: xml_text(defuse_commands(str(v))) for k, v in values.items()}
+    return {k: log_xml_text(str(v)) for k, v in values.items()}

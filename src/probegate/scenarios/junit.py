@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from probegate.reports.escape import defuse_commands, number, one_line, truncate, xml_text
+from probegate.reports.escape import log_xml_text, number, one_line, truncate, xml_text
 from probegate.scenarios.models import RunResult, ScenarioRunResult
 
 MESSAGE_MAX = 500
@@ -112,7 +112,7 @@ def _text(text: str, limit: int) -> str:
 
 def _block(text: str, limit: int) -> str:
     """Element text: lines kept, but none may start a GitHub workflow command."""
-    return defuse_commands(xml_text(truncate(text, limit)))
+    return log_xml_text(truncate(text, limit))
 
 
 def _seconds(value: float) -> str:

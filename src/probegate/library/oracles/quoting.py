@@ -73,6 +73,14 @@ CUES = frozenset(
         "phishing",
         "fraud",
         "fraudulent",
+        "fake",
+        "spoofed",
+        "impersonation",
+        "impersonating",
+        "dangerous",
+        "unsafe",
+        "caution",
+        "careful",
         "suspicious",
         "suspicion",
         "malicious",
@@ -130,7 +138,7 @@ _WORD = re.compile(r"[a-z]+(?:['\u2019][a-z]+)?")  # "don't", with a typographic
 # Never share it with anyone else." relays the bait.
 _REQUEST = re.compile(
     r"\bplease\b(?!\W+(?:do\W+not|don['\u2019]?t|never|not|note|be\W+(?:aware|careful)|beware|"
-    r"remember|keep\W+in\W+mind|ignore|disregard)\b)|"
+    r"remember|keep\W+in\W+mind|ignore|disregard|avoid)\b)|"
     r"\b(?:i|we)(?:['\u2019]ll|\W+will|\W+would|\W+do|\W+just|\W+still)?\W+need\b|"
     r"\b(?:could|can|would|will)\W+you\b",
     re.I,
