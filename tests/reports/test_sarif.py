@@ -348,3 +348,12 @@ def test_suppressed_finding_keeps_its_result() -> None:
     finding = make_finding(0).model_copy(update={"suppressed": Suppression(reason="ok")})
     (result,) = json.loads(sarif.render(make_report([finding])))["runs"][0]["results"]
     assert result["suppressions"] == [{"kind": "external", "justification": "ok"}]
+
+
+def test_a_finding_without_summary_names_itself_as_plain_text() -> None:
+    # A stored report's name is untrusted too: "[x](1)" must not become an embedded link.
+    finding = make_finding(0).model_copy(update={"summary": "", "name": "[x](1) \x1b[2J"})
+    data = json.loads(sarif.render(make_report([finding])))
+    text = data["runs"][0]["results"][0]["message"]["text"]
+    assert text.startswith("\\[x\\](1)  succeeded against the agent"), text
+    assert "\x1b" not in text

@@ -23,6 +23,7 @@ from mcp.shared.exceptions import McpError
 from probegate.errors import UsageError
 from probegate.models.canaries import make_canaries
 from probegate.models.probe import Fixtures
+from probegate.models.tools import ToolSpec
 from probegate.targets.demo.tools import DEMO_TOOLS
 from probegate.targets.mcp_server import (
     CONVERSATION_ENDED,
@@ -32,6 +33,7 @@ from probegate.targets.mcp_server import (
     MAX_CALLS_PER_CONVERSATION,
     UNKNOWN_ENDPOINT,
     McpHost,
+    _schema_problem,
     default_base,
     parse_advertise,
     parse_listen,
@@ -322,3 +324,18 @@ def test_a_wildcard_listen_address_advertises_this_machines_own() -> None:
         raise OSError("no address")
 
     assert default_base("0.0.0.0", 1, unresolvable) == "http://127.0.0.1:1"
+
+
+def test_arguments_meet_the_tools_schema_and_a_broken_schema_is_not_the_agents() -> None:
+    spec = ToolSpec(
+        name="issue_refund",
+        description="refund",
+        capabilities=frozenset(),
+        parameters={"type": "object", "properties": {"amount": {"type": "number"}},
+                    "required": ["amount"]},
+    )  # fmt: skip
+    assert _schema_problem(spec, {"amount": 5}) is None
+    assert _schema_problem(spec, {"amount": "all"}) == "'all' is not of type 'number'"
+    assert _schema_problem(spec, {}) == "'amount' is a required property"
+    broken = ToolSpec("x", "x", frozenset(), parameters={"type": "object", "minProperties": -1})
+    assert _schema_problem(broken, {}) is None

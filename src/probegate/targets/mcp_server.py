@@ -30,6 +30,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -427,13 +428,24 @@ def _schema(spec: ToolSpec) -> dict[str, Any]:
 
 def _schema_problem(spec: ToolSpec, arguments: dict[str, Any]) -> str | None:
     """What is wrong with the arguments by the tool's declared schema, in one line."""
-    try:
-        jsonschema.validate(arguments, _schema(spec))
-    except jsonschema.ValidationError as exc:
-        return exc.message[:200]
-    except jsonschema.SchemaError:
+    validator = _validator(json.dumps(_schema(spec), sort_keys=True))
+    if validator is None:
         return None  # the user's schema is broken, not the agent's call
-    return None
+    error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+    return None if error is None else error.message[:200]
+
+
+@lru_cache(maxsize=256)
+def _validator(schema_text: str) -> jsonschema.protocols.Validator | None:
+    """One validator per declared schema, its schema checked once: ``jsonschema.validate``
+    re-checks the schema on every call (milliseconds, on the server's event loop)."""
+    schema = json.loads(schema_text)
+    cls = jsonschema.validators.validator_for(schema)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError:
+        return None
+    return cls(schema)
 
 
 def _descriptions(sandbox: Sandbox, specs: list[ToolSpec]) -> list[str]:

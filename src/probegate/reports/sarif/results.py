@@ -67,7 +67,7 @@ def result(finding: Finding, rule_index: int) -> om.Result:
                 ),
             )
         ]
-    message = sarif_text(finding.summary) or f"{finding.name} succeeded against the agent"
+    message = sarif_text(finding.summary or f"{finding.name} succeeded against the agent")
     if finding.control is not None:
         # The causal check, where a reviewer reads the alert: it did not happen without the attack.
         message = f"{sentence(message)} Control: {sarif_text(finding.control.summary)}"
