@@ -31,8 +31,15 @@ _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 _MD_AUTOLINK = re.compile(r"://|(?i:\bwww)\.|@")
 _MD_AUTOLINK_DEFUSED = {"://": "&#58;//", "@": "&#64;"}
 _MD_LINE_START = frozenset("#>+-=")
+# Anything md_text would change but strip and the line-start escape: a control character, what
+# html.escape or _MD_SPECIAL escapes, a line break, "::" and what _MD_AUTOLINK matches (a
+# superset: "www." anywhere). Text without any is written as it is, after those two.
+_MD_DIRTY = re.compile(rf"[&<>\\`*_\[\]|~@\n{CONTROL_CHARS}]|::|://|(?i:www)\.")
 # What md_code writes as an entity (after html.escape, so no entity it wrote is touched).
 _MD_CODE_ENTITIES = str.maketrans({c: f"&#{ord(c)};" for c in "|`\\:[]*~@"})
+# Anything md_code would change but the cut: a control character, what html.escape or
+# _MD_CODE_ENTITIES writes as an entity, a line break or tab, and a "www." host.
+_MD_CODE_DIRTY = re.compile(rf"[&<>\"'|`\\:\[\]*~@\n\t{CONTROL_CHARS}]|(?i:www)\.")
 
 
 def clean_text(text: str) -> str:
@@ -101,6 +108,9 @@ def md_text(text: str, *, limit: int | None = None) -> str:
     link on its own (a bare ``https://...``, ``www.``, an address or an ``@mention``) has one
     character written as an entity: it reads the same and is no link.
     """
+    if _MD_DIRTY.search(text) is None:  # the common case: plain words
+        text = (text if limit is None else truncate(text, limit)).strip()
+        return "\\" + text if text[:1] in _MD_LINE_START else text
     text = clean_text(text)
     if limit is not None:
         text = truncate(text, limit)
@@ -127,6 +137,8 @@ def md_code(text: str, *, limit: int | None = None) -> str:
     ``]``), emphasis (``*``, ``~``) or a mention (``@``) is an entity too, and a ``www.`` host
     has its dot as one: GitHub would link it on its own.
     """
+    if _MD_CODE_DIRTY.search(text) is None:  # the common case: an id
+        return f"<code>{text if limit is None else truncate(text, limit)}</code>"
     text = clean_text(text)
     if limit is not None:
         text = truncate(text, limit)
