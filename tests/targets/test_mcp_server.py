@@ -337,5 +337,6 @@ def test_arguments_meet_the_tools_schema_and_a_broken_schema_is_not_the_agents()
     assert _schema_problem(spec, {"amount": 5}) is None
     assert _schema_problem(spec, {"amount": "all"}) == "'all' is not of type 'number'"
     assert _schema_problem(spec, {}) == "'amount' is a required property"
-    broken = ToolSpec("x", "x", frozenset(), parameters={"type": "object", "minProperties": -1})
+    # "required" must be a list: used anyway, it would ask for properties "a", "m", ...
+    broken = ToolSpec("x", "x", frozenset(), parameters={"type": "object", "required": "amount"})
     assert _schema_problem(broken, {}) is None
