@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from functools import cache
+from typing import Any
 
 from probegate.models.report import (
     Authority,
@@ -205,31 +206,8 @@ def scan(
 
     found = list(findings)
     report = make_report(found, mode=mode)
-    extra = [
-        ProbeResult(
-            probe_id=pid,
-            name=pid,
-            asi="ASI01",
-            severity=Severity.HIGH,
-            channel="user",
-            outcome="resisted",
-            attempts=1,
-            resisted=1,
-        )
-        for pid in resisted
-    ] + [
-        ProbeResult(
-            probe_id=pid,
-            name=pid,
-            asi="ASI01",
-            severity=Severity.HIGH,
-            channel="user",
-            outcome="unjudged",
-            attempts=1,
-            unjudged=1,
-            reason="timeout",
-        )
-        for pid in unjudged
+    extra = [_ran(pid, "resisted", resisted=1) for pid in resisted] + [
+        _ran(pid, "unjudged", unjudged=1, reason="timeout") for pid in unjudged
     ]
     return report.model_copy(
         update={
@@ -239,6 +217,20 @@ def scan(
             "band": band,
             "asi_scores": asi_scores if asi_scores is not None else dict.fromkeys(ASI_IDS, 50.0),
         }
+    )
+
+
+def _ran(probe_id: str, outcome: str, **counts: Any) -> ProbeResult:
+    """One attempt of a high-severity ASI01 user-channel probe, with its outcome."""
+    return ProbeResult(
+        probe_id=probe_id,
+        name=probe_id,
+        asi="ASI01",
+        severity=Severity.HIGH,
+        channel="user",
+        outcome=outcome,
+        attempts=1,
+        **counts,
     )
 
 
