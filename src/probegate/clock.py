@@ -18,6 +18,11 @@ def source_date_epoch() -> int | None:
         return None
 
 
+def pinned() -> bool:
+    """The clock is pinned: reports must not show timings (durations are 0)."""
+    return source_date_epoch() is not None
+
+
 def now() -> datetime:
     epoch = source_date_epoch()
     if epoch is not None:

@@ -77,12 +77,12 @@ def test_every_scan_flag_has_help_and_the_defaults_are_the_configs(
 def test_debug_works_after_the_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import probegate.scan
+    import probegate.scan.finalise
 
     def boom(*args: object, **kwargs: object) -> None:
         raise RuntimeError("synthetic bug")
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(probegate.scan, "assemble", boom)
+    monkeypatch.setattr(probegate.scan.finalise, "assemble", boom)
     assert main(["scan", "demo", "-q", "--debug"]) == 4
     assert "Traceback" in capsys.readouterr().err

@@ -198,12 +198,12 @@ def test_missing_target_and_bad_flags_exit_2(in_tmp: Path) -> None:
 def test_internal_error_exits_4_with_hint(
     in_tmp: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import probegate.scan
+    import probegate.scan.finalise
 
     def boom(*args: object, **kwargs: object) -> None:
         raise RuntimeError("synthetic bug")
 
-    monkeypatch.setattr(probegate.scan, "assemble", boom)
+    monkeypatch.setattr(probegate.scan.finalise, "assemble", boom)
     assert run_cli("scan", "demo", "--quiet") == 4
     err = capsys.readouterr().err
     assert "--debug" in err and "Traceback" not in err

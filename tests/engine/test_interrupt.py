@@ -155,18 +155,18 @@ def test_smart_mode_progress_counts_the_escalation_on_its_own(
     is counted from 0 to its own total: no line jumps from 77 to 689 planned."""
     import io
 
-    import probegate.scan
+    import probegate.scan.execute
     from probegate.engine.runner import Progress
 
     seen: list[Progress] = []
-    real = probegate.scan.ProgressPrinter
+    real = probegate.scan.execute.ProgressPrinter
 
     class Spy(real):  # type: ignore[misc,valid-type]
         def __call__(self, p: Progress) -> None:
             seen.append(p)
             super().__call__(p)
 
-    monkeypatch.setattr(probegate.scan, "ProgressPrinter", Spy)
+    monkeypatch.setattr(probegate.scan.execute, "ProgressPrinter", Spy)
     monkeypatch.chdir(tmp_path)
     err = io.StringIO()
     monkeypatch.setattr(sys, "stderr", err)

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-import probegate.scan
+import probegate.scan.finalise
 from probegate.cli import main
 from tests.servers.base import Handler, LoopbackServer
 from tests.servers.brain_model import SECRETS, BrainModelServer, tool_config
@@ -118,7 +118,7 @@ def test_internal_error_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         assert listening(port), "the server should be up while the scan runs"
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(probegate.scan, "assemble", broken)
+    monkeypatch.setattr(probegate.scan.finalise, "assemble", broken)
     port = free_port()
     with BrainModelServer() as brain, McpAgentService(brain.endpoint(careful=True)) as service:
         code = main(scan_argv(tmp_path, service.target(tool_config(), list(SECRETS)), port))

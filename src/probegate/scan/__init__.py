@@ -1,0 +1,77 @@
+"""One scan, end to end: the single call the CLI (and the Action) makes.
+
+The pipeline is one module per stage, each taking typed inputs (``settings.py``), never the
+whole config (docs/architecture.md, "A scan, stage by stage"):
+
+1. ``prepare``: the config in; output and store writable, probes selected, baseline
+   comparable, suppressions read, budget countable, signing material usable, target and judge
+   built; every secret the scan holds gathered for redaction. Nothing is sent yet.
+2. ``plan``: the attempts drawn (engine/plan.py); a dry run ends here; the notes on what the
+   plan cannot cover.
+3. ``execute``: the journal opened or resumed, the attempts run (engine/runner.py) until done,
+   stopped or interrupted (``progress`` prints as they complete).
+4. ``finalise``: the report assembled, redacted, suppressed, compared with the baseline, signed.
+5. ``outputs`` and ``reproducers``: the stored report, every format asked for, a reproducer per
+   finding.
+6. ``closing``: the closing lines (or ``--json``), then the gates and the exit code.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from probegate.config import ScanConfig
+from probegate.errors import UsageError
+from probegate.scan.closing import conclude
+from probegate.scan.execute import run_attempts
+from probegate.scan.finalise import build_report, report_files
+from probegate.scan.outputs import write_report_files
+from probegate.scan.plan import draw_plan, dry_run, nothing_to_run
+from probegate.scan.prepare import prepare_scan
+from probegate.scan.reproducers import write_reproducers
+from probegate.scan.view import View
+from probegate.targets.base import capabilities_of
+
+__all__ = ["execute_scan"]
+
+
+def execute_scan(
+    config: ScanConfig,
+    *,
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+    verbose: bool = False,
+    as_json: bool = False,
+) -> int:
+    """Run the scan the config describes and return the exit code.
+
+    ``verbose`` lists every finding and unjudged cause; ``as_json`` prints the closing summary
+    as one JSON object on ``out`` instead of text (progress and errors stay on ``err``).
+    """
+    with prepare_scan(config) as scan:
+        settings, inputs, target = scan.settings, scan.inputs, scan.target
+        plan = draw_plan(
+            inputs.probes,
+            capabilities_of(target.tools()),
+            settings.plan,
+            judge=inputs.llm_judge is not None,
+        )
+        if scan.dry_run:
+            return dry_run(plan, scan.agent, out)
+        if not plan.attempts and not plan.escalations:
+            raise UsageError(nothing_to_run(plan, settings.plan.variant))
+        view = View(out, err, quiet=config.quiet, verbose=verbose, as_json=as_json)
+        run = run_attempts(target, plan, settings.run, inputs, view)
+        report = build_report(
+            run,
+            plan,
+            target,
+            inputs,
+            settings.report,
+            report_files(settings.formats, settings.output_dir),
+            settings.run.store,
+        )
+        written = write_report_files(report, run.directory, settings.formats, settings.output_dir)
+        write_reproducers(report, run.directory, settings.repro, plan, target, inputs.secrets)
+        return conclude(report, written, run, settings.gates, settings.repro, view)

@@ -1,0 +1,266 @@
+"""Stage 6, closing: what the scan says when it ends, and the exit code the gates decide.
+
+The closing lines list the findings (severity, probe, the evidence in one line), why the scan
+stopped, whether its score is authoritative, and its unjudged attempts grouped by cause with
+the fix for each; ``--json`` says the same as one object on stdout. Gates are evaluated only
+after every report file is written, so a failing build still leaves its evidence behind.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from probegate.config import DEFAULT_STORE
+from probegate.engine.runner import RunOutcome
+from probegate.errors import ExitCode, TargetError
+from probegate.gate import evaluate_gates
+from probegate.models.report import Finding, ScanReport
+from probegate.models.taxonomy import ASI_IDS, SEVERITY_RANK
+from probegate.reports.digest import authority_text, evidence_text, group_unjudged, stop_text
+from probegate.reports.headline import asi_score_text, controls_text, out_of_100
+from probegate.scan.execute import Execution
+from probegate.scan.settings import GateSettings, ReproSettings
+from probegate.scan.view import View, shown
+from probegate.terminal import Style, clean, json_text, one_line
+
+# Findings listed one per line before "and N more" (``-v`` lists every one).
+LISTED_FINDINGS = 15
+LISTED_CAUSES = 5
+
+
+@dataclass
+class Closing:
+    """Everything the closing lines say, gathered before they are printed."""
+
+    report: ScanReport
+    written: dict[str, Path]
+    outcome: RunOutcome
+    scan_id: str
+    exit_code: int = 0
+    gates: list[str] = field(default_factory=list)
+    resume: str | None = None
+
+
+def conclude(
+    report: ScanReport,
+    written: dict[str, Path],
+    run: Execution,
+    gates: GateSettings,
+    repro: ReproSettings,
+    view: View,
+) -> int:
+    """Print the closing lines and return the exit code: an interrupt's, an undecided scan's
+    (raised as a :class:`TargetError`), or the gates'."""
+    outcome = run.outcome
+    report_path = written.get("json", run.directory / "scan.json")
+    closing = Closing(report, written, outcome, run.scan_id)
+    if outcome.stopped_reason == "cancelled":
+        closing.resume = resume_command(run.scan_id, repro)
+        closing.exit_code = run.interrupted.exit_code
+        print_closing(closing, view)
+        view.err.write(
+            f"{Style(view.err)('interrupted', 'bold', 'yellow')} by {run.interrupted.what}: scan "
+            f"{run.scan_id} kept {len(outcome.attempts)} completed attempts in its journal"
+            + (f" ({outcome.discarded} in flight will run again)" if outcome.discarded else "")
+            + f"; partial report: {shown(report_path)}\n"
+            f"resume with: {closing.resume}\n"
+        )
+        return run.interrupted.exit_code
+    if outcome.stopped_reason == "early_stop" or outcome.undecided:
+        closing.exit_code = ExitCode.UNDECIDED
+        print_closing(closing, view)
+        if outcome.stopped_reason == "early_stop":
+            raise TargetError(
+                f"scan stopped early: {outcome.stop_message}. Nothing was gated: the target "
+                f"could not be judged. Partial report: {shown(report_path)}"
+            )
+        raise TargetError(
+            f"the target could not be judged: {outcome.undecided}. Nothing was gated. "
+            f"Report: {shown(report_path)}"
+        )
+    result = evaluate_gates(
+        report, fail_under=gates.fail_under, fail_on=gates.fail_on, comparison=report.comparison
+    )
+    closing.exit_code = result.exit_code
+    closing.gates = list(result.reasons)
+    print_closing(closing, view)
+    for line in result.reasons:
+        view.err.write(f"gate {clean(line)}\n")
+    return result.exit_code
+
+
+def resume_command(scan_id: str, repro: ReproSettings) -> str:
+    """The exact command that resumes ``scan_id`` from where the user stands."""
+    argv = ["probegate", "scan", "--resume", scan_id]
+    default_store = (Path.cwd() / DEFAULT_STORE).resolve()
+    if repro.store.resolve() != default_store:
+        argv += ["--store", shown(repro.store)]
+    if not repro.invocation_stored:  # started without a stored command line: repeat the target
+        argv[2:2] = repro.target_args
+    return shlex.join(argv)
+
+
+def print_closing(closing: Closing, view: View) -> None:
+    if view.as_json:
+        data = _closing_json(closing, view)
+        text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False)
+        view.out.write(json_text(text) + "\n")
+        view.out.flush()
+        return
+    if view.quiet:
+        return
+    lines = [
+        *_headline(closing, Style(view.out)),
+        *_finding_lines(closing, view),
+        *_unjudged_lines(closing.report, view),
+        *_category_lines(closing.report, Style(view.out)),
+        *(f"wrote {name}: {shown(path)}" for name, path in closing.written.items()),
+    ]
+    view.out.write("".join(line + "\n" for line in lines))
+    view.out.flush()
+
+
+def _headline(closing: Closing, style: Style) -> list[str]:
+    """Score, why the scan stopped, its authority, and the counts."""
+    report = closing.report
+    auth = "authoritative" if report.authority.authoritative else "not authoritative"
+    good = report.aivss is not None and report.aivss >= 80
+    band = style(report.band, "bold", "green" if good else "red")
+    lines = [
+        f"score {out_of_100(report.aivss)}  band {band}  ({report.mode} mode, {auth})",
+        f"  {style('stopped:', 'bold')} {clean(stop_text(report))}",
+        f"  {style('authority:', 'bold')} {clean(authority_text(report))}",
+    ]
+    if closing.outcome.stop_message and report.stopped_reason == "early_stop":
+        lines.append(f"  why it stopped: {one_line(closing.outcome.stop_message, 300)}")
+    counts = report.findings_summary
+    suppressed = sum(1 for f in report.findings if f.suppressed is not None)
+    lines.append(
+        f"{style('findings:', 'bold')} {len(report.findings)} (critical "
+        f"{counts.get('critical', 0)}, high {counts.get('high', 0)}, medium "
+        f"{counts.get('medium', 0)}, low {counts.get('low', 0)})"
+        + (f", {suppressed} suppressed" if suppressed else "")
+        + f"; unjudged attempts: {len(report.unjudged)}"
+    )
+    if report.controls is not None and (report.controls.run or not report.controls.enabled):
+        lines.append(clean(controls_text(report)))
+    return lines
+
+
+def _finding_lines(closing: Closing, view: View) -> list[str]:
+    """One line per finding, most severe first; ``-v`` lists every one."""
+    style = Style(view.out)
+    ranked = sorted(closing.report.findings, key=_finding_rank)
+    shown_findings = ranked if view.verbose else ranked[:LISTED_FINDINGS]
+    width = max((len(f.probe_id) for f in shown_findings), default=0)
+    lines = []
+    for finding in shown_findings:
+        sev = style.severity(f"{finding.severity.value:<8}", finding.severity.value)
+        mark = " (suppressed)" if finding.suppressed is not None else ""
+        lines.append(
+            f"  {sev}  {finding.probe_id:<{width}}  {one_line(evidence_text(finding), 110)}{mark}"
+        )
+    if len(ranked) > len(shown_findings):
+        where = closing.written.get("html") or closing.written.get("md")
+        lines.append(
+            f"  … and {len(ranked) - len(shown_findings)} more (-v lists them"
+            + (f"; {shown(where)} shows each with its transcript)" if where else ")")
+        )
+    return lines
+
+
+def _unjudged_lines(report: ScanReport, view: View) -> list[str]:
+    """The unjudged attempts by cause, each with its fix and probes."""
+    groups = group_unjudged(report.unjudged)
+    if not groups:
+        return []
+    style = Style(view.out)
+    lines = [
+        f"{style('unjudged:', 'bold')} {len(report.unjudged)} attempts, not counted as "
+        "resisted, by cause:"
+    ]
+    listed = groups if view.verbose else groups[:LISTED_CAUSES]
+    for group in listed:
+        lines.append(f"  {group.count:>4}  {one_line(group.label, 160)}")
+        if group.fix:
+            lines.append(f"        fix: {group.fix}")
+        lines.append(f"        probes: {one_line(group.probes_text(), 160)}")
+    if len(groups) > len(listed):
+        lines.append(f"  … and {len(groups) - len(listed)} more causes (-v lists them)")
+    return lines
+
+
+def _category_lines(report: ScanReport, style: Style) -> list[str]:
+    """Each ASI category's score and findings."""
+    by_asi: dict[str, int] = {}
+    for f in report.findings:
+        by_asi[f.asi] = by_asi.get(f.asi, 0) + 1
+    lines = []
+    if report.asi_scores or report.undertested or by_asi:
+        lines.append(f"{style('per ASI category', 'bold')} (score 0-100, higher is safer):")
+    for asi in ASI_IDS:
+        shown_score = asi_score_text(report, asi)
+        if shown_score is not None or asi in by_asi:
+            lines.append(f"  {asi} {shown_score or 'n/a':>5}  findings {by_asi.get(asi, 0)}")
+    if report.undertested:
+        lines.append(f"undertested: {', '.join(report.undertested)}")
+    return lines
+
+
+def _finding_rank(finding: Finding) -> tuple[int, int, float, str]:
+    return (
+        finding.suppressed is not None,
+        -SEVERITY_RANK[finding.severity],
+        -finding.aivss_severity,
+        finding.probe_id,
+    )
+
+
+def _closing_json(closing: Closing, view: View) -> dict[str, Any]:
+    """The closing summary for machines (``--json``): the same facts as the text, as data."""
+    report = closing.report
+    return {
+        "scan_id": closing.scan_id,
+        "exit_code": closing.exit_code,
+        "score": report.aivss,
+        "band": report.band,
+        "mode": report.mode,
+        "stopped_reason": report.stopped_reason,
+        "stopped": stop_text(report),
+        "authoritative": report.authority.authoritative,
+        "authority": authority_text(report),
+        "authority_reasons": list(report.authority.reasons),
+        "findings": [
+            {
+                "severity": f.severity.value,
+                "probe_id": f.probe_id,
+                "name": f.name,
+                "fp": f.fp,
+                "evidence": evidence_text(f),
+                "suppressed": f.suppressed is not None,
+                "reproducer": f.pov_reference,
+            }
+            for f in sorted(report.findings, key=_finding_rank)
+        ],
+        "unjudged": [
+            {
+                "cause": g.cause.key,
+                "reason": g.label,
+                "count": g.count,
+                "fix": g.fix,
+                "probes": g.probes,
+            }
+            for g in group_unjudged(report.unjudged)
+        ],
+        "undertested": list(report.undertested),
+        "not_run": [n.probe_id for n in report.not_run],
+        "controls": report.controls.model_dump() if report.controls is not None else None,
+        "notes": list(view.notes),
+        "gates": list(closing.gates),
+        "files": {name: shown(path) for name, path in closing.written.items()},
+        "resume": closing.resume,
+    }

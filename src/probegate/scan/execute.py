@@ -1,0 +1,189 @@
+"""Stage 3, execute: the plan's attempts run against the target, journaled as they complete.
+
+A new scan gets an id and a fresh journal; a resumed one continues its own journal, on its own
+target and plan, and never sends a completed attempt again. An interrupt (Ctrl-C, or SIGTERM
+when CI cancels the job) is one more way for the run to stop: the attempts that completed are
+in the journal, and the later stages write the partial report like any other. A second
+interrupt stops at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import signal
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from probegate.clock import iso, new_scan_id, now
+from probegate.engine.journal import Journal, read_journal, scan_dir, write_invocation
+from probegate.engine.plan import Plan
+from probegate.engine.runner import Runner, RunOutcome
+from probegate.errors import Interrupted, UsageError
+from probegate.models.redaction import Redactor, stored_key
+from probegate.models.report import TargetInfo
+from probegate.models.verdict import Attempt
+from probegate.scan.plan import say_what_cannot_apply
+from probegate.scan.prepare import ScanInputs
+from probegate.scan.progress import ProgressPrinter
+from probegate.scan.settings import RunSettings
+from probegate.scan.view import View
+from probegate.targets.base import Target
+from probegate.terminal import clean
+
+
+@dataclass(frozen=True)
+class Execution:
+    """What the run left: the scan's identity, its store directory and its outcome."""
+
+    scan_id: str
+    created_at: str
+    directory: Path
+    info: TargetInfo
+    outcome: RunOutcome
+    # What stopped the run when it was interrupted (SIGINT unless a SIGTERM came first).
+    interrupted: Interrupted
+    requests_used: int
+
+
+@dataclass(frozen=True)
+class _Journaled:
+    """Where a scan's journal stands before the run: a new one, or a resumed one's contents."""
+
+    scan_id: str
+    created_at: str
+    salt: str
+    done: dict[str, Attempt]
+
+
+def run_attempts(
+    target: Target, plan: Plan, settings: RunSettings, inputs: ScanInputs, view: View
+) -> Execution:
+    """Run the plan: open (or resume) the journal, run every attempt, close the journal."""
+    info = target.info()
+    started = _resume(settings, plan, info, view) if settings.resume else _start(plan, info)
+    directory = scan_dir(settings.store, started.scan_id)
+    if not settings.resume:
+        # A pinned clock repeats scan ids by design; a new scan never appends to an old journal.
+        (directory / "journal.jsonl").unlink(missing_ok=True)
+    journal = Journal(
+        directory / "journal.jsonl",
+        {
+            "scan_id": started.scan_id,
+            "plan": plan.fingerprint,
+            "created_at": started.created_at,
+            "target": info.ref,
+            "redaction_salt": started.salt,
+        },
+    )
+    if settings.invocation and not settings.resume:
+        write_invocation(directory, settings.invocation)
+    runner = Runner(
+        target,
+        inputs.limiter,
+        seed=settings.seed,
+        concurrency=settings.concurrency,
+        declared_canaries=settings.declared_canaries,
+        record_dir=settings.record,
+        llm_judge=inputs.llm_judge,
+        redactor=Redactor(inputs.secrets, key=stored_key(started.salt, inputs.secrets)),
+        controls=settings.controls,
+    )
+    say_what_cannot_apply(plan, runner.undeliverable, runner.tools, view)
+    if not view.quiet:
+        view.err.write(
+            f"probegate: scanning {clean(info.ref)} ({settings.mode} mode, "
+            f"{len(plan.attempts)} attempts, scan {started.scan_id})\n"
+        )
+    cancel = threading.Event()
+    progress = ProgressPrinter(view.err, quiet=view.quiet)
+    try:
+        with _stop_on_signals(cancel) as received:
+            outcome = runner.run(
+                plan, journal=journal, done=started.done, on_progress=progress, cancel=cancel
+            )
+    finally:
+        journal.close()
+        progress.finish()
+    return Execution(
+        scan_id=started.scan_id,
+        created_at=started.created_at,
+        directory=directory,
+        info=info,
+        outcome=outcome,
+        interrupted=Interrupted(received[0] if received else signal.SIGINT),
+        requests_used=inputs.limiter.state.requests,
+    )
+
+
+def _start(plan: Plan, info: TargetInfo) -> _Journaled:
+    return _Journaled(
+        scan_id=new_scan_id(plan.fingerprint + info.ref),
+        created_at=iso(now()),
+        salt=secrets.token_hex(16),
+        done={},
+    )
+
+
+def _resume(settings: RunSettings, plan: Plan, info: TargetInfo, view: View) -> _Journaled:
+    """The journal of the scan being resumed, checked to be this target's and this plan's."""
+    scan_id = settings.resume
+    assert scan_id is not None
+    journal_path = scan_dir(settings.store, scan_id) / "journal.jsonl"
+    contents = read_journal(journal_path)
+    header, done = contents.header, dict(contents.attempts)
+    if header.get("target") not in (None, info.ref):
+        raise UsageError(
+            f"scan {scan_id} scanned {header.get('target')}, not {info.ref}: a resumed "
+            f"scan continues on its own target; run 'probegate scan --resume {scan_id}' "
+            "alone, or start a new scan"
+        )
+    if header.get("plan") != plan.fingerprint:
+        raise UsageError(
+            f"scan {scan_id} was started with different settings (plan {header.get('plan')}, "
+            f"now {plan.fingerprint}); rerun with the same target, mode, seed and selection, "
+            f"or 'probegate scan --resume {scan_id}' alone"
+        )
+    # The plan's attempts and the controls they may need (journaled beside them).
+    planned = {a.attempt_id for a in [*plan.all_attempts, *plan.control_bound]}
+    foreign = sorted(set(done) - planned)
+    for attempt_id in foreign:
+        del done[attempt_id]
+    warning = contents.warning()
+    if foreign:
+        warning += ("; " if warning else f"journal {journal_path}: ") + (
+            f"ignored {len(foreign)} attempt(s) that are not in this scan's plan"
+        )
+    if warning:
+        view.err.write(f"warning: {clean(warning)}\n")
+    return _Journaled(
+        scan_id=scan_id,
+        created_at=str(header.get("created_at")),
+        salt=str(header.get("redaction_salt") or secrets.token_hex(16)),
+        done=done,
+    )
+
+
+@contextlib.contextmanager
+def _stop_on_signals(cancel: threading.Event) -> Iterator[list[int]]:
+    """The first Ctrl-C or SIGTERM asks the runner to stop cleanly; a second one stops now."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if received:
+            raise Interrupted(signum)
+        received.append(signum)
+        cancel.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old if old is not None else signal.SIG_DFL)

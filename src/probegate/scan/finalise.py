@@ -1,0 +1,115 @@
+"""Stage 4, finalise: the run's verdicts become the report, redacted, suppressed and signed.
+
+The order matters: nothing secret may reach the comparison or the signed bytes, and an
+accepted (suppressed) finding is not a new regression. Everything here happens before any
+bytes exist; the next stage writes them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from probegate.baseline import compare
+from probegate.clock import now, pinned
+from probegate.engine.assemble import ScanMeta, assemble
+from probegate.engine.plan import Plan
+from probegate.models.report import Budget, Engine, ScanReport, TargetInfo
+from probegate.reports import FORMATS
+from probegate.reports.redact import redact_report
+from probegate.reports.signing import sign_report
+from probegate.scan.execute import Execution
+from probegate.scan.prepare import ScanInputs
+from probegate.scan.settings import ReportSettings
+from probegate.scan.view import shown
+from probegate.suppressions import apply_suppressions
+from probegate.targets.base import Target
+from probegate.workspace import anchor, repository_root
+
+
+def build_report(
+    run: Execution,
+    plan: Plan,
+    target: Target,
+    inputs: ScanInputs,
+    settings: ReportSettings,
+    written_first: list[Path],
+    store: Path,
+) -> ScanReport:
+    """The report of the run, ready to be written.
+
+    ``written_first`` are the report files this scan writes, which a finding points at when no
+    file of the repository defines the target (the demo, a target of flags).
+    """
+    outcome = run.outcome
+    meta = ScanMeta(
+        scan_id=run.scan_id,
+        created_at=run.created_at,
+        mode=settings.mode,
+        seed=settings.seed,
+        duration_seconds=0.0 if pinned() else outcome.duration_seconds,
+        stopped_reason=outcome.stopped_reason,
+        planned=outcome.planned,
+        cut_short=outcome.cut_short,
+        planned_probes=frozenset(a.probe.id for a in plan.attempts),
+        unstarted_probes=frozenset(outcome.cut_probes),
+        library_version=inputs.library_version,
+        target=_anchored(run.info, [run.directory / "scan.json", *written_first]),
+        engine=Engine(
+            commander="probegate",
+            attacker="library+mutators" if settings.mode != "fast" else "library",
+            evaluator=settings.judge or "oracle",
+        ),
+        budget=Budget(
+            cap_usd=settings.budget_usd,
+            max_requests=settings.max_requests,
+            requests_used=run.requests_used,
+            finalise_truncated=outcome.stopped_reason == "budget",
+        ),
+        selected_all=settings.selected_all,
+        shard=settings.shard,
+        store_dir=shown(store),
+        controls=settings.controls,
+    )
+    report = assemble(
+        list(plan.probes),
+        outcome.attempts,
+        plan.not_applicable,
+        meta,
+        outcome.controls,
+        plan.not_run,
+    )
+    section = target.report_section()
+    if section is not None:  # what the kind adds: e.g. what a guard evaluated, blocked, missed
+        report = report.model_copy(update={section.REPORT_FIELD: section})
+    return _seal(report, inputs, settings)
+
+
+def report_files(formats: list[str], output_dir: Path) -> list[Path]:
+    """The report files a scan asked for these formats writes, in order."""
+    return [output_dir / FORMATS[name].filename for name in formats]
+
+
+def _anchored(info: TargetInfo, files: list[Path]) -> TargetInfo:
+    """The target's info, with the file a finding points at when no file defines the target."""
+    if info.definition is not None:
+        return info
+    return info.model_copy(update={"definition": anchor(files, repository_root())})
+
+
+def _seal(report: ScanReport, inputs: ScanInputs, settings: ReportSettings) -> ScanReport:
+    """Redact, suppress, compare, sign: in that order (see the module doc)."""
+    report = redact_report(report, inputs.secrets)
+    report = apply_suppressions(report, inputs.suppressions, now().date())
+    if inputs.baseline is not None:
+        comparison = compare(
+            inputs.baseline,
+            report,
+            tolerance=settings.tolerance,
+            allow_mismatch=settings.allow_mismatch,
+        )
+        report = report.model_copy(update={"comparison": comparison})
+    secret, key_pem = inputs.signing
+    if secret is None and key_pem is None:
+        return report
+    signed = sign_report(report.to_dict(), secret=secret, private_key_pem=key_pem)
+    return report.model_copy(update={"signatures": signed.get("signatures")})

@@ -1,0 +1,186 @@
+"""Stage 2, plan: which attempts run, and what the user is told before the first request.
+
+The plan itself is the engine's (engine/plan.py); this stage draws it from the stage
+settings and says, before any request, what the plan cannot cover: probes left for a judge,
+probes that cannot apply to the target's tools, probes the target cannot be given or judged
+on. A dry run ends here, with the plan and an estimate of its cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TextIO
+
+from probegate.engine.plan import JUDGE_FLAG, Plan, build_plan
+from probegate.library.probe import Probe
+from probegate.models.taxonomy import ASI_IDS, Capability
+from probegate.models.tools import ToolSpec
+from probegate.scan.settings import PlanSettings
+from probegate.scan.view import View
+from probegate.targets.base import AgentConfig
+from probegate.targets.registry import spec_of
+from probegate.transport.pricing import cost_usd, price_table
+
+ESTIMATE_PROMPT_TOKENS = 1000
+ESTIMATE_COMPLETION_TOKENS = 300
+# A scan that can apply fewer than this share of its selected probes says why before it starts.
+FEW_PROBES_FRACTION = 0.5
+
+
+def draw_plan(
+    probes: list[Probe], caps: set[Capability], settings: PlanSettings, *, judge: bool
+) -> Plan:
+    return build_plan(
+        probes,
+        caps,
+        mode=settings.mode,
+        seed=settings.seed,
+        repeat=settings.repeat,
+        shard=settings.shard,
+        variant=settings.variant,
+        controls=settings.controls,
+        judge=judge,
+    )
+
+
+def dry_run(plan: Plan, agent: AgentConfig, out: TextIO) -> int:
+    """Print the plan and what it may cost; exit 0 without a request."""
+    attempts = plan.all_attempts
+    controls = plan.control_bound
+    requests = sum(a.requests_upper_bound for a in attempts + controls) * agent.max_turns
+    checked = (
+        f" + up to {len(controls)} controls" if plan.controls else ", controls off (--no-controls)"
+    )
+    out.write(
+        f"plan {plan.fingerprint}: mode {plan.mode}, {len(plan.probes)} probes, "
+        f"{len(attempts)} attempts{checked} (at most {requests} requests)\n"
+    )
+    if plan.escalations:
+        out.write(
+            f"  smart mode: up to {sum(len(v) for v in plan.escalations.values())} "
+            "escalation attempts are included for probes the agent resists\n"
+        )
+    per_asi = {a: 0 for a in ASI_IDS}
+    for a in attempts:
+        per_asi[a.probe.asi] += 1
+    for asi, count in per_asi.items():
+        if count:
+            out.write(f"  {asi}: {count} attempts\n")
+    for probe_id, reason in sorted(plan.not_applicable.items()):
+        out.write(f"  not applicable: {probe_id}: {reason}\n")
+    if plan.not_run:
+        out.write(f"  {not_run_line(sorted(plan.not_run))}\n")
+    out.write(f"  estimated cost: {_cost_estimate(agent, requests)}\n")
+    return 0
+
+
+def not_run_line(probe_ids: list[str]) -> str:
+    """The one line that says which probes were left out for want of a judge."""
+    return (
+        f"not run: {len(probe_ids)} probe(s) only an LLM judge can decide "
+        f"({', '.join(probe_ids)}); enable them with {JUDGE_FLAG} (docs/judge.md)"
+    )
+
+
+def _cost_estimate(agent: AgentConfig, requests: int) -> str:
+    """What the dry run can say about money, and why when it cannot say a number."""
+    spec = spec_of(agent)
+    if spec.positional or not spec.live:
+        return "$0.00 (the agent runs inside probegate or is a recording: no paid API is called)"
+    if not spec.endpoint:
+        return "not estimated: this agent calls its models itself, out of probegate's sight"
+    if price_table(agent.prices, agent.model) is None:
+        model = f"model {agent.model!r}" if agent.model else "the model"
+        return f"unknown: no price for {model} in target.prices (docs/targets.md)"
+    # An estimate, not a bound: real prompts grow with the conversation and the tools.
+    per_request = cost_usd(
+        agent.prices, agent.model, ESTIMATE_PROMPT_TOKENS, ESTIMATE_COMPLETION_TOKENS
+    )
+    return (
+        f"about ${requests * per_request:.2f} at most (assuming ~{ESTIMATE_PROMPT_TOKENS} "
+        f"prompt and ~{ESTIMATE_COMPLETION_TOKENS} completion tokens per request; cap it "
+        "with --budget-usd)"
+    )
+
+
+def nothing_to_run(plan: Plan, variant: str | None) -> str:
+    """Why a plan holds no attempt, in the words that lead to the fix."""
+    if plan.not_run and len(plan.not_run) + len(plan.not_applicable) == len(plan.probes):
+        return (
+            f"every selected probe that applies needs an LLM judge: "
+            f"{not_run_line(sorted(plan.not_run))}"
+        )
+    if plan.not_applicable and len(plan.not_applicable) == len(plan.probes):
+        return (
+            f"none of the {len(plan.probes)} selected probes can apply to this target: "
+            + _applicability_summary(plan.not_applicable)
+        )
+    if variant is not None:
+        return (
+            f"no selected probe has a {variant!r} variant (only probes with a payload "
+            "have mutated variants; see 'probegate probes show ID')"
+        )
+    return "nothing to run: the selection (--asi/--probes/--shard) leaves no attempt"
+
+
+def _applicability_summary(not_applicable: dict[str, str]) -> str:
+    """Why probes cannot apply, by missing capability, largest first."""
+    by_reason: dict[str, int] = {}
+    for reason in not_applicable.values():
+        by_reason[reason] = by_reason.get(reason, 0) + 1
+    ranked = sorted(by_reason.items(), key=lambda kv: -kv[1])
+    parts = [f"{reason} ({count})" for reason, count in ranked]
+    more = f"; and {len(parts) - 4} more reasons" if len(parts) > 4 else ""
+    return "; ".join(parts[:4]) + more
+
+
+def say_what_cannot_apply(
+    plan: Plan,
+    undeliverable: Callable[[Probe], str | None],
+    tools: list[ToolSpec],
+    view: View,
+) -> None:
+    """Before the first request: which probes this target cannot be tested on, and the fix.
+
+    ``undeliverable`` is the runner's own check (why a probe cannot reach or be judged on
+    this target), so the notes and the verdicts never disagree.
+    """
+    selected = len(plan.probes)
+    if not selected:
+        return
+    if plan.not_run:  # said once, before the first request
+        view.note(not_run_line(sorted(plan.not_run)))
+    skipped = len(plan.not_applicable)
+    planned = {a.probe.id: a.probe for a in plan.attempts}
+    blind: dict[str, int] = {}
+    for probe in planned.values():
+        why = undeliverable(probe)
+        if why is not None:
+            key = why.split(":")[0]
+            blind[key] = blind.get(key, 0) + 1
+    unusable = skipped + sum(blind.values())
+    if skipped and not tools:
+        view.note(
+            f"{skipped} of {selected} probes cannot apply: the target declares no tools. "
+            "Declare the agent's tools with their capabilities under target.tools "
+            "(docs/targets.md) so the probes that attack through tools can run."
+        )
+    elif skipped and skipped >= FEW_PROBES_FRACTION * selected:
+        view.note(
+            f"{skipped} of {selected} probes cannot apply to this target: "
+            + _applicability_summary(plan.not_applicable)
+            + ". Declare the missing capabilities on the agent's tools (docs/targets.md)."
+        )
+    for key, count in sorted(blind.items()):
+        fix = (
+            "the attack arrives through probegate's tool sandbox, which this target does not "
+            "use (docs/targets.md)"
+            if key == "not delivered"
+            else "declare the agent's real secrets under target.canaries"
+        )
+        view.note(f"{count} planned probes will end unjudged ({key}): {fix}.")
+    if unusable and unusable >= FEW_PROBES_FRACTION * selected and not view.quiet:
+        view.note(
+            f"only {selected - unusable} of {selected} selected probes can judge this target; "
+            "its score will say little until the notes above are addressed."
+        )

@@ -1,0 +1,148 @@
+"""What each stage of the pipeline needs from the config, read from it once.
+
+:func:`stage_settings` is the one place after :mod:`probegate.scan.prepare` that reads a
+:class:`~probegate.config.ScanConfig`: every later stage takes only its own typed settings, so a
+reader follows a setting from the flag to the stage that uses it in two steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from probegate.config import ScanConfig
+from probegate.models.taxonomy import Severity
+from probegate.targets.base import TargetConfig, TargetSettings
+
+
+@dataclass(frozen=True)
+class PlanSettings:
+    """How the plan is drawn (engine/plan.py)."""
+
+    mode: str
+    seed: int
+    repeat: int
+    shard: str | None
+    variant: str | None
+    controls: bool
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How attempts run, and where their journal lives."""
+
+    mode: str
+    seed: int
+    concurrency: int
+    controls: bool
+    store: Path
+    resume: str | None
+    record: Path | None
+    declared_canaries: tuple[str, ...]
+    # The command line as data, kept with a new scan so ``--resume SCAN_ID`` needs nothing else.
+    invocation: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    """What the report says about how the scan was run, and how it compares to a baseline."""
+
+    mode: str
+    seed: int
+    judge: str | None
+    budget_usd: float | None
+    max_requests: int | None
+    controls: bool
+    shard: str | None
+    # Every probe of the library was selected (no --asi, --probes or --shard).
+    selected_all: bool
+    tolerance: float
+    allow_mismatch: bool
+
+
+@dataclass(frozen=True)
+class ReproSettings:
+    """What a finding's reproducer repeats: the target as the command line named it."""
+
+    target: TargetConfig
+    target_settings: TargetSettings
+    target_args: list[str]
+    probe_dirs: tuple[Path, ...]  # absolute
+    judge: str | None
+    seed: int
+    store: Path
+    # The scan's command line was stored with it (``--resume SCAN_ID`` alone repeats it).
+    invocation_stored: bool
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    fail_under: float | None
+    fail_on: Severity | None
+
+
+@dataclass(frozen=True)
+class StageSettings:
+    plan: PlanSettings
+    run: RunSettings
+    report: ReportSettings
+    repro: ReproSettings
+    gates: GateSettings
+    formats: list[str]
+    output_dir: Path
+
+
+def stage_settings(config: ScanConfig, formats: list[str]) -> StageSettings:
+    """Every later stage's settings, from the one validated config."""
+    return StageSettings(
+        plan=PlanSettings(
+            mode=config.mode,
+            seed=config.seed,
+            repeat=config.effective_repeat,
+            shard=config.shard,
+            variant=config.variant,
+            controls=config.controls,
+        ),
+        run=RunSettings(
+            mode=config.mode,
+            seed=config.seed,
+            concurrency=config.concurrency,
+            controls=config.controls,
+            store=config.store,
+            resume=config.resume,
+            record=config.record,
+            declared_canaries=config.target.declared_canaries(),
+            invocation=dict(config.invocation),
+        ),
+        report=ReportSettings(
+            mode=config.mode,
+            seed=config.seed,
+            judge=config.judge,
+            budget_usd=config.budget_usd,
+            max_requests=config.max_requests,
+            controls=config.controls,
+            shard=config.shard,
+            selected_all=not config.asi and not config.probes and config.shard is None,
+            tolerance=config.tolerance,
+            allow_mismatch=config.allow_mismatch,
+        ),
+        repro=ReproSettings(
+            target=config.target,
+            target_settings=config.target_settings(),
+            target_args=list(config.target_args),
+            probe_dirs=tuple(
+                d if d.is_absolute() else config.base_dir / d for d in config.probe_dirs
+            ),
+            judge=config.judge,
+            seed=config.seed,
+            store=config.store,
+            invocation_stored=bool(config.invocation),
+        ),
+        gates=GateSettings(
+            fail_under=config.fail_under,
+            fail_on=Severity(config.fail_on) if config.fail_on else None,
+        ),
+        formats=formats,
+        output_dir=config.output_dir,
+    )
