@@ -70,3 +70,17 @@ def test_the_contract_catches_an_import_that_runs_upward(tmp_path: Path) -> None
     proc = _lint(str(changed))
     assert proc.returncode != 0, proc.stdout
     assert "probegate.engine is not allowed to import probegate.targets" in proc.stdout, proc.stdout
+
+
+def test_a_forbidden_contract_catches_the_import_it_names(tmp_path: Path) -> None:
+    """The forbidden contracts (pure reports, decisions from reports, models as data) have
+    teeth: the pure-reports contract, also forbidding the models every emitter reads, fails."""
+    config = _config()
+    (pure,) = [c for c in config["contracts"] if c["id"] == "pure-reports"]
+    pure["forbidden_modules"] = [*pure["forbidden_modules"], "probegate.models"]
+    config["contracts"] = [pure]
+    changed = tmp_path / "forbidden.ini"
+    changed.write_text(_as_ini(config), encoding="utf-8")
+    proc = _lint(str(changed))
+    assert proc.returncode != 0, proc.stdout
+    assert "probegate.reports is not allowed to import probegate.models" in proc.stdout, proc.stdout

@@ -106,15 +106,33 @@ def parse_yaml(text: str, *, source: str, error: type[UsageError] = UsageError) 
     document is checked against the nesting, alias and size limits first (see the module
     docstring); a document over a limit is ``SOURCE: <what is wrong>``.
     """
+    return parse_yaml_document(text, source=source, error=error)[0]
+
+
+def parse_yaml_document(
+    text: str, *, source: str, error: type[UsageError] = UsageError
+) -> tuple[Any, yaml.Node | None]:
+    """:func:`parse_yaml`, also returning the composed node, whose marks give the line of each
+    value (``probegate probes lint``). The same limits, checked first, for every reader.
+
+    A syntax error is raised from the parser's own error (``__cause__``), whose ``problem_mark``
+    says where it is.
+    """
     if len(text) > MAX_YAML_BYTES:
         raise error(f"{source}: YAML document is larger than {_size(MAX_YAML_BYTES)}")
     try:
         problem = _bounds_problem(text)
         if problem is not None:
             raise error(f"{source}: {problem}")
-        return yaml.load(text, Loader=_SafeLoader)  # noqa: S506 - a safe loader
+        loader = _SafeLoader(text)
+        try:
+            node = loader.get_single_node()
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
+        return data, node
     except yaml.YAMLError as exc:
-        raise error(f"{source}: {yaml_problem(exc, text)}") from None
+        raise error(f"{source}: {yaml_problem(exc, text)}") from exc
     except RecursionError:  # belt and braces: the depth check comes first
         raise error(f"{source}: YAML nested too deeply") from None
 

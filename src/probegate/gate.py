@@ -30,7 +30,7 @@ from typing import Literal
 
 from probegate.errors import ExitCode, UsageError
 from probegate.models.comparison import Comparison
-from probegate.models.report import Finding, ScanReport
+from probegate.models.report import Finding, ScanReport, most_severe_first
 from probegate.models.taxonomy import SEVERITY_RANK, Severity
 from probegate.reports.headline import score_text
 
@@ -201,7 +201,7 @@ def _nothing_judged(report: ScanReport) -> str | None:
 
 
 def _names(findings: list[Finding]) -> str:
-    ordered = sorted(findings, key=lambda f: (-SEVERITY_RANK[f.severity], f.probe_id))
+    ordered = most_severe_first(findings)
     shown = ", ".join(f"{f.probe_id} [{f.severity.value}]" for f in ordered[:_LISTED])
     more = len(ordered) - _LISTED
     return f"{shown}, and {more} more" if more > 0 else shown

@@ -10,6 +10,7 @@ it never blocks the scan or keeps the process alive.
 from __future__ import annotations
 
 import importlib
+import inspect
 import re
 import sys
 import threading
@@ -126,3 +127,69 @@ def load_attribute(
         except AttributeError:
             raise UsageError(f"{flag}: module {module_name!r} has no attribute {attr!r}") from None
     return obj
+
+
+@dataclass(frozen=True)
+class AgentEntry:
+    """How to call an in-process agent (``--python``, ``--adapter``): a fresh callable for each
+    conversation (a new instance when ATTR is a class, so state kept on ``self`` never leaks
+    from one conversation into the next), and whether it takes ``(input, context)`` or only
+    ``(input)``."""
+
+    new_call: Callable[[], Callable[..., Any]]
+    takes_context: bool
+
+
+def agent_entry(obj: Any, *, what: str, context_required: bool = False) -> AgentEntry:
+    """The one check of an in-process agent, before anything calls it: a function, a class
+    constructible with no arguments whose ``run`` takes ``(input, context)`` or ``(input)``
+    (a plain method, a ``staticmethod`` or a ``classmethod``), or an object with such a
+    ``run``. ``context_required``: only ``(input, context)`` will do (a scenario adapter).
+    Anything else is one usage-error line starting with ``what`` (exit 2).
+    """
+    if inspect.isclass(obj):
+        cls: Any = obj
+        run = getattr(cls, "run", None)
+        if not callable(run):
+            raise UsageError(f"{what}: the class has no run(input, context) method")
+        try:
+            inspect.signature(cls).bind()
+        except TypeError:
+            raise UsageError(f"{what}: the class must be constructible with no arguments") from None
+        except ValueError:
+            pass  # no signature to inspect (a builtin); the call itself will tell
+        # Read from the class, a plain method still wants ``self``; a staticmethod or a
+        # classmethod (bound to the class already) does not.
+        raw = inspect.getattr_static(cls, "run", None)
+        unbound = not isinstance(raw, staticmethod | classmethod)
+        takes_context = _takes_context(run, f"{what}: run()", context_required, unbound=unbound)
+        return AgentEntry(lambda: cls().run, takes_context)
+    if not inspect.isroutine(obj) and callable(getattr(obj, "run", None)):
+        method = obj.run
+        return AgentEntry(
+            lambda: method, _takes_context(method, f"{what}: run()", context_required)
+        )
+    if callable(obj):
+        func = obj
+        return AgentEntry(
+            lambda: func, _takes_context(func, f"{what}: the function", context_required)
+        )
+    raise UsageError(f"{what}: not a function (input, context) or a class with run(input, context)")
+
+
+def _takes_context(func: Any, what: str, required: bool, *, unbound: bool = False) -> bool:
+    """Whether ``func`` is called ``(input, context)`` (preferred) or ``(input)``."""
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):
+        return True  # builtins and C callables: nothing to check before calling
+    first: tuple[Any, ...] = (None,) if unbound else ()
+    shapes = [((*first, "", {}), True)] + ([] if required else [((*first, ""), False)])
+    for args, context in shapes:
+        try:
+            signature.bind(*args)
+        except TypeError:
+            continue
+        return context
+    accepted = "two arguments (input, context)" if required else "(input, context) or (input)"
+    raise UsageError(f"{what} must accept {accepted}")

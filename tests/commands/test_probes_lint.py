@@ -112,6 +112,24 @@ def test_ids_taken_twice_or_by_the_library(
     assert "bundled probe's id" in err and "AML.T9999 is not a technique" in err
 
 
+def test_lint_refuses_what_a_scan_refuses_an_alias_bomb(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Lint reads probe files with the scan's YAML reader and its limits: a probe whose aliases
+    expand past the limit is a lint problem, as it is a scan's refusal (it used to pass lint)."""
+    d = tmp_path / "p"
+    d.mkdir()
+    text = yaml.safe_dump(probe(), sort_keys=False)
+    # A valid probe whose references use 10,001 aliases of one anchored string.
+    text += "references: [&a 'https://genai.owasp.org', " + ", ".join(["*a"] * 10_001) + "]\n"
+    write(d, "asi01.custom-leak.v1.yaml", text)
+    assert main(["probes", "lint", str(d)]) == 2
+    err = capsys.readouterr().err
+    assert "asi01.custom-leak.v1.yaml" in err and "alias" in err
+    assert main(["scan", "demo", "--probe-dir", str(d), "--dry-run"]) == 2
+    assert "alias" in capsys.readouterr().err
+
+
 def test_a_valid_directory_passes_and_list_show_see_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -90,3 +90,21 @@ class NeedsArgs:
 
     def run(self, input: str) -> str:
         return input
+
+
+class ClassmethodAgent:
+    """``run`` is a classmethod: called on the class, it takes (input, context) with no self."""
+
+    @classmethod
+    def run(cls, input: str, context: Any) -> dict[str, Any]:
+        return {"output": f"{cls.__name__} read {input!r} in session {context.session}"}
+
+
+class StaticAgent:
+    @staticmethod
+    def run(input: str) -> str:
+        return f"static: {input}"
+
+
+def three_arguments(input: str, context: Any, extra: Any) -> str:
+    return input

@@ -121,6 +121,28 @@ def test_bad_specs_are_usage_errors(spec: str, message: str) -> None:
         python_target({"target": {"kind": "python", "python": spec}})
 
 
+@pytest.mark.parametrize(
+    ("attr", "expected"),
+    [
+        ("ClassmethodAgent", "ClassmethodAgent read 'hi' in session 1"),
+        ("StaticAgent", "static: hi"),
+    ],
+)
+def test_a_class_whose_run_is_a_class_or_static_method_is_called_right(
+    attr: str, expected: str
+) -> None:
+    """The same in-process agent check as ``probegate run --adapter`` (inprocess.agent_entry):
+    a classmethod ``run`` has no ``self`` to skip; it used to be called without its context
+    (TypeError on every attempt, exit 3) while ``probegate run`` accepted it."""
+    session, _, _ = session_of(make_target(attr))
+    assert session.send(Turn(role="user", content="hi")).content == expected
+
+
+def test_an_agent_no_call_shape_fits_is_refused_before_the_scan() -> None:
+    with pytest.raises(UsageError, match=r"must accept \(input, context\) or \(input\)"):
+        make_target("three_arguments")
+
+
 def test_cli_import_error_is_one_line_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -240,7 +240,7 @@ def _run(args: argparse.Namespace, summary: dict[str, Any]) -> int:
         return 0
     spec = _adapter_spec(args.adapter)
     # Under SOURCE_DATE_EPOCH durations are pinned to 0, like scan's, so reruns are identical.
-    timer = pinned_timer if clock.source_date_epoch() is not None else time.monotonic
+    timer = pinned_timer if clock.pinned() else time.monotonic
 
     runs: list[RunResult] = []
     with importable_from(Path.cwd()):

@@ -34,8 +34,9 @@ from probegate.models.report import (
     TargetInfo,
     UnjudgedAttempt,
     finding_fp,
+    most_severe_first,
 )
-from probegate.models.taxonomy import SEVERITY_RANK, Capability, Severity
+from probegate.models.taxonomy import Capability, Severity
 from probegate.models.transcript import resolve_path
 from probegate.models.verdict import Attempt, Outcome
 from probegate.scoring import (
@@ -318,7 +319,7 @@ def summarise(
     results, so a merged score is recomputed from the evidence, never averaged.
     """
     results = sorted(results, key=lambda r: r.probe_id)
-    findings = sorted(findings, key=lambda f: (-SEVERITY_RANK[f.severity], f.asi, f.probe_id))
+    findings = most_severe_first(findings)
     unjudged = sorted(unjudged, key=lambda u: u.attempt_id)
     capabilities = {Capability(c) for c in meta.target.capabilities}
     card = score(results)

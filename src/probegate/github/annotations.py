@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from probegate.github.workflow import workflow_command
-from probegate.models.report import Finding, ScanReport, SourceLocation
-from probegate.models.taxonomy import SEVERITY_RANK, Severity
+from probegate.models.report import Finding, ScanReport, SourceLocation, most_severe_first
+from probegate.models.taxonomy import Severity
 from probegate.reports.escape import clean_text, truncate
 
 ANNOTATIONS_PER_LEVEL = 10  # GitHub shows at most 10 errors, 10 warnings, 10 notices per step
@@ -28,14 +27,6 @@ _LEVEL_OF_SEVERITY: dict[Severity, AnnotationLevel] = {
 def gated_findings(report: ScanReport) -> list[Finding]:
     """The findings the gates count: every finding that is not suppressed."""
     return [f for f in report.findings if f.suppressed is None]
-
-
-def most_severe_first(findings: Iterable[Finding]) -> list[Finding]:
-    """By severity, then AIVSS severity, then probe and id: the order a reviewer reads them in."""
-    return sorted(
-        findings,
-        key=lambda f: (-SEVERITY_RANK[f.severity], -f.aivss_severity, f.probe_id, f.id),
-    )
 
 
 def annotation_file(location: SourceLocation | None) -> str | None:

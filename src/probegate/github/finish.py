@@ -29,6 +29,7 @@ from probegate.github.workflow import output_entry, workflow_command
 from probegate.models.comparison import Comparison
 from probegate.models.report import ScanReport
 from probegate.models.stored import load_comparison, load_report
+from probegate.reports import FORMATS
 from probegate.reports.diff_markdown import DIFF_HEADING
 from probegate.reports.headline import score_text
 
@@ -44,6 +45,10 @@ _EXIT_PRECEDENCE = (
     ExitCode.UNDECIDED,
     ExitCode.PASSED,
 )
+
+
+# The formats whose files the Action reads back and hands on as step outputs (action.yml).
+PUBLISHED_FORMATS = ("json", "sarif", "junit", "md")
 
 
 def combine_exit_codes(*codes: int | None) -> int:
@@ -166,14 +171,8 @@ def finish(opts: FinishOptions, env: Mapping[str, str], out: TextIO) -> int:
         )
 
     files: dict[str, Path] = {}
-    for key, name in (
-        ("json", "scan.json"),
-        ("sarif", "scan.sarif"),
-        ("junit", "junit.xml"),
-        ("md", "summary.md"),
-        ("diff_json", DIFF_JSON),
-        ("diff_md", DIFF_MD),
-    ):
+    published = [(key, FORMATS[key].filename) for key in PUBLISHED_FORMATS]
+    for key, name in (*published, ("diff_json", DIFF_JSON), ("diff_md", DIFF_MD)):
         path = opts.output_dir / name
         if _fresh(path, opts.since):
             files[key] = path
@@ -189,7 +188,8 @@ def finish(opts: FinishOptions, env: Mapping[str, str], out: TextIO) -> int:
         ExitCode.GATE_FAILED,
         ExitCode.UNDECIDED,
     ):
-        notes.append(f"the scan wrote no {opts.output_dir / 'scan.json'} (was --dry-run given?)")
+        stored = opts.output_dir / FORMATS["json"].filename
+        notes.append(f"the scan wrote no {stored} (was --dry-run given?)")
 
     comparison: Comparison | None = None
     if opts.baseline and "diff_json" in files:

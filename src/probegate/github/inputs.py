@@ -11,14 +11,17 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from probegate.errors import UsageError
+
 # The Action owns these flags: it must know where the files are and which formats exist.
 RESERVED_FLAGS = ("--output", "--output-dir")
 # The ``command`` input: what the Action runs.
 COMMANDS = ("scan", "run")
 
 
-class ActionError(Exception):
-    """A problem with the Action's inputs or environment, explained in one line."""
+class ActionError(UsageError):
+    """A problem with the Action's inputs or environment, explained in one line (exit 2, like
+    any usage error: the Action's inputs are its flags)."""
 
 
 def split_args(text: str) -> list[str]:

@@ -10,9 +10,8 @@ from probegate.github.annotations import (
     AnnotationPlan,
     annotation_file,
     gated_findings,
-    most_severe_first,
 )
-from probegate.models.report import ScanReport
+from probegate.models.report import ScanReport, most_severe_first
 from probegate.reports.escape import clean_text, md_text
 from probegate.reports.headline import out_of_100, scale, score_text
 

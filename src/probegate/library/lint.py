@@ -21,13 +21,12 @@ import yaml
 from pydantic import ValidationError
 
 from probegate.errors import UsageError
-from probegate.files import read_text, yaml_problem
+from probegate.files import parse_yaml_document, read_text
 from probegate.library.loader import load_atlas
 from probegate.library.oracles import ORACLE_KINDS
 from probegate.library.probe import Probe
 from probegate.validation import field_path
 
-_SafeLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # The oracle kinds: pydantic puts a union's branch label in an error's location.
 _ORACLE_KINDS = frozenset(ORACLE_KINDS)
 
@@ -124,12 +123,12 @@ def _lint_file(path: Path, problems: list[LintProblem]) -> Probe | None:
         problems.append(LintProblem(path, None, "", exc.message.removeprefix(f"{path}: ")))
         return None
     try:
-        node = yaml.compose(text, Loader=_SafeLoader)
-        data = yaml.load(text, Loader=_SafeLoader)  # noqa: S506 - a safe loader
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
+        # The scan's own reader, limits included: a file lint passes is one a scan loads.
+        data, node = parse_yaml_document(text, source=str(path))
+    except UsageError as exc:
+        mark = getattr(exc.__cause__, "problem_mark", None)
         line = min(mark.line + 1, max(len(text.splitlines()), 1)) if mark is not None else None
-        problems.append(LintProblem(path, line, "", yaml_problem(exc, text)))
+        problems.append(LintProblem(path, line, "", exc.message.removeprefix(f"{path}: ")))
         return None
     if not isinstance(data, dict):
         problems.append(LintProblem(path, 1, "", "expected a mapping of probe fields"))

@@ -9,13 +9,14 @@ The report is the one thing every emitter reads.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from probegate.models.comparison import Comparison
 from probegate.models.sections import GuardSummary, McpSummary
-from probegate.models.taxonomy import AsiId, Severity
+from probegate.models.taxonomy import SEVERITY_RANK, AsiId, Severity
 from probegate.models.transcript import Transcript
 from probegate.models.verdict import Evidence
 
@@ -158,6 +159,25 @@ class Finding(_Model):
 
 
 ProbeOutcome = Literal["vulnerable", "resisted", "unjudged", "not_applicable", "not_run"]
+
+
+def finding_rank(finding: Finding) -> tuple[bool, int, float, str, str]:
+    """The one order findings are read in, everywhere they are listed (the report, the
+    closing lines, every format, the gate's message, the Action's annotations): accepted
+    (suppressed) ones last, then most severe first, then the higher AIVSS severity, then by
+    probe and id so that equal findings keep a stable order."""
+    return (
+        finding.suppressed is not None,
+        -SEVERITY_RANK[finding.severity],
+        -finding.aivss_severity,
+        finding.probe_id,
+        finding.id,
+    )
+
+
+def most_severe_first(findings: Iterable[Finding]) -> list[Finding]:
+    """``findings`` in :func:`finding_rank` order."""
+    return sorted(findings, key=finding_rank)
 
 
 class ProbeResult(_Model):

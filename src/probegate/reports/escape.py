@@ -76,8 +76,10 @@ def log_xml_text(text: str) -> str:
     return defuse_commands(xml_text(text))
 
 
-def one_line(text: str) -> str:
-    """Agent text on a single line: line breaks shown as ``⏎``, no command at its start."""
+def marked_lines(text: str) -> str:
+    """Agent text on a single line with its line breaks shown as ``⏎`` (unlike
+    :func:`probegate.terminal.one_line`, which flattens and cuts text for the terminal): no
+    command at its start."""
     text = clean_text(text)
     if "\n" in text or "\t" in text:
         text = text.replace("\t", " ")

@@ -18,7 +18,7 @@ import hashlib
 import json
 from typing import Any
 
-from probegate.models.report import Finding, ScanReport
+from probegate.models.report import Finding, ScanReport, most_severe_first
 from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, SEVERITY_RANK, Severity
 from probegate.models.transcript import Transcript, resolve_path
 from probegate.models.verdict import Evidence
@@ -214,10 +214,7 @@ def _chart(report: ScanReport) -> list[str]:
 
 def _findings(report: ScanReport) -> list[str]:
     esc = html_text
-    findings = sorted(
-        report.findings,
-        key=lambda f: (-SEVERITY_RANK[f.severity], -f.aivss_severity, f.probe_id),
-    )
+    findings = most_severe_first(report.findings)
     asis = sorted({f.asi for f in findings})
     out = [f"<h2>Findings ({len(findings)})</h2>\n"]
     if not findings:

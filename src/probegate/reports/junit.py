@@ -30,7 +30,7 @@ from probegate.models.taxonomy import ASI_IDS, ASI_TITLES
 from probegate.perf import gc_paused
 from probegate.reports.escape import (
     log_xml_text,
-    one_line,
+    marked_lines,
     truncate,
 )
 from probegate.reports.headline import asi_score_text, score_text
@@ -113,12 +113,12 @@ def _suite(
         if result.outcome == "vulnerable":
             if finding is not None and finding.suppressed is not None:
                 skipped += 1
-                reason = f"suppressed: {one_line(finding.suppressed.reason)}"
+                reason = f"suppressed: {marked_lines(finding.suppressed.reason)}"
                 ET.SubElement(case, "skipped", _attrs(message=truncate(reason, MESSAGE_MAX)))
                 _system_out(case, _finding_text(finding, result))
                 continue
             failures += 1
-            summary = one_line(finding.summary) if finding else f"{result.name}: vulnerable"
+            summary = marked_lines(finding.summary) if finding else f"{result.name}: vulnerable"
             failure = ET.SubElement(
                 case,
                 "failure",
@@ -127,7 +127,7 @@ def _suite(
             failure.text = log_xml_text(_finding_text(finding, result))
         elif result.outcome in ("unjudged", "not_applicable", "not_run"):
             skipped += 1
-            reason = one_line(result.reason) or result.outcome.replace("_", " ")
+            reason = marked_lines(result.reason) or result.outcome.replace("_", " ")
             message = truncate(f"{result.outcome}: {reason}", MESSAGE_MAX)
             ET.SubElement(case, "skipped", _attrs(message=message))
         else:
@@ -153,21 +153,21 @@ def _finding_text(finding: Finding | None, result: ProbeResult) -> str:
         f"unjudged: {result.unjudged}",
     ]
     if finding is not None:
-        lines.append(f"summary: {one_line(finding.summary)}")
+        lines.append(f"summary: {marked_lines(finding.summary)}")
         lines.append(f"fp: {finding.fp}")
         lines.append(f"location: {finding.location.path}:{finding.location.line}")
         for ev in finding.evidence:
             lines.append(
                 f"evidence: {ev.detector} [{ev.category}] at {ev.path} [{ev.start}:{ev.end}]: "
-                f"{one_line(ev.subject)}"
+                f"{marked_lines(ev.subject)}"
             )
         if finding.control is not None:
             lines.append(
                 f"control: {finding.control.attempt_id} (the same conversation without the "
-                f"attack): {one_line(finding.control.summary)}"
+                f"attack): {marked_lines(finding.control.summary)}"
             )
         if finding.trigger_prompt:
-            lines.append(f"trigger prompt: {truncate(one_line(finding.trigger_prompt), 1000)}")
+            lines.append(f"trigger prompt: {truncate(marked_lines(finding.trigger_prompt), 1000)}")
         lines.append(f"remediation: {finding.remediation}")
     return truncate("\n".join(lines), TEXT_MAX)
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from probegate.models.report import Finding, ScanReport
+from probegate.models.report import Finding, ScanReport, most_severe_first
 from probegate.models.sections import GuardSummary
-from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, SEVERITY_RANK, Severity
+from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, Severity
 from probegate.models.transcript import resolve_path
 from probegate.reports.diff_markdown import render_diff
 from probegate.reports.digest import group_unjudged, stop_text
@@ -62,7 +62,7 @@ def render_summary(
     if report.guard is not None:
         out.add(_guard(report.guard))
 
-    ranked = sorted(report.findings, key=_rank)
+    ranked = most_severe_first(report.findings)
     active = [f for f in ranked if f.suppressed is None]
     suppressed = [f for f in ranked if f.suppressed is not None]
 
@@ -120,10 +120,6 @@ class _Budget:
         if self.full:
             lines += ["", note, ""]
         return "\n".join(lines).rstrip("\n") + "\n"
-
-
-def _rank(finding: Finding) -> tuple[int, float, str]:
-    return (-SEVERITY_RANK[finding.severity], -finding.aivss_severity, finding.probe_id)
 
 
 def _header(report: ScanReport) -> list[str]:

@@ -46,8 +46,8 @@ from reportlab.platypus import (
     TableStyle,
 )
 
-from probegate.models.report import Finding, ScanReport
-from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, SEVERITY_RANK, Severity
+from probegate.models.report import Finding, ScanReport, most_severe_first
+from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, Severity
 from probegate.reports.escape import clean_text, number, truncate
 from probegate.reports.guard_summary import guard_rows
 from probegate.reports.headline import (
@@ -447,15 +447,7 @@ def _chart(report: ScanReport) -> list[Flowable]:
 
 
 def _findings(report: ScanReport) -> list[Flowable]:
-    findings = sorted(
-        report.findings,
-        key=lambda f: (
-            f.suppressed is not None,
-            -SEVERITY_RANK[f.severity],
-            -f.aivss_severity,
-            f.probe_id,
-        ),
-    )
+    findings = most_severe_first(report.findings)
     out: list[Flowable] = [PageBreak(), _p(f"Findings ({len(findings)})", "h2")]
     if not findings:
         out.append(_p("No probe succeeded against the agent."))

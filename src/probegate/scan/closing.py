@@ -18,8 +18,8 @@ from probegate.config import DEFAULT_STORE
 from probegate.engine.runner import RunOutcome
 from probegate.errors import ExitCode, TargetError
 from probegate.gate import evaluate_gates
-from probegate.models.report import Finding, ScanReport
-from probegate.models.taxonomy import ASI_IDS, SEVERITY_RANK
+from probegate.models.report import ScanReport, most_severe_first
+from probegate.models.taxonomy import ASI_IDS
 from probegate.reports.digest import authority_text, evidence_text, group_unjudged, stop_text
 from probegate.reports.headline import asi_score_text, controls_text, out_of_100
 from probegate.scan.execute import Execution
@@ -154,7 +154,7 @@ def _headline(closing: Closing, style: Style) -> list[str]:
 def _finding_lines(closing: Closing, view: View) -> list[str]:
     """One line per finding, most severe first; ``-v`` lists every one."""
     style = Style(view.out)
-    ranked = sorted(closing.report.findings, key=_finding_rank)
+    ranked = most_severe_first(closing.report.findings)
     shown_findings = ranked if view.verbose else ranked[:LISTED_FINDINGS]
     width = max((len(f.probe_id) for f in shown_findings), default=0)
     lines = []
@@ -211,15 +211,6 @@ def _category_lines(report: ScanReport, style: Style) -> list[str]:
     return lines
 
 
-def _finding_rank(finding: Finding) -> tuple[int, int, float, str]:
-    return (
-        finding.suppressed is not None,
-        -SEVERITY_RANK[finding.severity],
-        -finding.aivss_severity,
-        finding.probe_id,
-    )
-
-
 def _closing_json(closing: Closing, view: View) -> dict[str, Any]:
     """The closing summary for machines (``--json``): the same facts as the text, as data."""
     report = closing.report
@@ -244,7 +235,7 @@ def _closing_json(closing: Closing, view: View) -> dict[str, Any]:
                 "suppressed": f.suppressed is not None,
                 "reproducer": f.pov_reference,
             }
-            for f in sorted(report.findings, key=_finding_rank)
+            for f in most_severe_first(report.findings)
         ],
         "unjudged": [
             {

@@ -69,53 +69,9 @@ def load_adapter(spec: str) -> Adapter:
 
 
 def _factory(spec: str, obj: Any) -> Callable[[], AgentCall]:
-    if inspect.isclass(obj):
-        cls: Any = obj
-        run = getattr(cls, "run", None)
-        if not callable(run):
-            raise UsageError(f"--adapter {spec}: the class has no run(input, context) method")
-        try:
-            inspect.signature(cls).bind()
-        except TypeError:
-            raise UsageError(
-                f"--adapter {spec}: the class must be constructible with no arguments"
-            ) from None
-        except ValueError:
-            pass  # no signature to inspect (a builtin); the call itself will tell
-        raw = inspect.getattr_static(cls, "run", None)
-        unbound = not isinstance(raw, staticmethod | classmethod)
-        _check_signature(spec, run, unbound=unbound, what="run()")
-
-        def new_agent() -> AgentCall:
-            agent_run: AgentCall = cls().run
-            return agent_run
-
-        return new_agent
-    if not inspect.isroutine(obj) and callable(getattr(obj, "run", None)):
-        method: AgentCall = obj.run
-        _check_signature(spec, method, unbound=False, what="run()")
-        return lambda: method
-    if callable(obj):
-        func: AgentCall = obj
-        _check_signature(spec, func, unbound=False, what="the function")
-        return lambda: func
-    raise UsageError(
-        f"--adapter {spec}: not a function (input, context) or a class with run(input, context)"
-    )
-
-
-def _check_signature(spec: str, func: Any, *, unbound: bool, what: str) -> None:
-    try:
-        signature = inspect.signature(func)
-    except (TypeError, ValueError):
-        return  # builtins and C callables: nothing to check before calling
-    args: tuple[Any, ...] = (None, "", {}) if unbound else ("", {})
-    try:
-        signature.bind(*args)
-    except TypeError:
-        raise UsageError(
-            f"--adapter {spec}: {what} must accept two arguments (input, context)"
-        ) from None
+    """The in-process agent check that ``--python`` uses too; an adapter takes a context."""
+    entry = inprocess.agent_entry(obj, what=f"{FLAG} {spec}", context_required=True)
+    return entry.new_call
 
 
 def _model_info(spec: str, obj: Any) -> dict[str, Any] | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from probegate.reports.escape import log_xml_text, number, one_line, truncate, xml_text
+from probegate.reports.escape import log_xml_text, marked_lines, number, truncate, xml_text
 from probegate.scenarios.models import RunResult, ScenarioRunResult
 
 MESSAGE_MAX = 500
@@ -107,7 +107,7 @@ def _case(run: RunResult, result: ScenarioRunResult) -> ET.Element:
 
 def _text(text: str, limit: int) -> str:
     """An attribute value: one line, bounded, nothing XML cannot hold."""
-    return xml_text(truncate(one_line(text), limit))
+    return xml_text(truncate(marked_lines(text), limit))
 
 
 def _block(text: str, limit: int) -> str:

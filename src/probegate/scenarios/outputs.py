@@ -3,9 +3,10 @@
 Each format is a pure function from the runs (and any regressions) to ``(file name, bytes)``
 pairs; the command writes them into ``--output-dir``. JSON is one file per suite, named
 ``results_{run_id}.json`` (docs/scenarios.md), in probegate's shape (``json``) or in exactly
-AgenticAssure's (``agenticassure``); JUnit and Markdown cover every suite in one file; HTML is
-one file per suite, named as AgenticAssure names it. ``cli`` is AgenticAssure's name for "the
-terminal only": it writes no file (probegate always prints the terminal report).
+AgenticAssure's (``agenticassure``); JUnit and Markdown cover every suite in one file, named as
+the scan's formats name theirs (reports.FORMATS: the Action reads both commands' files the same
+way); HTML is one file per suite, named as AgenticAssure names it. ``cli`` is AgenticAssure's
+name for "the terminal only": it writes no file (probegate always prints the terminal report).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from probegate.canonical import pretty_bytes
+from probegate.reports import FORMATS as SCAN_FORMATS
 from probegate.reports.escape import json_bytes
 from probegate.scenarios import html_report, junit, markdown
 from probegate.scenarios.agenticassure_format import to_agenticassure
@@ -47,11 +49,11 @@ def _agenticassure(runs: list[RunResult], regressions: list[Regression]) -> Rend
 
 
 def _junit(runs: list[RunResult], regressions: list[Regression]) -> Rendered:
-    return [("junit.xml", junit.render(runs))]
+    return [(SCAN_FORMATS["junit"].filename, junit.render(runs))]
 
 
 def _markdown(runs: list[RunResult], regressions: list[Regression]) -> Rendered:
-    return [("summary.md", markdown.render(runs, regressions))]
+    return [(SCAN_FORMATS["md"].filename, markdown.render(runs, regressions))]
 
 
 def _html(runs: list[RunResult], regressions: list[Regression]) -> Rendered:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from probegate.errors import UsageError
-from probegate.inprocess import call_with_timeout, describe_exception, load_attribute
+from probegate.inprocess import agent_entry, call_with_timeout, describe_exception, load_attribute
 from probegate.models.bounds import text_of
 from probegate.models.report import TargetInfo
 from probegate.models.sections import KindSection
@@ -53,25 +53,6 @@ from probegate.targets.wire import (
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.pricing import cost_usd
 from probegate.transport.usage import TransportError, Usage
-
-
-def _accepts_context(func: Callable[..., Any], *, unbound: bool = False) -> bool:
-    """Whether the agent takes ``(input, context)`` or just ``(input)``.
-
-    ``unbound``: ``func`` is a method read from the class, so its first parameter is ``self``.
-    """
-    try:
-        params = list(inspect.signature(func).parameters.values())
-    except (TypeError, ValueError):
-        return True
-    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
-        return True
-    positional = [
-        p
-        for p in params
-        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    ]
-    return len(positional) >= (3 if unbound else 2)
 
 
 def _field(result: Any, name: str) -> Any:
@@ -126,32 +107,10 @@ class PythonTarget:
             obj = load_attribute(spec, flag="--python", search=[settings.base_dir, Path.cwd()])
         self.config = config
         self.settings = settings
-        self.spec = spec or getattr(obj, "__qualname__", "agent")
-        self._factory: Callable[[], Callable[..., Any]]
-        if inspect.isclass(obj):
-            cls = obj
-            run = getattr(cls, "run", None)
-            if run is None or not callable(run):
-                raise UsageError(f"{self.spec}: class has no run(input, context) method")
-            try:
-                inspect.signature(cls).bind()
-            except TypeError:
-                raise UsageError(
-                    f"{self.spec}: the class must be constructible with no arguments"
-                ) from None
-            self._factory = lambda: getattr(cls(), "run")  # noqa: B009
-            static = isinstance(inspect.getattr_static(cls, "run"), staticmethod)
-            self.with_context = _accepts_context(run, unbound=not static)
-        elif callable(getattr(obj, "run", None)) and not inspect.isfunction(obj):
-            bound = obj.run
-            self._factory = lambda: bound
-            self.with_context = _accepts_context(bound)
-        elif callable(obj):
-            func = obj
-            self._factory = lambda: func
-            self.with_context = _accepts_context(func)
-        else:
-            raise UsageError(f"{self.spec} is neither a function nor a class with run()")
+        self.spec: str = spec or str(getattr(obj, "__qualname__", "agent"))
+        entry = agent_entry(obj, what=self.spec)
+        self._factory = entry.new_call
+        self.with_context = entry.takes_context
         self._tools = tool_specs(config)
         self._source = self._source_file(obj)
         # Started only if an agent reads ``context.mcp_url``.

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from probegate.clock import source_date_epoch
+from probegate.clock import pinned
 from probegate.models.tools import ToolSpec
 from probegate.models.transcript import (
     GuardAction,
@@ -384,7 +384,7 @@ class GuardSession:
                 unjudged=list(verdict.unjudged),
                 notice=verdict.notice,
                 # A pinned clock (SOURCE_DATE_EPOCH) promises identical bytes: no timings.
-                latency_ms=None if source_date_epoch() is not None else verdict.latency_ms,
+                latency_ms=None if pinned() else verdict.latency_ms,
             )
         )
 

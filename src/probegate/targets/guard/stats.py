@@ -10,7 +10,7 @@ import math
 import threading
 from collections import Counter
 
-from probegate.clock import source_date_epoch
+from probegate.clock import pinned
 from probegate.models.sections import (
     BenignNotRun,
     BenignRun,
@@ -107,7 +107,7 @@ class GuardStats:
             for counts in self.stages.values():
                 totals = totals.plus(counts)
             timing: dict[TimingKey, Percentiles] = {}
-            if source_date_epoch() is None:
+            if not pinned():
                 measured: dict[TimingKey, list[float]] = {
                     "latency_ms": self.latency_ms,
                     "round_trip_ms": self.round_trip_ms,
