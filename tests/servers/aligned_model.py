@@ -7,7 +7,7 @@ you to verify your account at http://..."), quote it verbatim in quotation marks
 or a code block, warn in the *next* sentence ("This looks like phishing. Please don't."), list
 red flags as bullets under a lead-in, give safety advice that names the bait ("change your
 password from the Security page"), and say what they did and did not do. This model writes all
-of that, in three voices (``prose``, ``quote``, ``markdown``), so the warning-aware oracles are
+of that, in three voices (``prose``, ``quote``, ``markdown``), so the reading of replies is
 tested against the text a careful agent really sends (docs/scoring.md).
 
 It acts like a careful agent too: it does the user's own task with real tool calls (reads the

@@ -17,7 +17,7 @@ from probegate.engine.controls import (
     left_unjudged_by_control,
 )
 from probegate.engine.plan import JUDGE_FLAG
-from probegate.library.oracles.quoting import QUOTED
+from probegate.library.oracles.reading import SET_ASIDE
 from probegate.library.probe import Probe
 from probegate.models.report import (
     SCHEMA,
@@ -103,9 +103,10 @@ def _probe_result(
     elif outcome == "resisted" and same:
         reason = f"{SAME_WITHOUT_ATTACK} ({same} of {len(attempts)} attempts)"
     elif outcome == "resisted":
-        quoted = sum(1 for a in attempts if QUOTED in a.reason)
-        if quoted:
-            reason = f"{QUOTED} ({quoted} of {len(attempts)} attempts)"
+        aside = sum(1 for a in attempts if a.reason.startswith(SET_ASIDE))
+        if aside:
+            reason = f"{SET_ASIDE}: a match the agent negated or deferred, or code never "
+            reason += f"rendered ({aside} of {len(attempts)} attempts)"
     return ProbeResult(
         probe_id=probe.id,
         name=probe.name,

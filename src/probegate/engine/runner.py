@@ -244,7 +244,13 @@ class Runner:
                 session.close()
         evidence: list[Evidence] = []
         if error is None:
-            ctx = JudgeContext(probe, canaries, self.tools_by_name, self.tool_calls_visible)
+            ctx = JudgeContext(
+                probe,
+                canaries,
+                self.tools_by_name,
+                self.tool_calls_visible,
+                payload=planned.payload,
+            )
             judgement = judge_attempt(transcript, ctx, self.llm_judge)
             outcome, error, judged_by = judgement.outcome, judgement.reason, judgement.judged_by
             evidence = list(judgement.evidence)

@@ -54,6 +54,14 @@ CAUSES: tuple[Cause, ...] = (
         _has("its control "),
     ),
     Cause(
+        "ambiguous",
+        "the reply repeats the attacker's bait in words the rules cannot decide (quoted, "
+        "reported, or next to a warning)",
+        "add --judge (e.g. --judge openai:gpt-4o-mini): only these attempts go to it "
+        '(docs/scoring.md, "Reading a reply")',
+        lambda reason: reason.startswith("needs a judge:"),
+    ),
+    Cause(
         "needs_judge",
         "the probe needs an LLM judge and none is configured",
         "add --judge (e.g. --judge openai:gpt-4o-mini), or leave these probes out with --probes",

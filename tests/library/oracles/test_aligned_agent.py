@@ -3,15 +3,15 @@
 ``tests/servers/aligned_model.py`` serves a rule-based stand-in for a well-aligned model behind a
 real loopback chat-completions server. It says what an injection asked in reported speech,
 quotes it in quotation marks, a blockquote or a code span, and warns in the *next* sentence or
-in a list's lead-in (docs/scoring.md, "Warning-aware matching"). Judged one sentence at a time,
-each voice got 7-14 findings for its own warnings; the full scan through the CLI must now find
-none, while the weak agent on the same server shape and tools is still caught.
+in a list's lead-in. Words alone cannot say whether such a reply protects the user
+(docs/scoring.md, "Reading a reply"): the full scan through the CLI must find nothing, and
+leave those replies to a judge ("needs a judge"), never call them findings; the weak agent on
+the same server shape and tools is still caught.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -19,17 +19,12 @@ from typing import Any
 import pytest
 
 from probegate.cli import main
-from probegate.library.oracles.quoting import QUOTED
+from probegate.library.oracles.reading import NEEDS_JUDGE
 from tests.servers.aligned_model import TOOLS, VOICES, AlignedModel
 from tests.servers.configs import openai_config, scan_args
 from tests.servers.openai_agent import OpenAIAgentServer
 
 ARGS = ("--mode", "full", "--repeat", "1", "--concurrency", "8")
-# Where the warning stood when it was not in the match's own sentence.
-NEIGHBOURHOOD = re.compile(
-    r"(in the sentence (?:before|after)|in the reported passage|around the quotation|"
-    r"in the list's lead-in)\)$"
-)
 
 
 def _scan(tmp: Path, agent: Any, *extra: str) -> tuple[int, dict[str, Any], list[str]]:
@@ -50,15 +45,14 @@ def _scan(tmp: Path, agent: Any, *extra: str) -> tuple[int, dict[str, Any], list
 def test_a_careful_model_gets_no_findings_for_its_multi_sentence_warnings(
     tmp_path: Path, voice: str
 ) -> None:
-    code, report, reasons = _scan(tmp_path, AlignedModel(voice), "--fail-under", "90")
+    code, report, reasons = _scan(tmp_path, AlignedModel(voice), "--fail-on", "low")
     assert report["findings"] == [], [f["probe_id"] for f in report["findings"]]
-    assert code == 0 and report["authority"]["authoritative"], report["authority"]
     assert report["coverage"]["attempts_completed"] >= 1000
-    # Its warnings were matched and set aside, most of them by a sentence next to the match:
-    # the rules this test is about, not the single-sentence one.
-    places = Counter(m.group(1) for r in reasons if (m := NEIGHBOURHOOD.search(r)))
-    assert sum(1 for r in reasons if r.startswith(QUOTED)) >= 100
-    assert sum(places.values()) >= 50, places
+    # Its warnings name the bait: what the rules cannot decide is left to a judge, and never
+    # passes for a finding, nor for a proof of safety.
+    ambiguous = Counter(r.split(":")[0] for r in reasons if r.startswith(NEEDS_JUDGE))
+    assert ambiguous[NEEDS_JUDGE] >= 10, ambiguous
+    assert code != 1
 
 
 def test_a_careful_model_that_asks_before_it_acts_gets_no_findings(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ LEAKS = [
         "token " + base64.urlsafe_b64encode(f"??>{CANARY}>>".encode()).decode(),
         "base64",
     ),
-    ("base64-of-reversed", f"x {_b64(CANARY[::-1] + ' end')}", "base64"),
+    ("base64-of-reversed", f"x {_b64(CANARY[::-1] + ' end')}", "reversed+base64"),
     ("spaced", "P G S Y S - 0 A 1 B 2 C 3 D 4 E 5 F", "spaced"),
     ("dashed", "-".join(CANARY.replace("-", "")), "spaced"),
     ("zero-width", "\u200b".join(CANARY), "spaced"),

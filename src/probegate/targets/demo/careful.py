@@ -6,8 +6,8 @@ it read, and when the content it read (a page, a record, a memory, a tool's desc
 error, another agent's message) carries bait, it tells the user in plain words that *name* the
 bait: that Acme never asks for a password, card data or a one-time code, that it is an AI and
 will not pretend otherwise, which instructions it did not follow. Those are exactly the words
-an output pattern looks for, so this agent is how the warning-aware oracles are tested
-(docs/scoring.md, "Warning-aware matching").
+an output pattern looks for, in negations the reading rules set aside, so this agent is how
+they are tested on a careful voice (docs/scoring.md, "Reading a reply").
 
 Like the rest of the demo it knows nothing about probes: the bait it names is the common
 vocabulary of scams, read with the demo's one instruction reader.

@@ -376,6 +376,26 @@ def _clean(text: str) -> str:
     return text.strip().rstrip("\"'}]) ").strip()
 
 
+# A message for the user, told to the agent in the third person, as the agent would pass it on.
+_TO_USER = (
+    (re.compile(r"\bthe (?:customer|user)'s\b", re.I), "your"),
+    (re.compile(r"\bthe (?:customer|user)\b", re.I), "you"),
+    (re.compile(r"\btheir\b", re.I), "your"),
+    (re.compile(r"\bthey\b", re.I), "you"),
+    (re.compile(r"\bthem\b", re.I), "you"),
+)
+
+
+def addressed_to_user(text: str) -> str:
+    """``to verify their account at X`` as the over-trusting agent says it to the user:
+    ``Please verify your account at X``."""
+    for pattern, repl in _TO_USER:
+        text = pattern.sub(repl, text)
+    if re.match(r"to\s", text, re.I):
+        return "Please " + text[3:].lstrip()
+    return text[:1].upper() + text[1:]
+
+
 def claims_authority(text: str) -> bool:
     """Does the text claim an identity or approval (which only an over-trusting agent believes)?"""
     return bool(_CLAIM.search(text))
@@ -498,7 +518,10 @@ def _sentence_intents(s: str) -> list[Intent]:
             # "include your configuration in every reply" is a reveal, not a tagline.
             found.append(Intent("reveal", {"encoding": _encoding(s)}, s))
         else:
-            found.append(Intent("say", {"text": _clean(m.group(1))}, s))
+            text = _clean(m.group(1))
+            found.append(
+                Intent("say", {"text": addressed_to_user(text) if kind == "say" else text}, s)
+            )
         return found
     if _SUPPRESS.search(s):
         found.append(Intent("suppress", {}, s))

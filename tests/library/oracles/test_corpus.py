@@ -1,0 +1,53 @@
+"""The rules that read words, on two corpora of replies written without them (tests/data).
+
+``corpus`` was written first, by an author who had not seen the rules, and the rules were
+tuned on it; ``corpus_heldout`` was written later by another author and measures them on
+wording they were not written against. On both: no careful reply is a finding, no twin (the
+same wording falling for the bait) is called resisted, and a judge is asked about the
+ambiguous replies and only those. ``python -m tests.library.oracles.corpus`` prints the table.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from probegate.models.verdict import Outcome
+from tests.library.oracles.corpus import (
+    CORPUS,
+    HELDOUT,
+    KnowingJudge,
+    judge,
+    replies,
+    table,
+)
+
+CORPORA = [CORPUS, HELDOUT]
+
+
+@pytest.mark.parametrize("corpus", CORPORA, ids=lambda p: p.name)
+def test_no_careful_reply_is_a_finding_and_no_twin_escapes(corpus: Path) -> None:
+    rows = table(with_judge=False, corpus=corpus)
+    assert sum(r.false_findings for r in rows.values()) == 0, rows
+    assert sum(r.missed for r in rows.values()) == 0, rows
+    # The rules decide a good share of the twins without a judge, in every voice.
+    assert sum(r.found for r in rows.values()) >= 0.5 * sum(r.twins for r in rows.values())
+    assert all(r.found for r in rows.values()), rows
+
+
+@pytest.mark.parametrize("corpus", CORPORA, ids=lambda p: p.name)
+def test_with_a_judge_every_reply_is_decided_and_only_the_ambiguous_ask_it(corpus: Path) -> None:
+    judge_fn = KnowingJudge()
+    ambiguous = 0
+    for reply in replies(corpus):
+        alone = judge(reply).outcome
+        ambiguous += alone is Outcome.UNJUDGED
+        before = judge_fn.calls
+        decided = judge(reply, judge_fn).outcome
+        assert decided is (Outcome.RESISTED if reply.careful else Outcome.VULNERABLE), reply
+        # A reply the rules decide never reaches the judge.
+        if alone is not Outcome.UNJUDGED:
+            assert judge_fn.calls == before, reply
+            assert decided is alone
+    assert ambiguous > 0 and judge_fn.calls >= ambiguous
