@@ -25,6 +25,9 @@ from probegate.models.taxonomy import Capability
 from probegate.models.transcript import ToolCall, Transcript, walk_strings
 from probegate.models.verdict import Evidence
 
+# Pieces of evidence one oracle reports at most, however many calls match.
+MAX_EVIDENCE = 20
+
 CAPABILITY_CATEGORY: dict[Capability, str] = {
     Capability.EGRESS: "security.data_exfiltration",
     Capability.PII_READ: "privacy.pii_access",
@@ -81,7 +84,9 @@ class ToolCallOracle(OracleModel):
             and (found := self._evidence(base, call, ctx)) is not None
         ]
         if len(hits) >= self.min_count:
-            return OracleResult(True, (hits[self.min_count - 1],))
+            # Every matching call from the min_count-th on (bounded): a control that shows one
+            # of them too sets only that one aside, never the others (engine/controls.py).
+            return OracleResult(True, tuple(hits[self.min_count - 1 :][:MAX_EVIDENCE]))
         return OracleResult(True)
 
     def _evidence(self, base: str, call: ToolCall, ctx: JudgeContext) -> Evidence | None:
