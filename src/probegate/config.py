@@ -2,13 +2,14 @@
 
 The config file is parsed once at the edge; every error is a :class:`ConfigError` naming the
 file and the key's full path (``scan.mode``, ``target.tools[0].name``), with a did-you-mean for
-a mistyped key. Flags win over the file's ``scan:`` section, and every scan flag can live there
-in the forms the command line takes (``output: json,md``, ``asi: ASI01``, ``probes: 'asi01*'``;
-choices in any case). Paths in the file are relative to the file, paths on the command line to
-where the user stands (docs/targets.md). The ``target:`` section is parsed as its kind's own
-config (each kind's module declares it; ``targets/registry.py`` lists the kinds), so this
-module sits above the targets. Secrets never live here: the file names environment variables
-(``api_key_env``), and only their values are read, late.
+a mistyped key. A flag wins over its own key of the file's ``scan:`` section and the others
+still apply; every scan flag can live there in the forms the command line takes (``output:
+json,md``, ``asi: ASI01``, ``probes: 'asi01*'``; choices in any case). Paths in the file are
+relative to the file, paths on the command line to where the user stands (docs/targets.md).
+The ``target:`` section is parsed as its kind's own config (each kind's module declares it;
+``targets/registry.py`` lists the kinds), so this module sits above the targets. Secrets never
+live here: the file names environment variables (``api_key_env``), and only their values are
+read, late.
 
 Paths in the file are confined to its directory tree: a config is often written by whoever
 opens a pull request, and ``system_prompt: /proc/self/environ`` would otherwise send the CI
@@ -284,6 +285,16 @@ def scan_settings() -> dict[str, str]:
 def flag_name(field: str) -> str:
     """The command-line flag that sets a :class:`ScanConfig` field."""
     return "--" + _FLAG_NAMES.get(field, field).replace("_", "-")
+
+
+def scan_settings_replaced(file_data: dict[str, Any], flags: dict[str, Any]) -> list[str]:
+    """The fields of the file's ``scan:`` section a flag replaces (both set: the flag wins)."""
+    section = file_data.get("scan")
+    if not isinstance(section, dict):
+        return []
+    accepted = scan_settings()
+    fields = (accepted.get(str(key).replace("-", "_")) for key in section)
+    return [f for f in fields if f is not None and flags.get(f) is not None]
 
 
 def _file_settings(scan_section: dict[Any, Any], source: str, base_dir: Path) -> dict[str, Any]:

@@ -14,7 +14,9 @@ from probegate.config import (
     DEFAULT_STORE,
     ScanConfig,
     build_config,
+    flag_name,
     read_config_file,
+    scan_settings_replaced,
 )
 from probegate.engine.journal import read_invocation
 from probegate.errors import UsageError
@@ -29,7 +31,9 @@ from probegate.targets.registry import (
     reproducer_args,
     selecting_flags,
     target_flags,
+    target_keys_replaced,
 )
+from probegate.terminal import Style
 
 
 def _default(field: str) -> str:
@@ -47,7 +51,8 @@ def add_parser(sub: Any) -> None:
         help="run a scan against an agent",
         description=(
             "Scan an agent with the probe library and write reports. Every flag can also be "
-            "set under scan: in the config file, by its long name (docs/targets.md); flags win."
+            "set under scan: in the config file, by its long name (docs/targets.md); a flag "
+            "replaces that one setting of the file and the rest still applies."
         ),
         epilog=f"target kinds (docs/targets.md): {kinds}.",
     )
@@ -365,7 +370,13 @@ def _resumed_args(args: argparse.Namespace) -> argparse.Namespace:
     return argparse.Namespace(**merged)
 
 
-def _config_from_args(args: argparse.Namespace) -> ScanConfig:
+def _config_from_args(args: argparse.Namespace) -> tuple[ScanConfig, list[str]]:
+    """The scan's config, and the file's settings the flags replaced (``target.x (--flag)``).
+
+    The config file (named, or ``./probegate.yml`` when it exists and no bundled agent is
+    named) is read whatever else the command line says: a flag replaces that one key of the
+    file and the rest still applies (docs/targets.md, "Flags and the config file").
+    """
     invocation = _invocation(args)
     named: str | None = args.target
     kind = named if named in positional_kinds() else None
@@ -375,10 +386,12 @@ def _config_from_args(args: argparse.Namespace) -> ScanConfig:
             raise UsageError("give either a config file or --config, not both")
         config_path = Path(named)
     given: dict[str, str | None] = {f.key: getattr(args, f.key) for f in target_flags()}
-    if named is None and config_path is None and not any(given[f.key] for f in selecting_flags()):
+    if named is None and config_path is None:
         if Path(DEFAULT_CONFIG).exists():
             config_path = Path(DEFAULT_CONFIG)
-        else:
+            # --resume SCAN_ID finds the same file from wherever it is run
+            invocation["config"] = str(config_path.resolve())
+        elif not any(given[f.key] for f in selecting_flags()):
             kinds = ", ".join(f"'{k}'" for k in positional_kinds())
             options = "/".join(f.flag for f in selecting_flags())
             raise UsageError(
@@ -404,23 +417,40 @@ def _config_from_args(args: argparse.Namespace) -> ScanConfig:
         flags["tolerance"] = args.tolerance
     if args.allow_mismatch is not None:
         flags["allow_mismatch"] = args.allow_mismatch
+    source = str(config_path) if config_path else "command line"
+    replaced = [f"scan.{k} ({flag_name(k)})" for k in scan_settings_replaced(file_data, flags)]
     file_target = file_data.get("target")
     if file_target is None or isinstance(file_target, dict):  # else: validation says what is wrong
-        target = apply_flags(dict(file_target or {}), given, kind)
+        from_file = dict(file_target or {})
+        target = apply_flags(from_file, given, kind, source=source if config_path else None)
+        if kind is None:
+            replaced[:0] = [f"target.{k} ({f})" for f, k in target_keys_replaced(from_file, given)]
         if target:
             file_data = {**file_data, "target": target}
     flags["target_args"] = reproducer_args(given, kind, config_path)
     flags["config_path"] = config_path
     flags["base_dir"] = config_path.parent.resolve() if config_path else Path.cwd()
     flags["invocation"] = invocation
-    source = str(config_path) if config_path else "command line"
-    return build_config(file_data, flags, source=source)
+    return build_config(file_data, flags, source=source), replaced
+
+
+def _say_replaced(config: ScanConfig, replaced: list[str]) -> None:
+    """One line naming the file's settings the command line replaced; the rest still apply."""
+    if not replaced or config.quiet or config.config_path is None:
+        return
+    style = Style(sys.stderr)
+    print(
+        f"{style('note:', 'yellow')} {config.config_path}: the command line replaces "
+        f"{', '.join(replaced)}; the file's other settings apply",
+        file=sys.stderr,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     if args.resume and not _names_target(args):
         args = _resumed_args(args)
-    config = _config_from_args(args)
+    config, replaced = _config_from_args(args)
+    _say_replaced(config, replaced)
     return execute_scan(
         config, out=sys.stdout, err=sys.stderr, verbose=bool(args.verbose), as_json=bool(args.json)
     )

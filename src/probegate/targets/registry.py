@@ -144,14 +144,24 @@ def selecting_flags() -> list[TargetFlag]:
 
 
 def apply_flags(
-    target: dict[str, Any], given: Mapping[str, str | None], positional: str | None
+    target: dict[str, Any],
+    given: Mapping[str, str | None],
+    positional: str | None,
+    *,
+    source: str | None = None,
 ) -> dict[str, Any]:
-    """The ``target:`` section as the command line changes it; flags win over the file.
+    """The ``target:`` section as the command line changes it: a flag replaces one key.
 
     ``probegate scan KIND`` replaces the file's target. ``--endpoint`` keeps the file's kind
     unless ``--protocol`` names one (the first endpoint kind by default). A selecting flag
-    (``--python``, ``--replay``) switches the kind; a wrapping kind's flag (``--guard``) stands
-    in front of whatever the command line named so far.
+    (``--python``, ``--replay``) names the kind; a wrapping kind's flag (``--guard``) stands
+    in front of whatever the command line named so far. Every other key of the section stays.
+
+    ``source`` names the config file ``target`` came from. A flag cannot change the kind of
+    agent the file describes (the file's other settings were written for that kind), nor set
+    a key the kind does not take (it would be dropped without a word): both are a
+    :class:`~probegate.errors.UsageError` saying so. Replaying a recording (a kind that is not
+    live) stands in for the file's agent and keeps its settings (docs/targets.md).
     """
     out = dict(target)
     if positional is not None:
@@ -193,7 +203,90 @@ def apply_flags(
                 f"{given_own[0].flag} sets up a {spec.kind} target: give {selector} too "
                 f"(or a config file with kind: {spec.kind})"
             )
+    if source is not None and positional is None:
+        _check_kind_kept(target, out, given, source)
+    _check_keys_taken(out, given, target if source is not None else {}, source)
     return out
+
+
+def target_keys_replaced(
+    target: Mapping[str, Any], given: Mapping[str, str | None]
+) -> list[tuple[str, str]]:
+    """``(flag, key)`` for each key of the file's ``target:`` section a flag replaced."""
+    return [
+        (flag.flag, flag.key)
+        for flag in target_flags()
+        if flag is not PROTOCOL and given.get(flag.key) and flag.key in target
+    ]
+
+
+def _kind_named(target: Mapping[str, Any], key: str = "kind") -> str | None:
+    value = target.get(key)
+    return value.strip().lower() if isinstance(value, str) else None
+
+
+def _agent_kind(target: Mapping[str, Any]) -> str:
+    """The kind of the agent under test a section describes (behind a wrapping kind, its own)."""
+    kind = _kind_named(target) or DEFAULT_KIND
+    spec = KINDS.spec(kind)
+    if spec is None or not spec.wraps:
+        return kind
+    behind = _kind_named(target, "behind")
+    if behind is not None:
+        return behind
+    field = spec.config.model_fields.get("behind")
+    return str(field.get_default()) if field is not None else kind
+
+
+def _described(target: Mapping[str, Any]) -> str:
+    """How the file states its kind, in its own keys: ``target.kind: guard, behind: openai``."""
+    kind = _kind_named(target) or DEFAULT_KIND
+    agent = _agent_kind(target)
+    return f"target.kind: {kind}" + (f", behind: {agent}" if agent != kind else "")
+
+
+def _check_kind_kept(
+    file_target: Mapping[str, Any],
+    out: Mapping[str, Any],
+    given: Mapping[str, str | None],
+    source: str,
+) -> None:
+    """A flag that turns the file's agent into another kind is an error (see apply_flags)."""
+    stated = _kind_named(file_target)
+    if stated is None or KINDS.spec(stated) is None:
+        return  # no kind written: the flags choose it; an unknown one: validation says so
+    before, after = _agent_kind(file_target), _agent_kind(out)
+    spec = KINDS.spec(after)
+    if before == after or spec is None or not spec.live:
+        return
+    culprits = [PROTOCOL, *(f for s in TARGETS if not s.wraps for f in s.flags if f.selects)]
+    flag = next((f for f in culprits if given.get(f.key)), ENDPOINT)
+    shown = flag.flag if flag is ENDPOINT else f"{flag.flag} {given.get(flag.key)}"
+    raise UsageError(
+        f"{shown} makes the target kind {after}, but {source} says "
+        f"{_described(file_target)}: a flag replaces one setting of the file, never its kind "
+        f"(change target.kind in {source}, or give a config file of kind {after} with --config)"
+    )
+
+
+def _check_keys_taken(
+    out: Mapping[str, Any],
+    given: Mapping[str, str | None],
+    file_target: Mapping[str, Any],
+    source: str | None,
+) -> None:
+    """A flag whose key the resulting kind does not take would be dropped silently: an error."""
+    kind = _kind_named(out) or DEFAULT_KIND
+    agent = _agent_kind(out)
+    specs = [s for s in (KINDS.spec(kind), KINDS.spec(agent)) if s is not None]
+    if not specs or KINDS.spec(kind) is None:
+        return  # an unknown kind: validation says so
+    taken = frozenset().union(*(s.config.yaml_keys() for s in specs))
+    for flag in target_flags():
+        if flag is PROTOCOL or not given.get(flag.key) or flag.key in taken:
+            continue
+        where = f" ({source} says {_described(file_target)})" if _kind_named(file_target) else ""
+        raise UsageError(f"{flag.flag} is not a setting of a {agent} target{where}")
 
 
 def reproducer_args(
