@@ -95,9 +95,62 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise _ArgError(f"{self.prog}: {message}")
 
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        """argparse's, with a did-you-mean for each mistyped flag (``--fail-ob``)."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = vars(parsed).get("command")
+            prog = f"{self.prog} {command}" if command else self.prog
+            hint = _flag_hint(extras, _long_flags(self))
+            raise _ArgError(f"{prog}: unrecognized arguments: {' '.join(extras)}{hint}")
+        return parsed
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """argparse's check of a choice, with a did-you-mean (``scna``, ``--mode fsat``)."""
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError:
+            from probegate.validation import did_you_mean  # only on the error path: pydantic
+
+            choices = [str(c) for c in action.choices or ()]
+            hint = did_you_mean(str(value), choices)
+            shown = ", ".join(repr(c) for c in choices)
+            raise argparse.ArgumentError(
+                action, f"invalid choice: {value!r}{hint} (choose from {shown})"
+            ) from None
+
 
 class _ArgError(Exception):
     pass
+
+
+def _long_flags(parser: argparse.ArgumentParser) -> set[str]:
+    """Every ``--flag`` of the parser and of the commands and actions under it."""
+    flags: set[str] = set()
+    for action in parser._actions:
+        flags.update(s for s in action.option_strings if s.startswith("--"))
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                flags |= _long_flags(sub)
+    return flags
+
+
+def _flag_hint(extras: Sequence[str], flags: set[str]) -> str:
+    """`` (did you mean '--fail-on'?)`` for the mistyped flags among ``extras``."""
+    from probegate.validation import closest  # only on the error path: it imports pydantic
+
+    guesses = []
+    for arg in extras:
+        word = arg.split("=", 1)[0]
+        if word.startswith("--") and (guess := closest(word, flags)) is not None:
+            guesses.append((word, guess))
+    if not guesses:
+        return ""
+    if len(guesses) == 1:
+        return f" (did you mean {guesses[0][1]!r}?)"
+    return " (did you mean " + ", ".join(f"{g!r} for {w}" for w, g in guesses) + "?)"
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -32,7 +32,7 @@ from probegate.models.taxonomy import Severity
 from probegate.targets.base import TargetConfig, TargetSettings
 from probegate.targets.mcp_server import DEFAULT_LISTEN, parse_advertise, parse_listen
 from probegate.targets.registry import KINDS, default_target, parse_target, target_flags
-from probegate.validation import did_you_mean, fields_at, first_problem
+from probegate.validation import all_problems, did_you_mean, fields_at
 
 DEFAULT_CONFIG = "probegate.yml"
 DEFAULT_STORE = ".probegate"
@@ -213,18 +213,15 @@ def read_config_file(path: Path, *, allow_outside: bool = False) -> dict[str, An
 
     Its paths (the target's path settings, :data:`PATH_SETTINGS` and ``probe_dirs``) come back
     absolute, resolved against the file's directory with symlinks followed; one that leads out
-    of that directory tree is a :class:`ConfigError` unless ``allow_outside``.
+    of that directory tree is a :class:`ConfigError` unless ``allow_outside``. Keys the file
+    may not hold are left for :func:`build_config`, which reports them with every other
+    problem of the file in one run.
     """
     data = read_yaml(path, what="config file", error=ConfigError)
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path}: expected a mapping with 'target:' and 'scan:'")
-    unknown = set(data) - {"target", "scan"}
-    if unknown:
-        raise ConfigError(
-            f"config file {path}: unknown top-level key(s) {', '.join(sorted(unknown))}"
-        )
     return _confined(data, path, allow_outside)
 
 
@@ -297,23 +294,27 @@ def scan_settings_replaced(file_data: dict[str, Any], flags: dict[str, Any]) -> 
     return [f for f in fields if f is not None and flags.get(f) is not None]
 
 
-def _file_settings(scan_section: dict[Any, Any], source: str, base_dir: Path) -> dict[str, Any]:
-    """The ``scan:`` section as fields, every key checked and every path made absolute."""
+def _file_settings(
+    scan_section: dict[Any, Any], base_dir: Path
+) -> tuple[dict[str, Any], list[str]]:
+    """The ``scan:`` section as fields with every path made absolute, and what is wrong in it
+    (each key the section may not hold, as ``scan.key: reason``)."""
     accepted = scan_settings()
     target_keys = {f.key for f in target_flags()}
     merged: dict[str, Any] = {}
+    problems: list[str] = []
     for raw_key, value in scan_section.items():
         key = str(raw_key).replace("-", "_")
         if key in _NOT_SCAN_SETTINGS:
-            raise ConfigError(f"{source}: scan.{raw_key}: not a scan setting")
-        if key in target_keys:
-            raise ConfigError(
-                f"{source}: scan.{raw_key}: a target setting; write it under target: (target.{key})"
+            problems.append(f"scan.{raw_key}: not a scan setting")
+        elif key in target_keys:
+            problems.append(
+                f"scan.{raw_key}: a target setting; write it under target: (target.{key})"
             )
-        if key not in accepted:
-            hint = did_you_mean(key, accepted)
-            raise ConfigError(f"{source}: scan.{raw_key}: unknown setting{hint}")
-        merged[accepted[key]] = value
+        elif key not in accepted:
+            problems.append(f"scan.{raw_key}: unknown setting{did_you_mean(key, accepted)}")
+        else:
+            merged[accepted[key]] = value
     for key in PATH_SETTINGS:
         if isinstance(merged.get(key), str):
             merged[key] = str(base_dir / Path(merged[key]).expanduser())
@@ -323,44 +324,80 @@ def _file_settings(scan_section: dict[Any, Any], source: str, base_dir: Path) ->
             str(base_dir / Path(d).expanduser()) if isinstance(d, str) else d
             for d in ([dirs] if isinstance(dirs, str) else dirs)
         ]
-    return merged
+    return merged, problems
+
+
+_SECTIONS = ("target", "scan")
 
 
 def build_config(file_data: dict[str, Any], flags: dict[str, Any], *, source: str) -> ScanConfig:
-    """Merge the file's ``scan:`` section under the flags and validate everything once."""
+    """Merge the file's ``scan:`` section under the flags and validate everything once.
+
+    Every problem is reported in one run (a file with two typos names both), each where the
+    user wrote it: ``scan.key`` or ``target.key`` of the file, or the ``--flag``.
+    """
+    in_file: list[str] = [
+        f"{key}: unknown top-level key{did_you_mean(str(key), _SECTIONS) or _SECTIONS_HINT}"
+        for key in file_data
+        if key not in _SECTIONS
+    ]
     scan_section = file_data.get("scan") or {}
     if not isinstance(scan_section, dict):
-        raise ConfigError(f"{source}: 'scan:' must be a mapping of scan settings")
+        in_file.append("scan: must be a mapping of scan settings")
+        scan_section = {}
     base_dir = Path(flags.get("base_dir") or Path.cwd())
-    merged = _file_settings(scan_section, source, base_dir)
+    merged, scan_problems = _file_settings(scan_section, base_dir)
+    in_file += scan_problems
     from_flags = {k for k, v in flags.items() if v is not None and k not in _NOT_SCAN_SETTINGS}
     merged.update({k: v for k, v in flags.items() if v is not None})
     if "target" in file_data:
         merged["target"] = file_data["target"] or {}
+    on_line: list[str] = []
     try:
-        return ScanConfig.model_validate(merged)
+        config = ScanConfig.model_validate(merged)
     except ValidationError as exc:
-        raise ConfigError(_explain(exc, merged, from_flags, source)) from None
+        for from_file, line in _explain(exc, merged, from_flags):
+            (in_file if from_file else on_line).append(line)
+    if in_file or on_line:
+        raise ConfigError(_problems_message(source, in_file, on_line))
+    return config
+
+
+_SECTIONS_HINT = " (a config file holds target: and scan:)"
+
+
+def _problems_message(source: str, in_file: list[str], on_line: list[str]) -> str:
+    """One problem as one line; several as a count and one indented line each."""
+    lines = [f"{source}: {line}" for line in in_file] + on_line
+    if len(lines) == 1:
+        return lines[0]
+    if not on_line:
+        return f"{source}: {len(in_file)} problems:\n" + "\n".join(f"  {p}" for p in in_file)
+    return f"{len(lines)} problems:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def _fields_where(loc: tuple[int | str, ...], merged: dict[str, Any]) -> frozenset[str]:
+    """The keys that may stand at ``loc``: the target's are its kind's own."""
+    if loc[:1] != ("target",):
+        return fields_at(ScanConfig, loc)
+    target = merged.get("target")
+    kind = target.get("kind", "demo") if isinstance(target, dict) else None
+    spec = KINDS.spec(_lower(kind)) if isinstance(kind, str) else None
+    return fields_at(spec.config, loc[1:]) if spec is not None else frozenset()
 
 
 def _explain(
-    exc: ValidationError, merged: dict[str, Any], from_flags: set[str], source: str
-) -> str:
-    """The first problem as the user wrote it: ``--flag``, ``scan.key`` or ``target.key``."""
-    problem = first_problem(exc, data=merged)
-    loc = tuple(exc.errors()[0]["loc"])
-    reason = problem.reason
-    more = f" (and {problem.more} more)" if problem.more else ""
-    head = str(loc[0]) if loc else ""
-    if head == "target":
-        target = merged.get("target")
-        kind = target.get("kind", "demo") if isinstance(target, dict) else None
-        spec = KINDS.spec(_lower(kind)) if isinstance(kind, str) else None
-        if problem.kind == "extra_forbidden" and spec is not None and isinstance(loc[-1], str):
-            reason += did_you_mean(loc[-1], fields_at(spec.config, loc[1:]))
-        return f"{source}: {problem.path}: {reason}{more}"
-    if problem.kind == "extra_forbidden" and isinstance(loc[-1], str):
-        reason += did_you_mean(loc[-1], fields_at(ScanConfig, loc))
-    if head in from_flags:
-        return f"{flag_name(head)}: {reason}{more}"
-    return f"{source}: scan.{problem.path}: {reason}{more}"
+    exc: ValidationError, merged: dict[str, Any], from_flags: set[str]
+) -> list[tuple[bool, str]]:
+    """Every problem as the user wrote it, and whether it is the file's: ``--flag: reason``,
+    ``scan.key: reason`` or ``target.key: reason``."""
+    out: list[tuple[bool, str]] = []
+    for problem in all_problems(exc, data=merged, fields=lambda loc: _fields_where(loc, merged)):
+        head = str(problem.loc[0]) if problem.loc else ""
+        if head == "target":
+            out.append((True, f"{problem.path}: {problem.reason}"))
+        elif head in from_flags:
+            out.append((False, f"{flag_name(head)}: {problem.reason}"))
+        else:
+            out.append((True, f"scan.{problem.path}: {problem.reason}"))
+    return out

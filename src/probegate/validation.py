@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import types
 import typing
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,7 @@ class Problem:
     kind: str  # pydantic's error type, e.g. "extra_forbidden", "missing"
     value: Any  # the offending input
     more: int  # how many further errors the document has
+    loc: tuple[int | str, ...] = ()  # pydantic's location, for callers that reword the path
 
     def line(self, top: str = "(top level)") -> str:
         """``path: reason (and N more)``; ``top`` names the document when the path is empty."""
@@ -36,10 +37,16 @@ class Problem:
         return f"{self.path or top}: {self.reason}{more}"
 
 
+def closest(word: str, options: Collection[str]) -> str | None:
+    """The one of ``options`` a mistyped ``word`` most likely meant, if any is close enough."""
+    close = difflib.get_close_matches(word.lower(), sorted(options), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
 def did_you_mean(word: str, options: Collection[str]) -> str:
     """`` (did you mean 'mode'?)`` for the closest of ``options`` to a mistyped ``word``."""
-    close = difflib.get_close_matches(word.lower(), sorted(options), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    close = closest(word, options)
+    return f" (did you mean {close!r}?)" if close else ""
 
 
 def _model_in(annotation: Any) -> type[BaseModel] | None:
@@ -99,7 +106,49 @@ def first_problem(
         kind=str(first["type"]),
         value=first.get("input"),
         more=len(errors) - 1,
+        loc=tuple(first["loc"]),
     )
+
+
+def all_problems(
+    exc: ValidationError,
+    *,
+    data: Any = None,
+    hidden: Collection[str] = (),
+    fields: Callable[[tuple[int | str, ...]], Collection[str]] | None = None,
+) -> list[Problem]:
+    """Every error of ``exc`` in order, for a reader that reports them all in one run.
+
+    ``data`` and ``hidden`` as for :func:`first_problem`; ``fields(loc)`` names the fields that
+    may stand where ``loc``'s last key stands, for an unknown field's did-you-mean. A missing
+    field that a sibling unknown field's did-you-mean names is left out: it is the same mistake
+    (``nme: x`` is no ``name``), said once, where it can be fixed. ``more`` is 0 in each.
+    """
+    errors = exc.errors()
+    out: list[Problem] = []
+    meant: set[tuple[int | str, ...]] = set()
+    for error in errors:
+        loc = tuple(error["loc"])
+        reason = str(error["msg"]).removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            reason = "unknown field"
+            bare = tuple(k for k in loc if not (isinstance(k, str) and k in hidden))
+            if fields is not None and bare and isinstance(bare[-1], str):
+                guess = closest(bare[-1], fields(bare))
+                if guess is not None:
+                    reason += f" (did you mean {guess!r}?)"
+                    meant.add((*loc[:-1], guess))
+        out.append(
+            Problem(
+                path=field_path(loc, data=data, hidden=hidden),
+                reason=reason,
+                kind=str(error["type"]),
+                value=error.get("input"),
+                more=0,
+                loc=loc,
+            )
+        )
+    return [p for p in out if not (p.kind == "missing" and p.loc in meant)]
 
 
 def describe(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from probegate.validation import describe, field_path, first_problem
+from probegate.validation import all_problems, describe, field_path, fields_at, first_problem
 
 
 class Tool(BaseModel):
@@ -60,3 +60,14 @@ def test_the_document_itself_is_named_by_the_caller() -> None:
 def test_hidden_parts_are_left_out() -> None:
     assert field_path(("suite", "SuiteHeader", "name"), hidden={"SuiteHeader"}) == "suite.name"
     assert field_path(()) == ""
+
+
+def test_all_problems_lists_every_error_and_says_a_mistyped_key_once() -> None:
+    data = {"tools": [{"nme": "a"}, {"name": "b", "timeout": -1}, {}]}
+    problems = all_problems(_error(data), data=data, fields=lambda loc: fields_at(Config, loc))
+    assert [p.line() for p in problems] == [
+        "tools[0].nme: unknown field (did you mean 'name'?)",
+        "tools[1] ('b').timeout: must be positive",
+        "tools[2].name: Field required",
+    ]
+    assert problems[0].loc == ("tools", 0, "nme")

@@ -34,6 +34,7 @@ from probegate.targets.registry import (
     target_keys_replaced,
 )
 from probegate.terminal import Style
+from probegate.validation import closest
 
 
 def _default(field: str) -> str:
@@ -385,6 +386,11 @@ def _config_from_args(args: argparse.Namespace) -> tuple[ScanConfig, list[str]]:
         if config_path is not None:
             raise UsageError("give either a config file or --config, not both")
         config_path = Path(named)
+        meant = closest(named, positional_kinds())
+        if meant is not None and not config_path.exists():
+            raise UsageError(
+                f"{named}: no such config file, nor a bundled agent (did you mean {meant!r}?)"
+            )
     given: dict[str, str | None] = {f.key: getattr(args, f.key) for f in target_flags()}
     if named is None and config_path is None:
         if Path(DEFAULT_CONFIG).exists():

@@ -22,6 +22,7 @@ from probegate.targets.base import (
     TargetSpec,
     config_error,
 )
+from probegate.validation import did_you_mean
 
 TARGETS: tuple[TargetSpec[Any], ...] = (
     demo.SPEC,
@@ -74,7 +75,8 @@ class _Kinds:
         spec = self._specs.get(kind) if isinstance(kind, str) else None
         if spec is None:
             shown = ", ".join(self._specs)
-            raise config_error(("kind",), f"unknown kind {kind!r} (one of {shown})", kind)
+            hint = did_you_mean(kind, self._specs) if isinstance(kind, str) else ""
+            raise config_error(("kind",), f"unknown kind {kind!r}{hint} (one of {shown})", kind)
         values = {**data, "kind": kind}
         if not spec.wraps:
             # Keys another kind uses are not this kind's business; they were always accepted
