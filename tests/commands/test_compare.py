@@ -40,8 +40,8 @@ def test_compare_a_scan_with_itself_exits_0(
 ) -> None:
     assert main(["compare", str(vulnerable), str(vulnerable)]) == 0
     out = capsys.readouterr().out
-    assert "**Result: no regression.**" in out
-    assert "New: **0**" in out
+    assert out.startswith("Result: no regression.\n")
+    assert "  new 0 · " in out
 
 
 def test_hardened_baseline_against_a_vulnerable_scan_exits_1_and_lists_the_new_findings(
@@ -49,15 +49,29 @@ def test_hardened_baseline_against_a_vulnerable_scan_exits_1_and_lists_the_new_f
 ) -> None:
     assert main(["compare", str(hardened), str(vulnerable)]) == 1
     out = capsys.readouterr().out
-    assert "### New findings (2)" in out
+    assert "\nNew findings (2)\n" in out
     assert probe_of(1) in out and probe_of(2) in out
+
+
+def test_a_terminal_gets_text_and_markdown_is_asked_for(
+    hardened: Path, vulnerable: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Aligned text by default: no table pipes, no escaped underscores (``tool\\_call``)."""
+    assert main(["compare", str(hardened), str(vulnerable)]) == 1
+    text = capsys.readouterr().out
+    assert "|" not in text and "\\" not in text and "**" not in text
+    assert "  AIVSS          42                42                0" in text
+    assert main(["compare", str(hardened), str(vulnerable), "--output", "MD"]) == 1
+    md = capsys.readouterr().out
+    assert md.startswith("## probegate: comparison with the baseline\n")
+    assert "| severity | ASI | probe | finding | fp |" in md and "### New findings (2)" in md
 
 
 def test_fixing_findings_exits_0(
     hardened: Path, vulnerable: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["compare", str(vulnerable), str(hardened)]) == 0
-    assert "### Fixed findings (2)" in capsys.readouterr().out
+    assert "\nFixed findings (2)\n" in capsys.readouterr().out
 
 
 def test_tolerance_flag(tmp_path: Path) -> None:
@@ -82,9 +96,13 @@ def test_output_path_writes_the_file(
     tmp_path: Path, hardened: Path, vulnerable: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     target = tmp_path / "out" / "diff.md"
-    assert main(["compare", str(hardened), str(vulnerable), "--output-path", str(target)]) == 1
+    argv = ["compare", str(hardened), str(vulnerable), "--output-path", str(target)]
+    assert main([*argv, "--output", "md"]) == 1
     assert "### New findings (2)" in target.read_text(encoding="utf-8")
     assert capsys.readouterr().out == f"probegate compare: regression; wrote {target}\n"
+    assert main(argv) == 1  # text, and never coloured in a file
+    written = target.read_text(encoding="utf-8")
+    assert "\nNew findings (2)\n" in written and "\x1b" not in written
 
 
 def test_write_baseline_copies_current_and_still_reports_the_regression(
@@ -109,7 +127,7 @@ def test_suppression_file_turns_the_regression_into_a_pass(
     )
     assert main(["compare", str(hardened), str(vulnerable), "--suppressions", str(supp)]) == 0
     out = capsys.readouterr().out
-    assert "### New findings, suppressed (2)" in out
+    assert "\nNew findings, suppressed (2)\n" in out
     assert "1 stale suppression(s) match no finding: deadbeef" in out
 
 
@@ -126,7 +144,7 @@ def test_agentguardian_report_is_accepted_as_a_baseline(
     assert "probe library versions differ" in err and "--allow-mismatch" in err
     assert main(["compare", str(UPSTREAM), str(cur), "--allow-mismatch"]) == 0
     out = capsys.readouterr().out
-    assert "### Fixed findings (2)" in out
+    assert "\nFixed findings (2)\n" in out
     assert "agentguardian-scan-v1 report, mapped onto probegate-scan-v1" in out
 
 

@@ -149,9 +149,21 @@ def test_report_json_is_inert_and_the_same_values(
     assert isinstance(data, dict) and data["findings"][0]["summary"].endswith(PIECE)
 
 
-def test_compare_prints_inert(laced: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_compare_prints_inert(
+    laced: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out = _run(capsys, "compare", str(laced), str(laced))
     assert code == 0
+    # Every laced finding listed: the same scan whose findings' fingerprints changed is new.
+    data = json.loads(laced.read_text("utf-8"))
+    for item in data["findings"]:
+        item["fp"] = item["fp"][::-1]
+    moved = tmp_path / "moved.json"
+    moved.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    code, out = _run(capsys, "compare", str(laced), str(moved))
+    assert code == 1 and "New findings (1)" in out and "Not re-judged (2)" in out
+    code, out = _run(capsys, "compare", str(laced), str(moved), "--output", "md")
+    assert code == 1 and "### New findings (1)" in out
     assert_markdown_inert(out)
     for flags in (["--output", "json"], ["--json"]):
         _, out = _run(capsys, "compare", str(laced), str(laced), *flags)

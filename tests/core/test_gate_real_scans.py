@@ -46,7 +46,7 @@ def test_compare_a_real_scan_with_itself_exits_0(
     scans: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["compare", str(scans["demo"]), str(scans["demo"])]) == 0
-    assert "New: **0**" in capsys.readouterr().out
+    assert "  new 0 · " in capsys.readouterr().out
 
 
 def test_hardened_baseline_against_demo_exits_1_and_lists_every_new_finding(

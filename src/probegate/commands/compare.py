@@ -15,12 +15,14 @@ from typing import Any
 
 from probegate.baseline import compare, write_baseline
 from probegate.canonical import pretty_bytes
+from probegate.commands.flags import any_case
 from probegate.errors import ExitCode, ReportError
 from probegate.files import write_atomic
 from probegate.models.stored import load_report
 from probegate.reports.diff_markdown import render_diff
+from probegate.reports.diff_text import render_text
 from probegate.suppressions import apply_suppressions, load_suppressions
-from probegate.terminal import json_text
+from probegate.terminal import Style, json_text
 
 
 def add_parser(sub: Any) -> None:
@@ -48,7 +50,12 @@ def add_parser(sub: Any) -> None:
         help="compare scans of different probe-library versions or modes (common probes only)",
     )
     p.add_argument(
-        "--output", choices=("md", "json"), default="md", help="output format (default md)"
+        "--output",
+        choices=("text", "md", "json"),
+        default="text",
+        type=any_case,
+        help="text: aligned, for a terminal (default); md: Markdown, as in the job summary; "
+        "json: the comparison as canonical JSON",
     )
     p.add_argument(
         "--output-path", type=Path, metavar="P", help="write the output here instead of stdout"
@@ -79,8 +86,11 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.output == "json" or args.json:
         text = json_text(pretty_bytes(comparison.to_dict()).decode("utf-8"))
-    else:
+    elif args.output == "md":
         text = render_diff(comparison)
+    else:  # colour only on a terminal, never in a file
+        to_file = args.output_path is not None
+        text = render_text(comparison, Style(sys.stdout, enabled=False if to_file else None))
 
     if args.output_path is not None and not args.json:
         write_atomic(args.output_path, text, error=ReportError)

@@ -9,12 +9,20 @@ its own (so no ``::`` workflow command), no terminal escapes, no bidi overrides.
 
 from __future__ import annotations
 
-from probegate.models.comparison import Comparison, FindingRef
+from probegate.models.comparison import Comparison
+from probegate.reports.diff_sections import (
+    DEFAULT_MAX_ROWS,
+    MISMATCH_TAIL,
+    Bucket,
+    buckets,
+    counts,
+    num,
+    signed,
+)
 from probegate.reports.escape import md_text
 from probegate.reports.headline import score_text
 
 MAX_CELL = 160
-DEFAULT_MAX_ROWS = 50
 
 
 def escape(text: str, *, limit: int = MAX_CELL) -> str:
@@ -46,56 +54,26 @@ def render_diff(comparison: Comparison, *, max_rows: int = DEFAULT_MAX_ROWS) -> 
         f"| probe library | {escape(c.baseline.probe_library_version)} "
         f"| {escape(c.current.probe_library_version)} | |",
         f"| AIVSS | {score_text(c.baseline.aivss)} | {score_text(c.current.aivss)} "
-        f"| {_signed(c.aivss_delta)}"
+        f"| {signed(c.aivss_delta)}"
         f"{'' if c.score_gated else ' (not gated)'} |",
         f"| band | {escape(c.baseline.band)} | {escape(c.current.band)} | |",
         "",
-        f"New: **{len(c.new)}** · new but suppressed: {len(c.new_suppressed)} · "
-        f"fixed: {len(c.fixed)} · persisting: {len(c.persisting)} "
-        f"({sum(1 for f in c.persisting if f.suppressed)} suppressed) · "
-        f"not re-judged: {len(c.unconfirmed)}"
-        + (f" · not compared: {len(c.not_compared)}" if c.common_probes_only else ""),
+    ]
+    (new_label, new_count), *rest = counts(c)
+    lines += [
+        f"{new_label.capitalize()}: **{new_count}** · "
+        + " · ".join(f"{label}: {count}" for label, count in rest),
         "",
     ]
     if c.mismatch:
         lines += [
-            "> **Scans differ:** " + escape("; ".join(c.mismatch), limit=1000) + ". Only the "
-            "probes present in both scans are compared, and the score change is not gated.",
+            "> **Scans differ:** "
+            + escape("; ".join(c.mismatch), limit=1000)
+            + f". {MISMATCH_TAIL}",
             "",
         ]
-    _section(lines, "New findings", c.new, max_rows)
-    _section(
-        lines,
-        "New findings, suppressed",
-        c.new_suppressed,
-        max_rows,
-        reason=True,
-        about="Accepted in the suppression file: listed, not a regression.",
-    )
-    _section(
-        lines,
-        "Fixed findings",
-        c.fixed,
-        max_rows,
-        about="This scan judged these probes and saw them resisted. Refresh the baseline "
-        "(`probegate compare BASELINE CURRENT --write-baseline BASELINE`) to drop them.",
-    )
-    _section(
-        lines,
-        "Not re-judged",
-        c.unconfirmed,
-        max_rows,
-        about="In the baseline, but this scan did not judge their probes (not run, unjudged "
-        "or not applicable), so they are neither fixed nor persisting.",
-    )
-    if c.common_probes_only:
-        _section(
-            lines,
-            "Not compared",
-            c.not_compared,
-            max_rows,
-            about="Their probes are not in both scans.",
-        )
+    for bucket in buckets(c):
+        _section(lines, bucket, max_rows)
     if c.asi_deltas:
         lines += [
             "### Score by ASI category",
@@ -105,8 +83,8 @@ def render_diff(comparison: Comparison, *, max_rows: int = DEFAULT_MAX_ROWS) -> 
         ]
         for d in c.asi_deltas:
             lines.append(
-                f"| {escape(d.asi)} | {_num(d.baseline)} | {_num(d.current)} | "
-                f"{'' if d.delta is None else _signed(d.delta)} |"
+                f"| {escape(d.asi)} | {num(d.baseline)} | {num(d.current)} | "
+                f"{'' if d.delta is None else signed(d.delta)} |"
             )
         lines.append("")
     if c.notes:
@@ -116,23 +94,16 @@ def render_diff(comparison: Comparison, *, max_rows: int = DEFAULT_MAX_ROWS) -> 
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def _section(
-    lines: list[str],
-    title: str,
-    refs: list[FindingRef],
-    max_rows: int,
-    *,
-    reason: bool = False,
-    about: str = "",
-) -> None:
+def _section(lines: list[str], bucket: Bucket, max_rows: int) -> None:
+    refs = bucket.refs
     if not refs:
         return
-    lines += [f"### {title} ({len(refs)})", ""]
-    if about:
-        lines += [about, ""]
+    lines += [f"### {bucket.title} ({len(refs)})", ""]
+    if bucket.about:
+        lines += [bucket.about, ""]
     header = "| severity | ASI | probe | finding | fp |"
     rule = "|---|---|---|---|---|"
-    if reason:
+    if bucket.reasons:
         header += " suppression reason |"
         rule += "---|"
     lines += [header, rule]
@@ -141,20 +112,10 @@ def _section(
             f"| {escape(ref.severity.value)} | {escape(ref.asi)} | {escape(ref.probe_id)} "
             f"| {escape(ref.summary or ref.name)} | {escape(ref.fp[:12])} |"
         )
-        if reason:
+        if bucket.reasons:
             row += f" {escape(ref.suppression_reason or '')} |"
         lines.append(row)
     if len(refs) > max_rows:
         lines.append("")
         lines.append(f"… and {len(refs) - max_rows} more (see `--output json`).")
     lines.append("")
-
-
-def _signed(value: float) -> str:
-    if value == 0:
-        return "0"
-    return f"{value:+g}"
-
-
-def _num(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:g}"
