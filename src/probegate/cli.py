@@ -32,6 +32,7 @@ from probegate.terminal import Style, clean
 
 # name -> one-line help; the module is probegate.commands.<name>.
 COMMANDS: dict[str, str] = {
+    "init": "write a commented probegate.yml (and the workflow) to start from",
     "scan": "run a scan against an agent",
     "report": "re-emit any format from a stored scan",
     "verify": "check schema, HMAC-SHA256, Ed25519 and trust anchor of a signed report",

@@ -112,6 +112,7 @@ def test_wheel_is_the_package_with_its_license(dists: tuple[Path, Path]) -> None
     assert "probegate/py.typed" in names
     assert any(n.startswith("probegate/library/probes/") and n.endswith(".yaml") for n in names)
     assert "probegate/reports/data/sarif-schema-2.1.0.json" in names
+    assert "probegate/scaffold/data/workflow.yml" in names  # probegate init --workflow
     assert not [n for n in names if n.startswith("tests/")]
 
 

@@ -38,8 +38,8 @@ def _error(capsys: pytest.CaptureFixture[str]) -> str:
         (
             ["scna", "demo"],
             "probegate: argument COMMAND: invalid choice: 'scna' (did you mean 'scan'?) "
-            "(choose from 'scan', 'report', 'verify', 'compare', 'merge', 'probes', 'keys', "
-            "'run')",
+            "(choose from 'init', 'scan', 'report', 'verify', 'compare', 'merge', 'probes', "
+            "'keys', 'run')",
         ),
         (
             ["probes", "lsit"],
