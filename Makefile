@@ -30,6 +30,7 @@ lint: $(STAMP)
 	$(BIN)/check-jsonschema --builtin-schema vendor.github-actions action.yml
 	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml examples/*.yml
 	$(BIN)/zizmor --offline --no-progress action.yml .github/workflows/*.yml examples/*.yml
+	$(BIN)/actionlint -no-color .github/workflows/*.yml examples/*.yml
 	$(BIN)/lint-imports --no-cache --no-logo
 	@if command -v shellcheck >/dev/null; then shellcheck entrypoint.sh; \
 	elif [ -n "$$CI" ]; then echo "shellcheck is required under CI (apt-get install shellcheck)" >&2; exit 1; \

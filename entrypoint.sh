@@ -56,6 +56,14 @@ job_summary=true
 parse_bool allow_mismatch allow-mismatch "${PG_ALLOW_MISMATCH:-}" false
 parse_bool annotations annotations "${PG_ANNOTATIONS:-}" true
 parse_bool job_summary job-summary "${PG_JOB_SUMMARY:-}" true
+fork_pull_requests=${PG_FORK_PULL_REQUESTS:-skip}
+case $fork_pull_requests in
+skip | scan) ;;
+*)
+	fork_pull_requests=skip
+	input_error="the fork-pull-requests input must be skip or scan"
+	;;
+esac
 
 extra=()
 if "$py" -m probegate.github split-args "--error-file=$work/args.err" >"$work/args"; then
@@ -72,6 +80,24 @@ if [[ -z $input_error ]] && ! "$py" -m probegate.github check-locations "--outpu
 	"--error-file=$work/locations.err" >/dev/null 2>&1; then
 	if [[ -s $work/locations.err ]]; then
 		input_error=$(<"$work/locations.err")
+	else
+		die "cannot run python3 -m probegate.github"
+	fi
+fi
+
+# A fork's pull request gets no secrets: skipped with a notice (fork-pull-requests: skip). A
+# config file given as the target input is a deprecation notice. Both are printed escaped by
+# `finish`, never here.
+skipped=""
+notice=""
+if [[ -z $input_error ]]; then
+	if "$py" -m probegate.github check-run "--command=$command" "--target=${PG_TARGET:-}" \
+		"--fork-pull-requests=$fork_pull_requests" "--skip-file=$work/skip" \
+		"--notice-file=$work/notice" "--error-file=$work/run.err" >/dev/null 2>&1; then
+		skipped=$(<"$work/skip")
+		notice=$(<"$work/notice")
+	elif [[ -s $work/run.err ]]; then
+		input_error=$(<"$work/run.err")
 	else
 		die "cannot run python3 -m probegate.github"
 	fi
@@ -154,7 +180,7 @@ printf '::stop-commands::%s\n' "$token"
 # installed into a directory of its own that goes in front of the image's packages for the
 # scan only. pip's output is inside the block: it echoes names from a file the user wrote.
 agent_packages=""
-if [[ -z $input_error && -n $requirements ]]; then
+if [[ -z $input_error && -z $skipped && -n $requirements ]]; then
 	agent_packages="$work/agent-packages"
 	set +e
 	"$py" -m pip install --require-hashes --no-input --disable-pip-version-check \
@@ -172,7 +198,7 @@ if [[ -z $input_error && -n $requirements ]]; then
 		fi
 	fi
 fi
-if [[ -z $input_error ]]; then
+if [[ -z $input_error && -z $skipped ]]; then
 	set +e
 	if [[ -n $agent_packages ]]; then
 		PYTHONPATH="$agent_packages${PYTHONPATH:+:$PYTHONPATH}" "${cmd[@]}" 2>&1 | tee -a -- "$log"
@@ -209,6 +235,8 @@ set +e
 	"--input-error=$input_error" \
 	"--command=$command" \
 	"--missing-baseline=$missing_baseline" \
+	"--skipped=$skipped" \
+	"--notice=$notice" \
 	"--result-file=$work/result"
 set -e
 code=""

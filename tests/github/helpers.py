@@ -32,6 +32,7 @@ OUTPUT_NAMES = {
     "authoritative",
     "findings",
     "new-findings",
+    "skipped",
     "exit-code",
 }
 

@@ -1,14 +1,16 @@
 """The Action and the workflows pass GitHub's schemas, zizmor and shellcheck, all offline.
 
-check-jsonschema ships the GitHub schemas (``--builtin-schema`` needs no network) and zizmor's
-``--offline`` skips only the audits that query GitHub. Both come with the dev extras and
-shellcheck from the system's packages; a tool that is missing skips its test on a developer's
+check-jsonschema ships the GitHub schemas (``--builtin-schema`` needs no network), zizmor's
+``--offline`` skips only the audits that query GitHub, and actionlint has GitHub's actions and
+expressions built in. The three come with the dev extras and shellcheck from the system's
+packages; a tool that is missing skips its test on a developer's
 machine and fails it under CI (`.ci/run` installs all of them).
 """
 
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -51,6 +53,35 @@ def test_zizmor_finds_nothing():
     # .github/workflows inside it.
     proc = _run("zizmor", "--offline", "--no-progress", "action.yml", *WORKFLOWS, *EXAMPLES)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_actionlint_finds_nothing():
+    # With shellcheck on PATH (CI installs it), actionlint also checks every run: script.
+    proc = _run("actionlint", "-no-color", *WORKFLOWS, *EXAMPLES)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic", "http", "python"])
+def test_the_workflow_init_writes_passes_actionlint_and_zizmor(kind: str, tmp_path: Path) -> None:
+    """``probegate init --workflow`` renames the example's key variable per route."""
+    from probegate.scaffold import Route, workflow_text
+
+    path = tmp_path / "probegate.yml"
+    path.write_text(workflow_text(Route(kind)), encoding="utf-8")
+    for tool, *args in (("actionlint", "-no-color"), ("zizmor", "--offline", "--no-progress")):
+        proc = _run(tool, *args, str(path))
+        assert proc.returncode == 0, f"{tool}: {proc.stdout}{proc.stderr}"
+
+
+def test_actionlint_can_fail(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yml"
+    bad.write_text(
+        "on: push\njobs:\n  a:\n    runs-on: ubuntu-24.04\n    steps:\n"
+        '      - run: echo "${{ github.event.head_commit.message }}"\n',
+        encoding="utf-8",
+    )
+    proc = _run("actionlint", "-no-color", str(bad))
+    assert proc.returncode == 1 and "potentially untrusted" in proc.stdout
 
 
 def test_entrypoint_is_shellcheck_clean():

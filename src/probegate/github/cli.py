@@ -19,7 +19,9 @@ from probegate.github.inputs import (
     ActionError,
     check_locations,
     check_packages,
+    fork_pull_request,
     split_args,
+    target_notice,
 )
 from probegate.github.workflow import stop_commands_token, workflow_command
 
@@ -60,6 +62,13 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("--output-dir", type=Path, required=True)
     w.add_argument("--store", type=Path, default=Path(".probegate"))
     w.add_argument("--error-file", type=Path, default=None, help="write the refusal here")
+    r = sub.add_parser("check-run", help="a fork's pull request to skip, a deprecated input")
+    r.add_argument("--command", dest="probegate_command", choices=COMMANDS, default="scan")
+    r.add_argument("--target", default="")
+    r.add_argument("--fork-pull-requests", choices=("skip", "scan"), default="skip")
+    r.add_argument("--skip-file", type=Path, required=True, help="why the run is skipped")
+    r.add_argument("--notice-file", type=Path, required=True, help="a deprecation notice")
+    r.add_argument("--error-file", type=Path, default=None, help="write the refusal here")
     f = sub.add_parser("finish", help="write outputs, summary and annotations")
     f.add_argument("--scan-rc", type=int, required=True)
     f.add_argument("--compare-rc", type=_optional_int, default=None)
@@ -74,12 +83,14 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--result-file", type=Path, default=None, help="write the exit code here too")
     f.add_argument("--command", dest="probegate_command", choices=COMMANDS, default="scan")
     f.add_argument("--missing-baseline", default="")
+    f.add_argument("--skipped", default="", help="why nothing ran (a fork's pull request)")
+    f.add_argument("--notice", action="append", default=[], help="a notice to publish")
     return parser
 
 
 # The entrypoint's checks of the user's inputs: each refuses with an ActionError, which goes to
 # --error-file when one is given (see main), else out as a workflow command.
-_CHECKS = ("split-args", "check-packages", "check-locations")
+_CHECKS = ("split-args", "check-packages", "check-locations", "check-run")
 
 
 def _check(args: argparse.Namespace, environ: Mapping[str, str]) -> None:
@@ -89,6 +100,12 @@ def _check(args: argparse.Namespace, environ: Mapping[str, str]) -> None:
         sys.stdout.flush()
     elif args.command == "check-packages":
         check_packages(args.packages)
+    elif args.command == "check-run":
+        skip = fork_pull_request(environ) if args.fork_pull_requests == "skip" else None
+        args.skip_file.write_text(skip or "", encoding="utf-8")
+        scan = args.probegate_command == "scan"
+        notice = target_notice(args.target) if scan else None
+        args.notice_file.write_text(notice or "", encoding="utf-8")
     else:
         check_locations(args.output_dir, args.store)
 
@@ -127,6 +144,8 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
             store=args.store,
             command=args.probegate_command,
             missing_baseline=args.missing_baseline,
+            skipped=args.skipped,
+            notices=tuple(n for n in args.notice if n),
         )
         code = finish(options, environ, sys.stdout)
         if args.result_file is not None:

@@ -31,6 +31,7 @@ from probegate.models.report import ScanReport
 from probegate.models.stored import load_comparison, load_report
 from probegate.reports import FORMATS
 from probegate.reports.diff_markdown import DIFF_HEADING
+from probegate.reports.escape import md_text
 from probegate.reports.headline import score_text
 
 DIFF_JSON = "baseline-diff.json"
@@ -127,6 +128,10 @@ class FinishOptions:
     store: Path = Path(".probegate")
     command: str = "scan"
     missing_baseline: str = ""
+    # Why nothing ran (a fork's pull request): a notice, exit 0, skipped=true.
+    skipped: str = ""
+    # Notices about the inputs (a deprecated one), shown in the log and the summary.
+    notices: tuple[str, ...] = ()
 
 
 def _fresh(path: Path, since: Path | None) -> bool:
@@ -169,6 +174,10 @@ def finish(opts: FinishOptions, env: Mapping[str, str], out: TextIO) -> int:
             )
             + "\n"
         )
+    for notice in opts.notices:
+        out.write(workflow_command("notice", notice, {"title": "probegate inputs"}) + "\n")
+    if opts.skipped and not opts.input_error:
+        return _skip(opts, env, out)
 
     files: dict[str, Path] = {}
     published = [(key, FORMATS[key].filename) for key in PUBLISHED_FORMATS]
@@ -235,6 +244,7 @@ def finish(opts: FinishOptions, env: Mapping[str, str], out: TextIO) -> int:
         "authoritative": ("true" if scan.authority.authoritative else "false") if scan else "",
         "findings": str(len(gated_findings(scan))) if scan else "",
         "new-findings": _new_findings(opts, scan, comparison),
+        "skipped": "false",
         "exit-code": str(code),
     }
     output_path = env.get("GITHUB_OUTPUT")
@@ -256,6 +266,51 @@ def finish(opts: FinishOptions, env: Mapping[str, str], out: TextIO) -> int:
         out.write(workflow_command("error", problem, {"title": "probegate action"}) + "\n")
     out.flush()
     return code
+
+
+def _skip(opts: FinishOptions, env: Mapping[str, str], out: TextIO) -> int:
+    """Nothing ran, on purpose: say why in the log and the summary; green, ``skipped=true``."""
+    out.write(workflow_command("notice", opts.skipped, {"title": "probegate"}) + "\n")
+    code = ExitCode.PASSED
+    summary_path = env.get("GITHUB_STEP_SUMMARY")
+    if opts.job_summary and summary_path:
+        lines = ["> **probegate: skipped** (exit code 0: nothing was scanned)"]
+        lines += [f"> - {md_text(note, limit=400)}" for note in (opts.skipped, *opts.notices)]
+        text = "\n".join(lines) + "\n\n"
+        try:
+            with open(summary_path, "a", encoding="utf-8") as handle:
+                handle.write(text)
+        except OSError as exc:
+            out.write(workflow_command("error", f"cannot write the job summary: {exc}") + "\n")
+            code = ExitCode.INTERNAL
+    outputs = {name: "" for name in _OUTPUTS}
+    outputs.update({"skipped": "true", "exit-code": str(code)})
+    output_path = env.get("GITHUB_OUTPUT")
+    if output_path:
+        try:
+            with open(output_path, "a", encoding="utf-8") as handle:
+                handle.write("".join(output_entry(k, v) for k, v in outputs.items()))
+        except OSError as exc:
+            out.write(workflow_command("error", f"cannot write the step outputs: {exc}") + "\n")
+            code = ExitCode.INTERNAL
+    out.flush()
+    return code
+
+
+# Every step output (action.yml's outputs), in the order they are written.
+_OUTPUTS = (
+    "json-path",
+    "sarif-path",
+    "summary-path",
+    "junit-path",
+    "score",
+    "band",
+    "authoritative",
+    "findings",
+    "new-findings",
+    "skipped",
+    "exit-code",
+)
 
 
 def _new_findings(
@@ -282,7 +337,10 @@ def _append_summary(
             messages=log_messages(opts.log),
             annotations=plan,
             problems=[*([opts.input_error] if opts.input_error else []), *problems],
-            notices=[missing_baseline_note(opts.missing_baseline)] if opts.missing_baseline else [],
+            notices=[
+                *([missing_baseline_note(opts.missing_baseline)] if opts.missing_baseline else []),
+                *opts.notices,
+            ],
         )
     ]
     summary_has_diff = False

@@ -4,11 +4,12 @@ the places the run will write to."""
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import re
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from probegate.errors import UsageError
@@ -106,3 +107,57 @@ def check_locations(output_dir: Path, store: Path) -> None:
             if node.parent == node or not node.parts:
                 break
             node = node.parent
+
+
+# Events whose payload is a pull request: its head may live in another repository (a fork).
+_PULL_REQUEST_EVENTS = frozenset(
+    {"pull_request", "pull_request_target", "pull_request_review", "pull_request_review_comment"}
+)
+
+
+def fork_pull_request(env: Mapping[str, str]) -> str | None:
+    """Why a fork's pull request is skipped, or None when this run is not one.
+
+    A ``pull_request`` run from a fork gets no secrets and a read-only token, so a scan of an
+    agent behind an API key cannot run (exit 2, a red check nobody can fix from the fork); one
+    run by ``pull_request_target`` would have the secrets and the fork's code together, which
+    is worse. The payload (``GITHUB_EVENT_PATH``) says where the head lives; a head whose
+    repository is gone is a fork's too. docs/github-action.md, "Pull requests from forks".
+    """
+    if env.get("GITHUB_EVENT_NAME") not in _PULL_REQUEST_EVENTS:
+        return None
+    try:
+        payload = json.loads(Path(env.get("GITHUB_EVENT_PATH", "")).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ActionError(f"cannot read the event payload GITHUB_EVENT_PATH: {exc}") from exc
+    pull = payload.get("pull_request") if isinstance(payload, dict) else None
+    if not isinstance(pull, dict):
+        raise ActionError("the event payload GITHUB_EVENT_PATH holds no pull_request")
+    base = _repository(pull.get("base")) or env.get("GITHUB_REPOSITORY")
+    head = _repository(pull.get("head"))
+    if head is not None and head == base:
+        return None
+    return (
+        f"skipped: this pull request comes from the fork {head or '(deleted)'}, which gets no "
+        "secrets, so its scan could not reach the agent. Pull requests from this repository "
+        "and pushes are scanned; set the fork-pull-requests input to scan to scan forks too."
+    )
+
+
+def _repository(side: object) -> str | None:
+    repo = side.get("repo") if isinstance(side, dict) else None
+    name = repo.get("full_name") if isinstance(repo, dict) else None
+    return name if isinstance(name, str) and name else None
+
+
+def target_notice(target: str) -> str | None:
+    """The deprecation notice for a config file given as the ``target`` input of a scan."""
+    from probegate.targets.registry import positional_kinds  # only when a target is given
+
+    if not target or target in positional_kinds():
+        return None
+    return (
+        f"a config file as the target input ({target}) is deprecated and still read: write "
+        f"config: {target} instead (target: is for {', '.join(positional_kinds())}, and for "
+        "command: run's suites)"
+    )
