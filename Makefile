@@ -14,14 +14,17 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# Every format, pdf included: the dev extra that $(STAMP) installs carries the pdf extra.
 demo: $(STAMP)
-	$(BIN)/probegate scan demo --output json,sarif,junit,md,html
+	$(BIN)/probegate scan demo --output json,sarif,junit,md,html,pdf
 
 # One pytest worker per core: most of the suite waits on subprocesses and loopback servers,
 # and every test keeps to its own tmp_path, ports and cwd. Run one file serially with
-# `$(BIN)/pytest tests/x.py`.
+# `$(BIN)/pytest tests/x.py`. Unbuffered, so a CI log shows each line of progress
+# (`[ done/total]`, pyproject.toml) when it is printed, not minutes later; the closing lines
+# give each skip's reason and the slowest tests.
 test: $(STAMP)
-	$(BIN)/pytest -n auto --dist worksteal
+	PYTHONUNBUFFERED=1 $(BIN)/pytest -n auto --dist worksteal --durations=5
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

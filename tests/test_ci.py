@@ -25,3 +25,29 @@ def test_the_ci_script_installs_every_tool_before_the_tests() -> None:
     assert script.index("npm ci") < script.index("make test")
     assert script.index("apt-get install") < script.index("make test")
     assert "shellcheck" in script
+
+
+def _make_recipe(target: str) -> str:
+    makefile = (ROOT / "Makefile").read_text()
+    return makefile.split(f"\n{target}:", 1)[1].split("\n\n", 1)[0]
+
+
+def test_make_demo_writes_every_format_the_readme_lists() -> None:
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("## Reports", 1)[1].split("\n\n", 2)[1]
+    listed = [line.split("`")[1] for line in table.splitlines()[2:]]
+    recipe = _make_recipe("demo")
+    asked = recipe.split("--output ", 1)[1].split()[0].split(",")
+    assert sorted(asked) == sorted(listed) and len(listed) == 6
+    assert "(all six formats)" in readme
+    dev = (ROOT / "pyproject.toml").read_text().split("\ndev = [", 1)[1]
+    assert '"probegate[pdf' in dev, "make demo writes pdf: the dev install needs its extra"
+
+
+def test_make_test_shows_progress_and_skip_reasons() -> None:
+    recipe = _make_recipe("test")
+    assert "PYTHONUNBUFFERED=1" in recipe  # a CI log gets each line when it is printed
+    pytest_ini = (ROOT / "pyproject.toml").read_text().split("[tool.pytest.ini_options]")[1]
+    addopts = pytest_ini.split("addopts = ", 1)[1].splitlines()[0]
+    assert any(opt.startswith("-r") and "s" in opt for opt in addopts.strip('"').split())
+    assert 'console_output_style = "count"' in pytest_ini
