@@ -224,6 +224,8 @@ def test_compare_reads_an_upstream_report_on_either_side(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert main(["compare", str(UPSTREAM), str(UPSTREAM)]) == 0
+    assert "new 0 · new but suppressed 0 · fixed 0 · persisting 2" in capsys.readouterr().out
+    assert main(["compare", str(UPSTREAM), str(UPSTREAM), "--output", "md"]) == 0
     assert (
         "New: **0** · new but suppressed: 0 · fixed: 0 · persisting: 2" in capsys.readouterr().out
     )
