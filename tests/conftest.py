@@ -9,11 +9,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from probegate.cli import main
 from tests.servers.faults import FaultServer
 from tests.servers.http_agent import HttpAgentServer
 from tests.servers.openai_agent import OpenAIAgentServer
+
+# Property tests judge what a function does, not how fast a loaded 2-core CI machine runs it:
+# no per-example deadline (speed is measured in bench/), and no health check that times data
+# generation. The examples and their number are hypothesis's defaults.
+settings.register_profile("probegate", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("probegate")
 
 
 @pytest.fixture(scope="session", autouse=True)
