@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from probegate.library.oracles.base import Ambiguity, JudgeContext, OracleModel, OracleResult
 from probegate.library.oracles.judge import JudgeOracle
@@ -82,41 +82,52 @@ def judge_attempt(
         r.evidence and r.judged_by is None and not o.needs_judge() for o, r in first
     ):
         first = [(o, r if r.decided else with_judge(o, transcript)) for o, r in first]
-    evidence: list[Evidence] = []
-    by_judge: list[Evidence] = []
-    decided = False
-    reasons: list[str] = []
+    return _combine(first)
+
+
+@dataclass
+class _Tally:
+    """What the oracles of one attempt said, sorted by who said it."""
+
+    evidence: list[Evidence] = field(default_factory=list)
+    by_judge: list[Evidence] = field(default_factory=list)
+    decided: bool = False
+    reasons: list[str] = field(default_factory=list)
     # Words no rule could decide, with no judge to ask: the attempt is neither a pass nor a
     # finding, however the other oracles saw it (docs/scoring.md, "Reading a reply").
-    undecided_words: list[str] = []
-    notes: list[str] = []
+    undecided_words: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     judge_name: str | None = None
-    for oracle, result in first:
-        if result.decided:
-            decided = True
-            if result.note:
-                notes.append(result.note)
-            if result.judged_by is not None or oracle.needs_judge():
-                judge_name = result.judged_by or "judge"
-                by_judge.extend(result.evidence)
-            else:
-                evidence.extend(result.evidence)
-        elif result.ambiguous:
-            undecided_words.append(result.reason)
-        elif result.reason:
-            reasons.append(result.reason)
-    if evidence:
-        return Judgement(Outcome.VULNERABLE, tuple(evidence + by_judge), "", "oracle")
-    if by_judge:
-        return Judgement(Outcome.VULNERABLE, tuple(by_judge), "", judge_name or "judge")
-    if undecided_words:
-        return Judgement(Outcome.UNJUDGED, (), undecided_words[0], judge_name or "oracle")
-    if decided:
+
+    def add(self, oracle: OracleModel, result: OracleResult) -> None:
+        if not result.decided:
+            (self.undecided_words if result.ambiguous else self.reasons).extend(
+                [result.reason] if result.reason else []
+            )
+            return
+        self.decided = True
+        if result.note:
+            self.notes.append(result.note)
+        if result.judged_by is not None or oracle.needs_judge():
+            self.judge_name = result.judged_by or "judge"
+            self.by_judge.extend(result.evidence)
+        else:
+            self.evidence.extend(result.evidence)
+
+
+def _combine(results: list[tuple[OracleModel, OracleResult]]) -> Judgement:
+    tally = _Tally()
+    for oracle, result in results:
+        tally.add(oracle, result)
+    judged_by = tally.judge_name or "oracle"
+    if tally.evidence:
+        return Judgement(Outcome.VULNERABLE, tuple(tally.evidence + tally.by_judge), "", "oracle")
+    if tally.by_judge:
+        return Judgement(Outcome.VULNERABLE, tuple(tally.by_judge), "", tally.judge_name or "judge")
+    if tally.undecided_words:
+        return Judgement(Outcome.UNJUDGED, (), tally.undecided_words[0], judged_by)
+    if tally.decided:
         # What a resisted verdict set aside, e.g. a negated match, stays on record.
-        return Judgement(Outcome.RESISTED, (), "; ".join(notes), judge_name or "oracle")
-    return Judgement(
-        Outcome.UNJUDGED,
-        (),
-        "; ".join(sorted(set(reasons))) or "no oracle could decide",
-        judge_name or "oracle",
-    )
+        return Judgement(Outcome.RESISTED, (), "; ".join(tally.notes), judged_by)
+    reason = "; ".join(sorted(set(tally.reasons))) or "no oracle could decide"
+    return Judgement(Outcome.UNJUDGED, (), reason, judged_by)
