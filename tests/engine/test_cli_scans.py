@@ -60,7 +60,7 @@ def test_weak_agent_fails_the_gate_and_hardened_passes(tmp_path: Path) -> None:
         ("401", [], "the target cannot be used: HTTP 401"),
         ("404", [], "the target cannot be used: HTTP 404"),
         ("500", ["--retries", "0"], "HTTP 500 from target"),
-        ("garbage", [], "reply is not JSON"),
+        ("garbage", [], "unreadable reply: HTTP 200 with an HTML page"),
         ("timeout", ["--timeout", "0.4", "--retries", "0", "--concurrency", "16"], "timeout"),
     ],
 )

@@ -9,7 +9,8 @@ as an HTTP date), ``429long`` (Retry-After: 3600), ``500``, ``503``, ``400``, ``
 ``garbage`` (HTML), ``empty``, ``truncated`` (Content-Length larger than the body, then close),
 ``huge`` (3 MiB), ``hugechunked`` (3 MiB without Content-Length), ``drop`` (close without a
 reply), ``drip`` (body one byte at a time), ``headerdrip`` (headers one byte at a time),
-``nochoices`` (valid JSON, wrong shape), ``secret`` (a 400 whose body echoes the API key and
+``nochoices`` (valid JSON, wrong shape), ``cutjson`` (a complete 200 whose JSON stops half-way),
+``notjson`` (a complete 200 of plain text), ``secret`` (a 400 whose body echoes the API key and
 contains terminal escapes).
 
 Hostile agents (docs/targets.md), on every reply: ``surrogate`` (lone surrogates in the text and
@@ -19,17 +20,24 @@ tool calls), ``bigreply`` (1 MB of text), ``imagebomb`` (1 MB of ``![``, the wor
 a markdown-image pattern), ``retryforever`` (429 with ``Retry-After: 119``). ``mix`` serves
 ok, 429, 500, drop, garbage, surrogate, deep, deepargs, manycalls and bigreply in turn: the
 soak in bench/.
+
+:class:`FlakyAgentServer` is a whole agent behind a flaky endpoint: the vulnerable fake agent
+(tests/servers/openai_agent.py) answering most requests, and, as real proxies and gateways do,
+some with an HTML page, JSON cut off half-way, a 500 or a 429, drawn from the seed and the
+request itself, so the same scan meets the same faults whatever order its requests come in.
 """
 
 from __future__ import annotations
 
 import email.utils
+import hashlib
 import json
 import time
 from collections import Counter
 from typing import Any
 
 from tests.servers.base import Handler, LoopbackServer
+from tests.servers.openai_agent import FakeAgent
 
 OK_REPLY = {
     "choices": [{"index": 0, "message": {"role": "assistant", "content": "All good."}}],
@@ -163,6 +171,12 @@ class FaultHandler(Handler):
     def fault_empty(self) -> None:
         self.send_raw(200, b"")
 
+    def fault_cutjson(self) -> None:
+        self.send_raw(200, json.dumps(OK_REPLY).encode()[:40])
+
+    def fault_notjson(self) -> None:
+        self.send_raw(200, b"upstream said: all good", content_type="text/plain")
+
     def fault_nochoices(self) -> None:
         self.send_json(200, {"object": "list", "data": []})
 
@@ -230,3 +244,76 @@ class FaultServer(LoopbackServer):
     def snapshot(self) -> dict[str, Any]:
         with self.lock:
             return dict(self.by_path)
+
+
+# The flaky endpoint's faults, as shares of its requests (the rest are the agent's replies).
+FLAKY_SHARES = (("html", 0.05), ("cutjson", 0.05), ("500", 0.15), ("429", 0.10))
+
+
+class FlakyHandler(Handler):
+    def do_POST(self) -> None:
+        server: FlakyAgentServer = self.owner
+        server.count()
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        fault = server.draw(raw)
+        if fault == "html":
+            page = b"<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"
+            self.send_raw(200, page, content_type="text/html")
+            return
+        if fault in ("500", "429"):
+            self.send_json(int(fault), {"error": {"message": f"injected {fault}"}})
+            return
+        body = json.loads(raw)
+        messages = body.get("messages") or [{"role": "user", "content": ""}]
+        tools = {t["function"]["name"]: "" for t in body.get("tools") or []}
+        content, calls = server.agent.reply(messages, tools)
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if calls:
+            message["tool_calls"] = calls
+        reply = {"choices": [{"index": 0, "message": message}], "usage": OK_REPLY["usage"]}
+        data = json.dumps(reply).encode()
+        if fault == "cutjson":  # a complete HTTP reply whose JSON stops half-way
+            data = data[: len(data) // 2]
+        self.send_raw(200, data)
+
+
+class FlakyAgentServer(LoopbackServer):
+    """The weak fake agent behind an endpoint that fails some requests (FLAKY_SHARES).
+
+    A request's fault is drawn from ``seed``, the request's bytes and how often those bytes
+    were sent before: a retry of a failed request draws again, and the same scan (same
+    canaries, same conversations) meets the same faults in any order. ``served`` counts what
+    was sent back, by fault (``ok`` for the agent's replies).
+    """
+
+    handler = FlakyHandler
+
+    def __init__(self, seed: int = 0, shares: tuple[tuple[str, float], ...] = FLAKY_SHARES) -> None:
+        super().__init__()
+        self.seed = seed
+        self.shares = shares
+        self.agent = FakeAgent(hardened=False)
+        self.seen: Counter[str] = Counter()
+        self.served: Counter[str] = Counter()
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.url}/v1"
+
+    def draw(self, raw: bytes) -> str:
+        digest = hashlib.sha256(raw).hexdigest()
+        with self.lock:
+            self.seen[digest] += 1
+            tries = self.seen[digest]
+        roll = hashlib.sha256(f"{self.seed}:{digest}:{tries}".encode()).digest()
+        point = int.from_bytes(roll[:8], "big") / 2**64
+        fault = "ok"
+        for name, share in self.shares:
+            if point < share:
+                fault = name
+                break
+            point -= share
+        with self.lock:
+            self.served[fault] += 1
+        return fault

@@ -121,8 +121,17 @@ def test_tool_calls_invisible_without_a_path(http_agent: HttpAgentServer) -> Non
 
 def test_missing_reply_path_is_unjudged_not_resisted(http_agent: HttpAgentServer) -> None:
     target = make_target(http_agent, response_text="output")
-    with pytest.raises(TransportError, match="reply has no 'output'"):
+    with pytest.raises(TransportError, match=r"unreadable reply: HTTP 200 with no 'output'"):
         session_of(target).send(Turn(role="user", content="hi"))
+
+
+def test_a_reply_without_its_text_is_retried_like_a_5xx(http_agent: HttpAgentServer) -> None:
+    """A body missing the configured field is missing evidence: a transient fault, retried."""
+    target = make_target(http_agent, response_text="output")
+    target.client.retries, target.client.backoff_base = 2, 0.01
+    with pytest.raises(TransportError, match="gave up after 3 tries"):
+        session_of(target).send(Turn(role="user", content="hi"))
+    assert len(http_agent.bodies) == 3
 
 
 def test_secret_headers_from_env(monkeypatch: pytest.MonkeyPatch) -> None:

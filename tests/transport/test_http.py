@@ -14,7 +14,7 @@ import pytest
 
 from probegate.transport.http import HttpClient, parse_retry_after
 from probegate.transport.limiter import BudgetExhausted, RequestLimiter
-from probegate.transport.usage import TransportError, Usage
+from probegate.transport.usage import MalformedReply, TransportError, Usage
 from tests.servers.faults import FaultServer
 
 KEY = "sk-test-SUPERSECRET-0123456789"
@@ -106,26 +106,74 @@ def test_auth_failures_are_fatal_and_404_only_before_any_answer(faults: FaultSer
 
 
 @pytest.mark.parametrize(
-    ("fault", "words"),
+    ("fault", "words", "retried"),
     [
-        ("garbage", "not JSON"),
-        ("empty", "empty"),
-        ("nochoices", None),
-        ("truncated", "truncated"),
-        ("huge", "too large"),
-        ("hugechunked", "too large"),
-        ("drop", "dropped"),
+        ("garbage", "unreadable reply: HTTP 200 with an HTML page, not JSON", True),
+        ("empty", "unreadable reply: HTTP 200 with an empty body", True),
+        ("cutjson", "unreadable reply: HTTP 200 with JSON cut off after 40 bytes", True),
+        ("notjson", "unreadable reply: HTTP 200 with a body that is not JSON", True),
+        ("nochoices", None, False),
+        ("truncated", "truncated", True),
+        ("huge", "too large", False),
+        ("hugechunked", "too large", False),
+        ("drop", "dropped", True),
     ],
 )
-def test_broken_bodies_are_transport_errors(faults: FaultServer, fault: str, words: str) -> None:
+def test_broken_bodies_are_transport_errors(
+    faults: FaultServer, fault: str, words: str | None, retried: bool
+) -> None:
+    """A body that cannot be read is missing evidence: retried like a 5xx, then a reason that
+    says what was wrong with it. Only a body too large to read at all is not tried again."""
     c = client(retries=1)
     if words is None:  # valid JSON of the wrong shape is the target's problem, not the client's
         assert post(c, faults.endpoint(fault)) == {"object": "list", "data": []}
         return
     err = fail(c, faults.endpoint(fault))
     assert words in err.reason
-    retried = fault in ("truncated", "drop")
     assert faults.hits(fault) == (2 if retried else 1)
+    assert ("gave up after 2 tries" in err.reason) is retried
+    assert c.stats.unreadable == (2 if fault in ("garbage", "empty", "cutjson", "notjson") else 0)
+
+
+def test_a_parse_that_finds_the_fields_missing_is_retried_then_reported(
+    faults: FaultServer,
+) -> None:
+    """The caller's ``parse`` says what a reply of its protocol needs; a MalformedReply it raises
+    is retried with the same backoff and budget as a 5xx."""
+
+    def needs_choices(data: object) -> object:
+        if not isinstance(data, dict) or "choices" not in data:
+            raise MalformedReply("unreadable reply: HTTP 200 with JSON without choices")
+        return data["choices"]
+
+    limiter = RequestLimiter()
+    c = client(retries=2)
+    with pytest.raises(TransportError) as info:
+        c.request_json(
+            "POST",
+            faults.endpoint("nochoices") + "/x",
+            body={},
+            limiter=limiter,
+            parse=needs_choices,
+        )
+    assert info.value.reason == (
+        "unreadable reply: HTTP 200 with JSON without choices (gave up after 3 tries)"
+    )
+    assert faults.hits("nochoices") == 3 and limiter.state.requests == 3
+    # The first good reply ends the retries, and what parse made of it is returned.
+    got = c.request_json(
+        "POST", faults.endpoint("nochoices-1") + "/x", body={}, limiter=limiter, parse=needs_choices
+    )
+    assert got[0]["message"]["content"] == "All good." and faults.hits("nochoices-1") == 2
+
+
+def test_a_parse_that_refuses_the_reply_outright_is_not_retried(faults: FaultServer) -> None:
+    def refuse(data: object) -> object:
+        raise TransportError("endpoint said no")
+
+    with pytest.raises(TransportError, match="endpoint said no"):
+        client(retries=3).request_json("POST", faults.endpoint("ok") + "/x", body={}, parse=refuse)
+    assert faults.hits("ok") == 1
 
 
 @pytest.mark.parametrize("fault", ["timeout", "drip", "headerdrip"])

@@ -37,7 +37,7 @@ from probegate.models.transcript import Transcript
 from probegate.transport.http import HttpClient
 from probegate.transport.limiter import BudgetExhausted, RequestLimiter
 from probegate.transport.pricing import Prices, cost_usd
-from probegate.transport.usage import TransportError
+from probegate.transport.usage import UNREADABLE, MalformedReply, TransportError
 from probegate.validation import describe
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -285,19 +285,19 @@ class OpenAIJudge:
         }
         headers = {"Authorization": f"Bearer {self._api_key}"}
         try:
-            payload = self._http.request_json(
-                "POST", self.url, body=body, headers=headers, limiter=self.limiter
+            answer: tuple[str, Any] = self._http.request_json(
+                "POST",
+                self.url,
+                body=body,
+                headers=headers,
+                limiter=self.limiter,
+                parse=_completion_text,
             )
         except BudgetExhausted as exc:
             raise JudgeFailure(f"not asked: {exc}") from None
         except TransportError as exc:
             raise JudgeFailure(f"{self.host}: {exc.reason}") from None
-        try:
-            content = payload["choices"][0]["message"]["content"]
-        except (KeyError, IndexError, TypeError):
-            raise JudgeFailure("the endpoint's response is not a chat completion") from None
-        if not isinstance(content, str):
-            raise JudgeFailure("the chat completion has no text content")
+        content, payload = answer
         self._record_usage(payload)
         return content
 
@@ -313,6 +313,20 @@ class OpenAIJudge:
         completion = completion if isinstance(completion, int) and completion >= 0 else 0
         cost = cost_usd(self.prices, self.model, prompt, completion)
         self.limiter.record_usage(prompt, completion, cost)
+
+
+def _completion_text(payload: Any) -> tuple[str, Any]:
+    """The judge's answer text; a reply that is not a chat completion with text is a transient
+    fault, retried like a 5xx (missing evidence is never a verdict)."""
+    try:
+        content = payload["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        raise MalformedReply(
+            f"{UNREADABLE}: HTTP 200 with JSON that is not a chat completion"
+        ) from None
+    if not isinstance(content, str):
+        raise MalformedReply(f"{UNREADABLE}: HTTP 200 with a chat completion with no text content")
+    return content, payload
 
 
 _WORD = re.compile(r"[A-Za-z0-9']+")

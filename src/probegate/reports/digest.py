@@ -155,10 +155,13 @@ CAUSES: tuple[Cause, ...] = (
         _has("connection dropped"),
     ),
     Cause(
-        "bad_reply",
-        "the reply was not in the shape the target kind expects",
-        "check --protocol (openai or http) and, for http, target.http.response_text",
-        _has("not a chat completion", "reply is", "reply has no", "not a list", "not json"),
+        "unreadable",
+        "the target answered with a body that could not be read (an HTML page, JSON cut off, "
+        "an empty body, or one without the fields a reply needs)",
+        "look at what answers for the agent (a proxy, gateway or load balancer) for these "
+        "requests; probegate retries such a reply like a 5xx, --retries times (default 3)",
+        # The older words too, so a stored report still groups its reasons.
+        _has("unreadable reply", "not a chat completion", "reply is", "reply has no", "not json"),
     ),
     Cause(
         "agent_error",
@@ -181,6 +184,13 @@ CAUSES: tuple[Cause, ...] = (
     ),
 )
 OTHER = Cause("other", "", "", lambda reason: True)
+# Unreadable replies when no reply of the scan was ever read: the protocol itself is wrong.
+WRONG_PROTOCOL = Cause(
+    "bad_reply",
+    "no reply of the target could be read in the shape its kind expects",
+    "check --protocol (openai or http) and, for http, target.http.response_text",
+    _has("unreadable reply"),
+)
 
 
 def cause_of(reason: str) -> Cause:
@@ -210,11 +220,31 @@ class ReasonGroup:
         return shown + (f" and {more} more" if more > 0 else "")
 
 
-def group_unjudged(items: Iterable[UnjudgedAttempt]) -> list[ReasonGroup]:
-    """The unjudged attempts by cause, largest group first; an unknown reason is its own group."""
+def replies_read(report: ScanReport) -> bool:
+    """Whether any reply of the scan was read: an attempt was judged, so the target answers in
+    its kind's shape, and a reply that could not be read was a transient fault, not a wrong
+    ``--protocol``."""
+    return any(r.vulnerable or r.resisted for r in report.results)
+
+
+def unjudged_groups(report: ScanReport) -> list[ReasonGroup]:
+    """The report's unjudged attempts by cause (:func:`group_unjudged`)."""
+    return group_unjudged(report.unjudged, replies_read=replies_read(report))
+
+
+def group_unjudged(
+    items: Iterable[UnjudgedAttempt], *, replies_read: bool = True
+) -> list[ReasonGroup]:
+    """The unjudged attempts by cause, largest group first; an unknown reason is its own group.
+
+    Unreadable replies are a flaky endpoint's when others were read (``replies_read``), and a
+    wrong protocol's when none was.
+    """
     groups: dict[str, ReasonGroup] = {}
     for item in items:
         cause = cause_of(item.reason)
+        if cause.key == "unreadable" and not replies_read:
+            cause = WRONG_PROTOCOL
         key = cause.key if cause is not OTHER else "other:" + _shape(item.reason)
         group = groups.setdefault(key, ReasonGroup(cause, example=item.reason))
         group.count += 1
@@ -251,7 +281,7 @@ def stop_text(report: ScanReport) -> str:
         )
     if report.stopped_reason == "cancelled":
         return "interrupted" + (f": {ran}; the rest can be resumed" if ran else "")
-    groups = group_unjudged(report.unjudged)
+    groups = unjudged_groups(report)
     why = f": {groups[0].label}" if groups else ""
     return f"stopped early, the target could not be judged{why}" + (f"; {ran}" if ran else "")
 

@@ -23,7 +23,7 @@ from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, SEVERITY_RANK, Severi
 from probegate.models.transcript import Transcript, resolve_path
 from probegate.models.verdict import Evidence
 from probegate.perf import gc_paused
-from probegate.reports.digest import group_unjudged, stop_text
+from probegate.reports.digest import stop_text, unjudged_groups
 from probegate.reports.escape import html_text, number, truncate
 from probegate.reports.guard_summary import guard_rows
 from probegate.reports.headline import (
@@ -465,7 +465,7 @@ def _unjudged(report: ScanReport) -> list[str]:
         '<div class="wide"><table><tr><th>Attempts</th><th>Cause</th><th>Fix</th>'
         "<th>Probes</th></tr>\n"
     )
-    for group in group_unjudged(report.unjudged):
+    for group in unjudged_groups(report):
         probes = ", ".join(f'<span class="mono">{esc(p)}</span>' for p in group.probes[:10])
         more = len(group.probes) - 10
         out.append(

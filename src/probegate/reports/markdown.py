@@ -20,7 +20,7 @@ from probegate.models.sections import GuardSummary
 from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, Severity
 from probegate.models.transcript import resolve_path
 from probegate.reports.diff_markdown import render_diff
-from probegate.reports.digest import group_unjudged, stop_text
+from probegate.reports.digest import stop_text, unjudged_groups
 from probegate.reports.escape import md_code, md_text, number
 from probegate.reports.guard_summary import guard_rows
 from probegate.reports.headline import (
@@ -297,7 +297,7 @@ def _guard(guard: GuardSummary) -> list[str]:
 
 
 def _unjudged(report: ScanReport) -> list[str]:
-    groups = group_unjudged(report.unjudged)
+    groups = unjudged_groups(report)
     lines = [
         f"### Unjudged attempts ({len(report.unjudged)})",
         "",

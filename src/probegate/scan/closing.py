@@ -20,7 +20,7 @@ from probegate.errors import ExitCode, TargetError
 from probegate.gate import evaluate_gates
 from probegate.models.report import ScanReport, most_severe_first
 from probegate.models.taxonomy import ASI_IDS
-from probegate.reports.digest import authority_text, evidence_text, group_unjudged, stop_text
+from probegate.reports.digest import authority_text, evidence_text, stop_text, unjudged_groups
 from probegate.reports.headline import asi_score_text, controls_text, out_of_100
 from probegate.scan.execute import Execution
 from probegate.scan.settings import GateSettings, ReproSettings
@@ -175,7 +175,7 @@ def _finding_lines(closing: Closing, view: View) -> list[str]:
 
 def _unjudged_lines(report: ScanReport, view: View) -> list[str]:
     """The unjudged attempts by cause, each with its fix and probes."""
-    groups = group_unjudged(report.unjudged)
+    groups = unjudged_groups(report)
     if not groups:
         return []
     style = Style(view.out)
@@ -245,7 +245,7 @@ def _closing_json(closing: Closing, view: View) -> dict[str, Any]:
                 "fix": g.fix,
                 "probes": g.probes,
             }
-            for g in group_unjudged(report.unjudged)
+            for g in unjudged_groups(report)
         ],
         "undertested": list(report.undertested),
         "not_run": [n.probe_id for n in report.not_run],

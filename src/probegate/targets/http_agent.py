@@ -57,7 +57,7 @@ from probegate.targets.wire import (
 from probegate.transport.http import HttpClient, public_url
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.pricing import cost_usd
-from probegate.transport.usage import TransportError, Usage
+from probegate.transport.usage import UNREADABLE, MalformedReply, Usage
 
 PLACEHOLDER = re.compile(r"\{\{\s*(input|session_id|messages|mcp_url)\s*\}\}")
 # Placeholders allowed in the URL and the headers: values probegate makes, never attack text.
@@ -286,33 +286,17 @@ class HttpSession:
         url = render_address(target.url, address, in_url=True)
         headers = {k: render_address(v, address, in_url=False) for k, v in target.headers.items()}
         body = render_template(target.body, values)
-        if target.http.method == "GET":
-            params = {str(k): as_text(v) for k, v in body.items()}
-            data = target.client.request_json(
-                "GET",
-                url,
-                params=params,
-                headers=headers,
-                limiter=self.limiter,
-                usage=self.usage,
-            )
-        else:
-            data = target.client.request_json(
-                target.http.method,
-                url,
-                body=body,
-                headers=headers,
-                limiter=self.limiter,
-                usage=self.usage,
-            )
-        try:
-            reply = as_text(json_path(data, target.http.response_text))
-        except (KeyError, IndexError, TypeError):
-            self.limiter.record_failure()
-            raise TransportError(
-                f"reply has no {target.http.response_text!r}: "
-                f"{target.client.excerpt(json.dumps(data))}"
-            ) from None
+        get = target.http.method == "GET"
+        data, reply = target.client.request_json(
+            target.http.method,
+            url,
+            body=None if get else body,
+            params={str(k): as_text(v) for k, v in body.items()} if get else None,
+            headers=headers,
+            limiter=self.limiter,
+            usage=self.usage,
+            parse=self._read_reply,
+        )
         calls: list[ToolCall] = []
         made = 0
         if target.http.response_tool_calls is not None:
@@ -337,6 +321,18 @@ class HttpSession:
         self.limiter.record_usage(prompt_tokens, completion_tokens, cost)
         self.history.append({"role": "assistant", "content": reply})
         return reply_turn(reply, calls, made=made + len(calls))
+
+    def _read_reply(self, data: Any) -> tuple[Any, str]:
+        """The reply and its text; a reply without the configured text field is a transient
+        fault (retried like a 5xx): the agent's evidence is missing, not absent."""
+        target = self.target
+        try:
+            return data, as_text(json_path(data, target.http.response_text))
+        except (KeyError, IndexError, TypeError):
+            raise MalformedReply(
+                f"{UNREADABLE}: HTTP 200 with no {target.http.response_text!r} "
+                f"(target.http.response_text): {target.client.excerpt(json.dumps(data))}"
+            ) from None
 
     def close(self) -> None:
         if self.endpoint is not None:

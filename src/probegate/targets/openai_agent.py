@@ -54,7 +54,7 @@ from probegate.targets.wire import parse_arguments, peer_message, tool_reply
 from probegate.transport.http import HttpClient, public_url
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.pricing import cost_usd
-from probegate.transport.usage import TransportError, Usage
+from probegate.transport.usage import UNREADABLE, MalformedReply, Usage
 
 # probegate runs the loop, answers every call and writes the system prompt.
 TRAITS = TargetTraits.of(ToolDelivery.AGENT_LOOP, tool_calls_visible=True, system_canaries=True)
@@ -108,21 +108,27 @@ class Completion:
 
 
 def parse_completion(data: Any, excerpt: Any = str) -> Completion:
-    """Read a chat-completions reply defensively; a wrong shape is a transport error."""
+    """Read a chat-completions reply defensively.
+
+    A body without the fields a completion needs is a :class:`MalformedReply`: the HTTP client
+    retries it like a 5xx (a gateway's error object in a 200, a cut-off reply), and only after
+    the retries is the attempt unjudged, with this reason.
+    """
+    what = f"{UNREADABLE}: HTTP 200 with JSON that is not a chat completion"
     if not isinstance(data, dict):
-        raise TransportError(f"reply is not a chat completion (JSON {type(data).__name__})")
+        raise MalformedReply(f"{what} (JSON {type(data).__name__})")
     if "error" in data and not data.get("choices"):
-        raise TransportError(f"endpoint returned an error: {excerpt(json.dumps(data['error']))}")
+        raise MalformedReply(f"{what}: an error object: {excerpt(json.dumps(data['error']))}")
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise TransportError("reply is not a chat completion: no choices")
+        raise MalformedReply(f"{what}: no choices: {excerpt(json.dumps(data))}")
     message = choices[0].get("message")
     if not isinstance(message, dict):
-        raise TransportError("reply is not a chat completion: choice has no message")
+        raise MalformedReply(f"{what}: its choice has no message")
     calls: list[RawToolCall] = []
     raw_calls = message.get("tool_calls") or []
     if not isinstance(raw_calls, list):
-        raise TransportError("reply is not a chat completion: tool_calls is not a list")
+        raise MalformedReply(f"{what}: its tool_calls is not a list")
     for index, item in enumerate(raw_calls[:TOOL_CALLS_MAX]):
         function = item.get("function") if isinstance(item, dict) else None
         if not isinstance(function, dict):
@@ -424,19 +430,16 @@ class OpenAISession:
         body["messages"] = self.messages
         if self._tools_payload:
             body["tools"] = self._tools_payload
-        data = self.target.client.request_json(
+        client = self.target.client
+        reply: Completion = client.request_json(
             "POST",
             self.target.url,
             body=body,
             headers=self.target.headers,
             limiter=self.limiter,
             usage=self.usage,
+            parse=lambda data: parse_completion(data, client.excerpt),
         )
-        try:
-            reply = parse_completion(data, self.target.client.excerpt)
-        except TransportError:
-            self.limiter.record_failure()
-            raise
         cost = self.target.cost(reply.prompt_tokens, reply.completion_tokens)
         self.usage.prompt_tokens += reply.prompt_tokens
         self.usage.completion_tokens += reply.completion_tokens

@@ -10,7 +10,10 @@ Why each piece is the way it is:
 - One pooled ``requests.Session`` sized to ``--concurrency``: connection reuse is most of the
   throughput against a fast agent, and a pool smaller than the worker count would serialise
   workers on the pool instead of on the agent.
-- Retries with exponential backoff and jitter on 429, 5xx and transient network failures only;
+- Retries with exponential backoff and jitter on 429, 5xx, transient network failures and
+  replies whose body cannot be read (an HTML page from a proxy, JSON cut off, an empty body,
+  or, through the caller's ``parse``, a body without the fields its protocol needs): missing
+  evidence is a transient fault, never a verdict;
   ``Retry-After`` (seconds or an HTTP date) is honoured by pausing *every* worker, because a
   server that says "slow down" means the whole client, not one thread, until the scan has
   paused for its ``max_wait`` in total: past that a 429 gets the ordinary backoff, so a server
@@ -32,13 +35,14 @@ import contextlib
 import email.utils
 import heapq
 import itertools
+import json
 import os
 import random
 import re
 import socket
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -54,7 +58,7 @@ from probegate import __version__
 from probegate.models.bounds import loads_bounded
 from probegate.terminal import clean
 from probegate.transport.limiter import RequestLimiter
-from probegate.transport.usage import TransportError, Usage
+from probegate.transport.usage import UNREADABLE, MalformedReply, TransportError, Usage
 
 MAX_BODY_BYTES = 2 * 1024 * 1024
 EXCERPT_CHARS = 200
@@ -211,6 +215,8 @@ class ClientStats:
     tries: int = 0
     retries: int = 0
     ok: int = 0
+    # Replies that came back but could not be read (not JSON, or not the protocol's shape).
+    unreadable: int = 0
     by_status: dict[int, int] = field(default_factory=dict)
 
 
@@ -318,11 +324,15 @@ class HttpClient:
         headers: Mapping[str, str] | None = None,
         limiter: RequestLimiter | None = None,
         usage: Usage | None = None,
+        parse: Callable[[Any], Any] | None = None,
     ) -> Any:
         """Send one request (retrying as allowed) and return the decoded JSON reply.
 
         Every try passes ``limiter.acquire()`` first, so retries count against the rate limit
         and the request budget like any other request; ``BudgetExhausted`` propagates.
+        ``parse`` reads the decoded reply into what the caller needs and is what is returned:
+        a :class:`MalformedReply` it raises (the body lacks the protocol's fields) is retried
+        like a 5xx; any other :class:`TransportError` it raises ends the request at once.
         """
         failure: _Failure | None = None
         for attempt in range(self.retries + 1):
@@ -345,7 +355,18 @@ class HttpClient:
                 deadline = min(deadline, limiter.deadline_at)
             result = self._try(method, url, body, params, headers, deadline)
             if not isinstance(result, _Failure):
-                return result
+                if parse is None:
+                    return result
+                try:
+                    return parse(result)
+                except MalformedReply as exc:
+                    with self._lock:
+                        self.stats.unreadable += 1
+                    result = _Failure(exc.reason, True)
+                except TransportError:
+                    if limiter is not None:
+                        limiter.record_failure()
+                    raise
             failure = result
             if limiter is not None:
                 limiter.record_failure()
@@ -532,14 +553,38 @@ class HttpClient:
         try:
             # Deeper than any reply needs is cut, not a RecursionError (models/bounds.py).
             data = loads_bounded(raw)
-        except (UnicodeDecodeError, ValueError):
-            kind = "empty" if not raw.strip() else "not JSON"
-            return _Failure(f"reply is {kind}: {self.excerpt(raw)}".rstrip(": "), False)
+        except (UnicodeDecodeError, ValueError) as exc:
+            with self._lock:
+                self.stats.unreadable += 1
+            return _Failure(self._unreadable(status, response, raw, exc), True)
         with self._lock:
             self._answered = True
             self.stats.ok += 1
         return data
 
+    def _unreadable(
+        self, status: int, response: requests.Response, raw: bytes, exc: Exception
+    ) -> str:
+        """What was wrong with a body that is not JSON, in words a user can act on."""
+        head = f"{UNREADABLE}: HTTP {status} with"
+        text = raw.strip()
+        if not text:
+            return f"{head} an empty body"
+        kind = (response.headers.get("Content-Type") or "").lower()
+        if "html" in kind or text[:1] == b"<":
+            return (
+                f"{head} an HTML page, not JSON (a proxy or gateway answering for the agent?): "
+                f"{self.excerpt(raw)}"
+            )
+        if isinstance(exc, json.JSONDecodeError) and _ends_early(exc):
+            return f"{head} JSON cut off after {len(raw)} bytes: {self.excerpt(raw)}"
+        return f"{head} a body that is not JSON: {self.excerpt(raw)}"
+
     def close(self) -> None:
         self._watchdog.close()
         self._session.close()
+
+
+def _ends_early(exc: json.JSONDecodeError) -> bool:
+    """The JSON was fine as far as it went: the decoder ran out of text (a body cut off)."""
+    return exc.pos >= len(exc.doc.rstrip()) or exc.msg.startswith("Unterminated string")

@@ -19,6 +19,21 @@ class TransportError(Exception):
         self.fatal = fatal
 
 
+class MalformedReply(TransportError):
+    """The peer answered, but its body is not what the protocol needs (a proxy's HTML page,
+    JSON cut off, an empty body, a body without the fields a reply must have).
+
+    Missing evidence is a transient fault, like a 5xx: the HTTP client retries it with the same
+    backoff and budget, and only after the retries is the attempt unjudged, with this reason
+    (docs/targets.md, "Transient faults"). Raised by the ``parse`` a caller hands to
+    :meth:`~probegate.transport.http.HttpClient.request_json`.
+    """
+
+
+# How every reason for a body that could not be read begins: the closing lines group them.
+UNREADABLE = "unreadable reply"
+
+
 @dataclass
 class Usage:
     """What a session cost, accumulated across its requests."""

@@ -11,7 +11,7 @@ import time
 from probegate.targets.guard.events import GuardEvent, GuardVerdict, VerdictError, parse_verdict
 from probegate.transport.http import HttpClient
 from probegate.transport.limiter import RequestLimiter
-from probegate.transport.usage import TransportError, Usage
+from probegate.transport.usage import UNREADABLE, MalformedReply, TransportError, Usage
 
 EVALUATE_PATH = "/v1/evaluate"
 KEY_HINT = "name the variable holding it with --guard-api-key-env VAR (target.guard_api_key_env)"
@@ -45,13 +45,14 @@ class GuardClient:
         """The verdict and the round trip in ms (retries included); TransportError otherwise."""
         start = time.monotonic()
         try:
-            data = self.http.request_json(
+            verdict: GuardVerdict = self.http.request_json(
                 "POST",
                 self.url,
                 body=event.body,
                 headers=self.headers,
                 limiter=limiter,
                 usage=usage,
+                parse=_read_verdict,
             )
         except TransportError as exc:
             reason = f"guard: {exc.reason}"
@@ -63,7 +64,13 @@ class GuardClient:
         # A guard request has no token cost; recording it as priced keeps the dollar budget's
         # in-flight estimate from counting every guard request as a model call still pending.
         limiter.record_usage(0, 0, 0.0)
-        try:
-            return parse_verdict(data), round_trip
-        except VerdictError as exc:
-            raise TransportError(f"guard: {exc}") from None
+        return verdict, round_trip
+
+
+def _read_verdict(data: object) -> GuardVerdict:
+    """A 200 that is not a Verdict is a transient fault, retried like a 5xx: a guard that
+    answered nothing readable neither allowed nor blocked anything."""
+    try:
+        return parse_verdict(data)
+    except VerdictError as exc:
+        raise MalformedReply(f"{UNREADABLE}: HTTP 200, but {exc}") from None
