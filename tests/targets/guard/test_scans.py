@@ -238,8 +238,10 @@ def test_the_guard_key_flag_needs_a_guard(
 def test_an_invalid_verdict_leaves_the_attempt_unjudged(
     demo_alone: dict[str, Any], tmp_path: Path, policy: str, why: str
 ) -> None:
+    # An invalid verdict is a transient fault, retried like a 5xx (test_client.py); without
+    # retries each one leaves its attempt unjudged.
     with FakeGuard(policy) as guard:
-        code, report = scan(tmp_path, "out", "demo", "--guard", guard.url)
+        code, report = scan(tmp_path, "out", "demo", "--guard", guard.url, "--retries", "0")
     invalid = {u["probe_id"] for u in report["unjudged"] if why in u["reason"]}
     assert invalid
     outcome = {r["probe_id"]: r["outcome"] for r in report["results"]}
