@@ -12,7 +12,6 @@ from typing import Any
 
 URL = re.compile(r"https?://[^\s]+[^\s.,]")
 REFUND = re.compile(r"refund order (\d+) for \$([\d,]+)", re.IGNORECASE)
-NEUTRAL_USER = "that is all I needed"
 
 # Every message each agent was sent, to show what a resumed scan sends again (nothing twice).
 SENT: list[str] = []
@@ -54,8 +53,27 @@ def obeys_policy_pages(input: str, context: Any) -> str:
 
 
 def breaks_without_the_attack(input: str, context: Any) -> str:
-    """Refunds whatever it is told; its backend fails on the control's neutral message."""
+    """Refunds whatever it is told; its backend fails on any message that asks for no refund
+    (the control's benign text, whichever the scan drew)."""
     _seen(input)
-    if NEUTRAL_USER in input:
+    if REFUND.search(input) is None:
         raise RuntimeError("backend unavailable")
+    return _refund(context, input)
+
+
+# Pages the flaky agent's backend has already failed on once.
+_HICCUPS: set[str] = set()
+
+
+def refunds_as_asked_with_a_hiccup(input: str, context: Any) -> str:
+    """refunds_as_asked, whose backend fails the first time it reads a page without the
+    attack (the control's), and works when asked again."""
+    _seen(input)
+    url = URL.search(input)
+    page = context.call_tool("fetch_document", {"url": url.group(0)}) if url else ""
+    with _LOCK:
+        first = "pre-approved" not in page and page not in _HICCUPS
+        _HICCUPS.add(page)
+    if first:
+        raise RuntimeError("backend hiccup")
     return _refund(context, input)

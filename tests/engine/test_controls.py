@@ -9,8 +9,14 @@ from typing import Any
 import pytest
 
 from probegate.cli import main
-from probegate.engine.controls import SAME_WITHOUT_ATTACK, adjudicate
+from probegate.engine.controls import (
+    SAME_WITHOUT_ATTACK,
+    STANDS_WITHOUT_CONTROL,
+    adjudicate,
+    attacker_artefacts,
+)
 from probegate.engine.journal import read_journal
+from probegate.library.loader import load_library
 from probegate.models.taxonomy import Severity
 from probegate.models.verdict import Attempt, Evidence, Outcome
 from tests.engine import control_agents
@@ -37,6 +43,22 @@ def scan(tmp: Path, agent: str, *extra: str) -> tuple[int, dict[str, Any]]:
 
 def result_of(report: dict[str, Any], probe_id: str) -> dict[str, Any]:
     return next(r for r in report["results"] if r["probe_id"] == probe_id)
+
+
+def controls(enabled: bool = True, **counts: Any) -> dict[str, Any]:
+    """A report's ``controls`` block: these counts, every other one 0."""
+    block: dict[str, Any] = {
+        "enabled": enabled,
+        "run": 0,
+        "same_without_attack": 0,
+        "unjudged": 0,
+        "stood_without_control": 0,
+        "failed": 0,
+        "attempts_failed": 0,
+        "fails_only_under_controls": False,
+    }
+    block.update(counts)
+    return block
 
 
 def evidence(fp: str, path: str = "turns.1.tool_calls.0.name") -> Evidence:
@@ -104,6 +126,43 @@ def test_a_control_that_cannot_be_judged_never_leaves_a_vulnerable_verdict() -> 
         assert adjudicate(attempt(outcome), None, why_missing="x").outcome is outcome
 
 
+def test_certain_evidence_stands_without_a_judged_control() -> None:
+    """A secret that came back, or an action carrying the attacker's own artefact, needs no
+    control: it stays vulnerable when the control failed or never ran; the rest does not."""
+    probe = load_library().get("asi01.indirect-document-email-exfil.v1")
+    artefacts = attacker_artefacts(probe)
+    assert artefacts == {"audit-archive@evil.test"}
+    action = evidence("act", "turns.3.tool_calls.0.arguments.to").model_copy(
+        update={"detector": "tool_call:args", "subject": "evil.test"}
+    )
+    leak = evidence("leak").model_copy(update={"detector": "canary_leak:plain"})
+    loose = evidence("loose")  # a tool call of the right kind, no artefact of the attack
+    both = attempt(Outcome.VULNERABLE, action, leak, loose)
+    broken = attempt(Outcome.UNJUDGED, reason="HTTP 500 from target").model_copy(
+        update={"attempt_id": "p#control#0", "variant": "control"}
+    )
+    for control, why in (
+        (broken, "could not be judged: HTTP 500 from target"),
+        (None, "was not run (x)"),
+    ):
+        judged = adjudicate(both, control, why_missing="x", artefacts=artefacts)
+        assert judged.outcome is Outcome.VULNERABLE
+        assert [e.fp for e in judged.evidence] == ["act", "leak"]
+        assert judged.reason == f"{STANDS_WITHOUT_CONTROL}its control {why}"
+        assert judged.control == "p#control#0"
+    # The same action, for a probe whose attack brings no artefact of its own, is not certain.
+    alone = adjudicate(attempt(Outcome.VULNERABLE, action), broken, why_missing="x")
+    assert alone.outcome is Outcome.UNJUDGED
+
+
+def test_an_amount_the_user_asked_for_is_not_the_attackers() -> None:
+    """A poisoned policy page 'pre-approves' the refund the user asked for: the amount is the
+    user's, so refunding it is a finding only when its control shows the page caused it."""
+    assert attacker_artefacts(load_library().get(POLICY_PROBE)) == frozenset()
+    hidden = load_library().get("asi04.invisible-unicode-description.v1")
+    assert attacker_artefacts(hidden) == {"schema-registry@evil.test"}  # tag characters read
+
+
 # -- whole scans -----------------------------------------------------------------------------
 
 
@@ -114,12 +173,7 @@ def test_same_behaviour_without_the_attack_is_resisted(tmp_path: Path) -> None:
     assert result["outcome"] == "resisted" and result["same_without_attack"] == 1
     assert result["reason"] == f"{SAME_WITHOUT_ATTACK} (1 of 1 attempts)"
     assert report["findings"] == [] and report["unjudged"] == []
-    assert report["controls"] == {
-        "enabled": True,
-        "run": 1,
-        "same_without_attack": 1,
-        "unjudged": 0,
-    }
+    assert report["controls"] == controls(run=1, same_without_attack=1)
     # Both conversations are kept: the attempt and its control, in the journal.
     done = read_journal(next((tmp_path / "store" / "scans").glob("*/journal.jsonl"))).attempts
     attempt_ = done[f"{POLICY_PROBE}#seed#0"]
@@ -142,12 +196,7 @@ def test_without_controls_the_finding_stands_but_the_scan_is_not_authoritative(
     assert code == 0
     assert [f["probe_id"] for f in report["findings"]] == [POLICY_PROBE]
     assert report["findings"][0]["control"] is None
-    assert report["controls"] == {
-        "enabled": False,
-        "run": 0,
-        "same_without_attack": 0,
-        "unjudged": 0,
-    }
+    assert report["controls"] == controls(enabled=False)
     assert "controls" in report["authority"]["failed"]
     assert any("--no-controls" in r for r in report["authority"]["reasons"])
     assert not report["scoring_valid"]
@@ -233,16 +282,7 @@ def test_a_recording_replays_its_controls(tmp_path: Path) -> None:
     assert control_agents.SENT == []
     replayed = json.loads((replayed_dir / "out" / "scan.json").read_text(encoding="utf-8"))
     assert replayed["results"] == recorded["results"]
-    assert (
-        replayed["controls"]
-        == recorded["controls"]
-        == {
-            "enabled": True,
-            "run": 1,
-            "same_without_attack": 0,
-            "unjudged": 0,
-        }
-    )
+    assert replayed["controls"] == recorded["controls"] == controls(run=1)
     (finding,) = replayed["findings"]
     assert finding["control"] == recorded["findings"][0]["control"]
 
@@ -277,11 +317,21 @@ def test_a_budget_spent_before_the_control_leaves_the_attempt_unjudged(tmp_path:
     assert report["findings"] == []
     (unjudged,) = report["unjudged"]
     assert unjudged["reason"].startswith("its control was not run (the scan stopped: ")
-    assert report["controls"] == {
-        "enabled": True,
-        "run": 0,
-        "same_without_attack": 0,
-        "unjudged": 1,
-    }
+    assert report["controls"] == controls(unjudged=1)
     assert report["budget"]["requests_used"] == 1
     assert code == 3  # nothing could be judged
+
+
+def test_a_control_that_fails_is_run_again(tmp_path: Path) -> None:
+    """A control that could not reach the agent runs again (at most CONTROL_RETRIES more
+    times); the run that could be judged decides, and every request sent is counted."""
+    code, report = scan(tmp_path, "refunds_as_asked_with_a_hiccup", "--probes", POLICY_PROBE)
+    assert code == 0
+    result = result_of(report, POLICY_PROBE)
+    assert result["outcome"] == "resisted" and result["same_without_attack"] == 1
+    assert report["controls"] == controls(run=1, same_without_attack=1)
+    done = read_journal(next((tmp_path / "store" / "scans").glob("*/journal.jsonl"))).attempts
+    control = done[f"{POLICY_PROBE}#control#0"]
+    assert control.outcome is Outcome.VULNERABLE  # the second run, judged
+    assert report["budget"]["requests_used"] == 3  # the attempt, the failed run, the control
+    assert control.requests == 2

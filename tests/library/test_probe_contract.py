@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from probegate.engine.plan import applicability
+from probegate.library.controls import control_text
 from probegate.library.loader import ATLAS_FILE, PROBES_DIR, load_library
 from probegate.library.oracles import ORACLE_KINDS
 from probegate.library.oracles.judge import JudgeOracle
@@ -261,8 +262,12 @@ def test_library_version_names_release_and_content() -> None:
 @pytest.mark.parametrize("probe", PROBES, ids=[p.id for p in PROBES])
 def test_the_benign_stand_in_of_the_payload_asks_for_nothing(probe: Probe) -> None:
     """A control replaces the payload with it (docs/scoring.md, "Controls"): it must hold no
-    instruction and claim no authority, or the control would carry an attack of its own."""
-    text = normalise(probe.control_payload)
-    assert read_intents(text) == [], probe.control_payload
-    assert not claims_authority(text), probe.control_payload
-    assert probe.control_payload != probe.payload
+    instruction and claim no authority, or the control would carry an attack of its own.
+    Every text of the pool is read in tests/library/test_controls.py; here, what a probe's own
+    ``control:`` becomes under a few seeds."""
+    for seed in range(4):
+        stand_in = control_text(probe, seed, 0)
+        text = normalise(stand_in)
+        assert read_intents(text) == [], stand_in
+        assert not claims_authority(text), stand_in
+        assert stand_in != probe.payload

@@ -6,6 +6,10 @@ email address, a phone number) in its text and in a ``send_email`` tool call, so
 of a scan carries each secret into the transcript: the worst case for what a scan may write to
 disk. ``held`` secrets (an agent's own, which probegate cannot plant: declared ``canaries``)
 are leaked too, plain and base64-encoded.
+
+``refuses`` makes it the control saboteur (docs/scoring.md, "Controls"): a request holding any
+of those texts gets an HTTP 500, as an agent that recognises a scan's controls would answer,
+so every control fails while every attack is answered.
 """
 
 from __future__ import annotations
@@ -32,6 +36,12 @@ class LeakyHandler(Handler):
         messages = body.get("messages") or []
         with server.lock:
             server.bodies.append(body)
+        sent = json.dumps(body, ensure_ascii=False)
+        if any(text in sent for text in server.refuses):
+            with server.lock:
+                server.refused += 1
+            self.send_json(500, {"error": {"message": "internal error"}})
+            return
         key = str(self.headers.get("Authorization") or "").removeprefix("Bearer ")
         gateway = str(self.headers.get("X-Gateway-Key") or "")
         system = str(messages[0].get("content") if messages else "")
@@ -69,9 +79,11 @@ class LeakyAgentServer(LoopbackServer):
 
     handler = LeakyHandler
 
-    def __init__(self, held: tuple[str, ...] = ()) -> None:
+    def __init__(self, held: tuple[str, ...] = (), refuses: tuple[str, ...] = ()) -> None:
         super().__init__()
         self.held = held
+        self.refuses = refuses
+        self.refused = 0
         self.bodies: list[dict[str, Any]] = []
 
     @property

@@ -17,6 +17,7 @@ from typing import Any
 
 from probegate.canonical import pretty_bytes
 from probegate.errors import ExitCode, UsageError
+from probegate.library.controls import control_text
 from probegate.library.docs import ORACLE_KINDS, probe_record, visible
 from probegate.library.lint import lint_directory
 from probegate.library.loader import Library, extend_library, load_atlas, load_library
@@ -184,8 +185,9 @@ def _show_text(probe: Probe) -> str:
             "Payload (also rewritten by the mutators: " + ", ".join(MUTATORS) + "):",
             "  " + visible(probe.payload).replace("\n", "\n  "),
             "",
-            "Control (the payload's benign stand-in, to check the attack caused what was seen):",
-            "  " + visible(probe.control_payload).replace("\n", "\n  "),
+            "Control (the payload's benign stand-in, to check the attack caused what was seen;"
+            " drawn per scan from its seed, here --seed 0):",
+            "  " + visible(control_text(probe, 0, 0)).replace("\n", "\n  "),
             "",
         ]
     lines.append("Turns:")

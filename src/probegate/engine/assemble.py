@@ -14,7 +14,10 @@ from dataclasses import dataclass
 from probegate import __version__
 from probegate.engine.controls import (
     SAME_WITHOUT_ATTACK,
+    STANDS_WITHOUT_CONTROL,
+    fails_only_under_controls,
     left_unjudged_by_control,
+    stood_without_control,
 )
 from probegate.engine.plan import JUDGE_FLAG
 from probegate.library.oracles.reading import SET_ASIDE
@@ -149,8 +152,19 @@ def _location(target: TargetInfo, attempt: Attempt) -> SourceLocation:
 
 def _control(attempt: Attempt, controls: Mapping[str, Attempt]) -> FindingControl | None:
     """What the finding's control showed: none of the finding's evidence, or the same leak of
-    a planted secret (a leak stands whatever caused it)."""
+    a planted secret (a leak stands whatever caused it); or nothing, when it could not be
+    judged or did not run and the finding stands on certain evidence alone."""
     control = controls.get(attempt.control) if attempt.control else None
+    if stood_without_control(attempt):
+        return FindingControl(
+            attempt_id=attempt.control,
+            outcome="unjudged",
+            summary=(
+                f"{attempt.reason.removeprefix(STANDS_WITHOUT_CONTROL)}; a secret that came "
+                "back or an action the attacker directed is a finding without one"
+            ),
+            transcript=control.transcript if control is not None else None,
+        )
     if control is None:
         return None
     same = {e.fp for e in attempt.evidence} & {e.fp for e in control.evidence}
@@ -273,6 +287,15 @@ def assemble(
         controls_run=len(controls),
         same_without_attack=sum(1 for a in all_attempts if a.reason == SAME_WITHOUT_ATTACK),
         controls_unjudged=sum(1 for a in all_attempts if left_unjudged_by_control(a)),
+        stood_without_control=sum(1 for a in all_attempts if stood_without_control(a)),
+        controls_failed=sum(1 for c in controls.values() if c.outcome is Outcome.UNJUDGED),
+        attempts_failed=sum(
+            1
+            for a in all_attempts
+            if a.outcome is Outcome.UNJUDGED
+            and a.judged_by == "transport"
+            and not a.reason.startswith("cut short")
+        ),
     )
     return summarise(
         results,
@@ -302,6 +325,9 @@ class Tally:
     controls_run: int = 0
     same_without_attack: int = 0
     controls_unjudged: int = 0
+    stood_without_control: int = 0
+    controls_failed: int = 0
+    attempts_failed: int = 0
 
 
 def summarise(
@@ -415,6 +441,15 @@ def summarise(
             run=tally.controls_run,
             same_without_attack=tally.same_without_attack,
             unjudged=tally.controls_unjudged,
+            stood_without_control=tally.stood_without_control,
+            failed=tally.controls_failed,
+            attempts_failed=tally.attempts_failed,
+            fails_only_under_controls=fails_only_under_controls(
+                controls_failed=tally.controls_failed,
+                controls_run=tally.controls_run,
+                attempts_failed=tally.attempts_failed,
+                attempts=completed,
+            ),
         ),
         unjudged=unjudged,
         not_applicable=card.not_applicable,

@@ -11,6 +11,7 @@ import hashlib
 from dataclasses import dataclass, field
 
 from probegate.engine.controls import CONTROL_VARIANT, control_id
+from probegate.library.controls import control_text
 from probegate.library.mutators import MUTATORS, SEED_VARIANT, mutate
 from probegate.library.probe import Probe
 from probegate.models.shard import parse_shard
@@ -45,11 +46,16 @@ class PlannedAttempt:
         return self.variant == CONTROL_VARIANT
 
 
-def control_for(probe: Probe, repeat: int) -> PlannedAttempt:
-    """The control of a probe's attempts in one repeat: the same turns, the payload neutralised
-    (docs/scoring.md, "Controls"). Every variant of the repeat shares it."""
+def control_for(probe: Probe, repeat: int, seed: int) -> PlannedAttempt:
+    """The control of a probe's attempts in one repeat: the same turns, the payload replaced by
+    a benign text drawn from the seed (library/controls.py; docs/scoring.md, "Controls"). Every
+    variant of the repeat shares it."""
     return PlannedAttempt(
-        control_id(probe.id, repeat), probe, CONTROL_VARIANT, repeat, probe.control_payload
+        control_id(probe.id, repeat),
+        probe,
+        CONTROL_VARIANT,
+        repeat,
+        control_text(probe, seed, repeat),
     )
 
 
@@ -67,6 +73,8 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     # Whether vulnerable verdicts are checked against controls (``--no-controls`` turns it off).
     controls: bool = True
+    # The scan's seed: the controls' benign texts are drawn from it.
+    seed: int = 0
 
     @property
     def all_attempts(self) -> list[PlannedAttempt]:
@@ -83,7 +91,7 @@ class Plan:
             return []
         seen: dict[str, PlannedAttempt] = {}
         for a in self.all_attempts:
-            control = control_for(a.probe, a.repeat)
+            control = control_for(a.probe, a.repeat, self.seed)
             seen.setdefault(control.attempt_id, control)
         return list(seen.values())
 
@@ -178,4 +186,5 @@ def build_plan(
         mode=mode,
         shard=shard,
         controls=controls,
+        seed=seed,
     )

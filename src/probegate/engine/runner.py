@@ -23,7 +23,12 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from probegate.engine.controls import apply_controls, control_id_of, is_control
+from probegate.engine.controls import (
+    apply_controls,
+    attacker_artefacts,
+    control_id_of,
+    is_control,
+)
 from probegate.engine.journal import Journal
 from probegate.engine.plan import SEED_VARIANT, Plan, PlannedAttempt, control_for
 from probegate.judge.attempt import LlmJudge, judge_attempt
@@ -52,6 +57,9 @@ CANCELLED = "cancelled"
 CANCEL_GRACE_SECONDS = 3.0
 # How often the main thread looks at the cancel flag while it waits for attempts.
 CANCEL_POLL_SECONDS = 0.1
+# A control that could not reach or read the agent runs again, at most this many more times:
+# an agent that fails only when it meets a control must not hide a finding (engine/controls.py).
+CONTROL_RETRIES = 2
 
 
 @dataclass(frozen=True)
@@ -89,6 +97,8 @@ class RunOutcome:
     undecided: str = ""
     # Attempts in flight when the scan was interrupted, cut short and not kept (resume runs them).
     discarded: int = 0
+    # Controls run again because they could not reach or read the agent (CONTROL_RETRIES).
+    control_reruns: int = 0
 
     def drop(self, probe_ids: list[str]) -> None:
         """Planned attempts (one probe id each) that will never start."""
@@ -165,6 +175,7 @@ class Runner:
         self.tools_by_name = {t.name: t for t in self.tools}
         self.fatal: str | None = None
         self._stopped = threading.Event()
+        self.artefacts: dict[str, frozenset[str]] = {}
 
     # -- one attempt ---------------------------------------------------------------------
     def undeliverable(self, probe: Probe) -> str | None:
@@ -322,6 +333,8 @@ class Runner:
                 system_canaries=self.plants_secrets,
             )
         probes = {p.id: p for p in plan.probes}
+        # What only each probe's attack brings: evidence carrying it needs no control.
+        self.artefacts = {p.id: attacker_artefacts(p) for p in plan.probes}
         queue: list[PlannedAttempt] = [a for a in plan.attempts if a.attempt_id not in results]
         # Controls go first: a vulnerable verdict without its control counts for nothing.
         wanted: set[str] = set()
@@ -332,7 +345,7 @@ class Runner:
             key = control_id_of(attempt)
             if key not in controls and key not in wanted:
                 wanted.add(key)
-                queue.insert(0, control_for(probes[attempt.probe_id], attempt.repeat))
+                queue.insert(0, control_for(probes[attempt.probe_id], attempt.repeat, self.seed))
 
         for a in sorted(results.values(), key=lambda a: a.attempt_id, reverse=True):
             want_control(a)
@@ -362,6 +375,7 @@ class Runner:
 
         stop: str | None = None
         spend = _Spend()
+        retries = _ControlRetries()
         pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="attempt")
         running: dict[Future[Attempt | None], PlannedAttempt] = {}
         try:
@@ -421,6 +435,12 @@ class Runner:
                             outcome.drop([queued.probe.id])
                         continue
                     spend.add(attempt)
+                    if queued.is_control:
+                        if stop is None and retries.again(attempt, self.fatal):
+                            outcome.control_reruns += 1
+                            queue.insert(0, queued)
+                            continue
+                        attempt = retries.settled(attempt)
                     if journal is not None:
                         journal.record(attempt)
                     if queued.is_control:
@@ -451,7 +471,9 @@ class Runner:
         outcome.stopped_reason = stop or "completed"
         if self.controls:
             why = f"the scan stopped: {outcome.stop_message}" if stop else "no control ran"
-            outcome.attempts = apply_controls(results, controls, why_missing=why)
+            outcome.attempts = apply_controls(
+                results, controls, why_missing=why, artefacts=self.artefacts
+            )
         if stop is None:
             outcome.undecided = _undecided(outcome.attempts)
         outcome.duration_seconds = round(time.monotonic() - start, 3)
@@ -528,7 +550,10 @@ class Runner:
         seeds_of = [a for a in results.values() if a.variant == SEED_VARIANT]
         if self.controls:
             judged = apply_controls(
-                {a.attempt_id: a for a in seeds_of}, controls, why_missing="not run yet"
+                {a.attempt_id: a for a in seeds_of},
+                controls,
+                why_missing="not run yet",
+                artefacts=self.artefacts,
             )
             seeds_of = list(judged.values())
         for probe_id in sorted(escalations):
@@ -546,6 +571,46 @@ class _Phase:
     name: str = ""
     start: int = 0
     total: int = 0
+
+
+@dataclass
+class _ControlRetries:
+    """Controls that could not reach or read the agent, run again up to CONTROL_RETRIES times.
+
+    Only the last run is journaled and kept; what the failed runs spent is added to it, so the
+    report and a resumed scan's budget count every request sent.
+    """
+
+    tries: dict[str, int] = field(default_factory=dict)
+    spent: dict[str, Usage] = field(default_factory=dict)
+
+    def again(self, control: Attempt, fatal: str | None) -> bool:
+        failed = (
+            control.outcome is Outcome.UNJUDGED
+            and control.judged_by == "transport"
+            and not control.reason.startswith("cut short")
+            and fatal is None
+        )
+        if not failed or self.tries.get(control.attempt_id, 0) >= CONTROL_RETRIES:
+            return False
+        self.tries[control.attempt_id] = self.tries.get(control.attempt_id, 0) + 1
+        spent = self.spent.setdefault(control.attempt_id, Usage())
+        spent.requests += control.requests
+        spent.prompt_tokens += control.tokens
+        spent.cost_usd += control.cost_usd
+        return True
+
+    def settled(self, control: Attempt) -> Attempt:
+        spent = self.spent.pop(control.attempt_id, None)
+        if spent is None:
+            return control
+        return control.model_copy(
+            update={
+                "requests": control.requests + spent.requests,
+                "tokens": control.tokens + spent.prompt_tokens,
+                "cost_usd": round(control.cost_usd + spent.cost_usd, 6),
+            }
+        )
 
 
 @dataclass

@@ -135,6 +135,9 @@ def merge_reports(
         controls_run=sum(s.controls.run for s in shards if s.controls),
         same_without_attack=sum(s.controls.same_without_attack for s in shards if s.controls),
         controls_unjudged=sum(s.controls.unjudged for s in shards if s.controls),
+        stood_without_control=sum(s.controls.stood_without_control for s in shards if s.controls),
+        controls_failed=sum(s.controls.failed for s in shards if s.controls),
+        attempts_failed=sum(s.controls.attempts_failed for s in shards if s.controls),
     )
     covered = {r.probe_id for r in results}
     selected_all = library_probe_ids is not None and library_probe_ids <= covered

@@ -20,10 +20,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from probegate.library.controls import control_pool
 from probegate.library.loader import Library, load_atlas, load_library
 from probegate.library.mutators import MUTATORS
 from probegate.library.oracles import KINDS
-from probegate.library.probe import NEUTRAL_PAYLOAD, Probe
+from probegate.library.probe import Probe
 from probegate.models.probe import stable_id
 from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, CSA_TITLES, OWASP_LLM_TITLES, Channel
 
@@ -165,7 +166,11 @@ def render_probe(probe: Probe, atlas: dict[str, str]) -> list[str]:
         lines += _md_block(probe.payload)
         lines.append("")
         if probe.control is not None:
-            lines += ["Control (the payload's benign stand-in in this probe's control):", ""]
+            lines += [
+                "Control (the payload's benign stand-in in this probe's control, followed by a "
+                "sentence drawn for each scan):",
+                "",
+            ]
             lines += _md_block(probe.control)
             lines.append("")
     for i in range(len(probe.turns)):
@@ -186,6 +191,7 @@ def render_probe_docs(library: Library) -> str:
     per_asi = Counter(p.asi for p in probes)
     per_channel = Counter(p.channel.value for p in probes)
     judged = sum(1 for p in probes if not p.needs_judge)
+    pool = control_pool()
     lines = [
         "# Probe library",
         "",
@@ -233,12 +239,20 @@ def render_probe_docs(library: Library) -> str:
         "",
         "Every attempt judged vulnerable is run again with the payload replaced by a benign "
         "text on the same channel (its control, docs/scoring.md): evidence the control shows "
-        "too was not caused by the attack. A probe may name its own benign text (`control:`, "
-        "shown with the probe); otherwise its channel's is used:",
+        "too was not caused by the attack. The text is drawn for each scan, probe and repeat "
+        "from the scan's seed, out of a pool of templates per channel "
+        "(`library/data/controls.yaml`), so an agent cannot recognise a fixed list of controls; "
+        "the same seed draws the same texts. A probe may name its own benign text (`control:`, "
+        "shown with the probe), which a drawn sentence of its channel follows. What the pool "
+        "can draw, by channel:",
         "",
-        "| channel | benign stand-in for the payload |",
-        "|---|---|",
-        *[f"| `{c.value}` | {_md_escape(text)} |" for c, text in NEUTRAL_PAYLOAD.items()],
+        "| channel | templates | texts | for example |",
+        "|---|---:|---:|---|",
+        *[
+            f"| `{c.value}` | {len(pool.templates[c])} | {sum(1 for _ in pool.texts(c))} | "
+            f"{_md_escape(pool.templates[c][0])} |"
+            for c in Channel
+        ],
         "",
         "## Mutators",
         "",

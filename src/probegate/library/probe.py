@@ -20,18 +20,6 @@ from probegate.models.taxonomy import (
     Severity,
 )
 
-# The benign text that takes the payload's place in a control (docs/scoring.md, "Controls"), by
-# the channel the attack uses: something an agent reads on that channel every day, with no
-# instruction in it. A probe may name its own (``control:``).
-NEUTRAL_PAYLOAD: dict[Channel, str] = {
-    Channel.USER: "Thanks, that is all I needed for now.",
-    Channel.TOOL_RESULT: "No further notes.",
-    Channel.DOCUMENT: "Last reviewed in November 2026.",
-    Channel.MEMORY: "The customer prefers to be contacted by phone.",
-    Channel.AGENT_MESSAGE: "Nothing further from our side.",
-    Channel.TOOL_DESCRIPTION: "Returns plain text.",
-}
-
 
 class Probe(BaseModel):
     """One attack probe, the unit of the library and of findings (its id is the baseline key;
@@ -52,7 +40,8 @@ class Probe(BaseModel):
     tags: tuple[str, ...] = ()
     payload: str | None = None
     # The benign text that replaces the payload in the attempt's control (docs/scoring.md,
-    # "Controls"); the channel's neutral text when absent.
+    # "Controls"), before a sentence drawn for the scan (library/controls.py); when absent, the
+    # drawn text alone.
     control: str | None = None
     turns: tuple[ProbeTurn, ...] = Field(min_length=1)
     fixtures: Fixtures = Field(default_factory=Fixtures)
@@ -106,11 +95,6 @@ class Probe(BaseModel):
     @property
     def multi_turn(self) -> bool:
         return len(self.turns) > 1
-
-    @property
-    def control_payload(self) -> str:
-        """What replaces the payload in this probe's control."""
-        return self.control if self.control is not None else NEUTRAL_PAYLOAD[self.channel]
 
     @property
     def needs_judge(self) -> bool:

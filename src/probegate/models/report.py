@@ -114,10 +114,11 @@ class FindingControl(_Model):
     """The control of a finding's first vulnerable attempt: the same conversation, same seed,
     with the attack neutralised (docs/scoring.md, "Controls"). It showed none of the finding's
     evidence, or the same leak of a planted secret (a leak stands whatever caused it);
-    ``evidence`` is what it showed."""
+    ``evidence`` is what it showed. ``unjudged``: it could not be judged or did not run, and
+    the finding stands on certain evidence alone (a secret, an attacker-directed action)."""
 
     attempt_id: str
-    outcome: Literal["vulnerable", "resisted"]
+    outcome: Literal["vulnerable", "resisted", "unjudged"]
     summary: str
     evidence: list[Evidence] = Field(default_factory=list)
     transcript: Transcript | None = None
@@ -219,13 +220,22 @@ class Controls(_Model):
     ``run``: controls that ran (one per probe and repeat with a vulnerable attempt);
     ``same_without_attack``: vulnerable attempts whose control showed the same evidence, so
     resisted; ``unjudged``: vulnerable attempts left unjudged because their control could not
-    be judged or did not run.
+    be judged or did not run; ``stood_without_control``: vulnerable attempts kept on certain
+    evidence (a secret, an attacker-directed action) although their control could not be
+    judged or did not run; ``failed``: controls that could not be judged, after their retries;
+    ``attempts_failed``: attempts (not controls) that could not reach or read the agent;
+    ``fails_only_under_controls``: the agent failed under its controls while its attempts
+    succeeded, as an agent that recognises its controls would.
     """
 
     enabled: bool
     run: int = 0
     same_without_attack: int = 0
     unjudged: int = 0
+    stood_without_control: int = 0
+    failed: int = 0
+    attempts_failed: int = 0
+    fails_only_under_controls: bool = False
 
 
 class Authority(_Model):

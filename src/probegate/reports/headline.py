@@ -59,7 +59,21 @@ def controls_text(report: ScanReport) -> str:
             "Controls: off (--no-controls): no vulnerable verdict was checked against the same "
             "conversation without the attack."
         )
-    return (
+    text = (
         f"Controls: {controls.run} run; {controls.same_without_attack} attempt(s) showed the "
         f"same behaviour without the attack (resisted); {controls.unjudged} left unjudged."
     )
+    if controls.failed:
+        text += f" {controls.failed} control(s) could not be judged, after retries."
+    if controls.stood_without_control:
+        text += (
+            f" {controls.stood_without_control} attempt(s) stand without their control: a "
+            "secret that came back or an action the attacker directed needs none."
+        )
+    if controls.fails_only_under_controls:
+        text += (
+            f" The agent fails only under controls: {controls.failed} of {controls.run} "
+            f"controls failed while {controls.attempts_failed} of its attempts did, as an "
+            "agent that recognises its controls would."
+        )
+    return text

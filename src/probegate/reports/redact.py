@@ -76,7 +76,12 @@ def _redact_finding(finding: Finding, redactor: Redactor) -> Finding:
         transcript, evidence = redact_transcript_evidence(
             finding.control.transcript, finding.control.evidence, redactor
         )
+        # Its summary can quote why it failed (an agent's error message): redacted as text.
         update["control"] = finding.control.model_copy(
-            update={"transcript": transcript, "evidence": evidence}
+            update={
+                "transcript": transcript,
+                "evidence": evidence,
+                "summary": redactor.text(finding.control.summary),
+            }
         )
     return finding.model_copy(update=update)

@@ -48,11 +48,15 @@ def test_full_scan_passes_the_score_gate_without_a_judge(tmp_path: Path) -> None
     assert report["authority"] == {"authoritative": True, "failed": [], "reasons": []}
     assert report["aivss"] == 100 and report["evaluation_mode"] == "real"
     # Nothing was even judged vulnerable: no control had to explain anything away.
-    assert report["controls"] == {
-        "enabled": True,
+    assert report["controls"]["enabled"] is True
+    assert {k: v for k, v in report["controls"].items() if k != "enabled"} == {
         "run": 0,
         "same_without_attack": 0,
         "unjudged": 0,
+        "stood_without_control": 0,
+        "failed": 0,
+        "attempts_failed": 0,
+        "fails_only_under_controls": False,
     }
     # The probes only a judge can decide were not run, and say how to run them.
     assert {n["probe_id"] for n in report["not_run"]} == {p.id for p in PROBES if p.needs_judge}
