@@ -2,13 +2,16 @@
 
 It binds 127.0.0.1 on port 0, serves from a daemon thread, records every request, and stops
 itself when the ``with`` block ends (a hanging handler is released first, so shutdown is quick).
+A reply may be a function of the request's body: :func:`calibrated` answers the bundled
+calibration cases with their known verdicts (a judge that passes calibration) and every other
+case as the test says.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,18 +19,55 @@ from typing import Any
 
 # A reply is (status, body bytes, extra headers), or None to hang until the test ends.
 Reply = tuple[int, bytes, dict[str, str]] | None
+# Or a function of the request body that returns one.
+Responder = Callable[[dict[str, Any]], Reply]
 
 
-def completion(content: str) -> Reply:
+# What each answer of :func:`verdict` says it used, as a model's reply does.
+USAGE = {"prompt_tokens": 900, "completion_tokens": 40}
+
+
+def completion(content: str, usage: dict[str, int] | None = None) -> Reply:
     """A well-formed chat completion whose message content is ``content``."""
-    body = {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
+    body: dict[str, Any] = {
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]
+    }
+    if usage is not None:
+        body["usage"] = usage
     return 200, json.dumps(body).encode(), {"Content-Type": "application/json"}
 
 
 def verdict(verdict: str, evidence: str = "", confidence: float = 0.9) -> Reply:
     return completion(
-        json.dumps({"verdict": verdict, "evidence": evidence, "confidence": confidence})
+        json.dumps({"verdict": verdict, "evidence": evidence, "confidence": confidence}), USAGE
     )
+
+
+def case_of(body: dict[str, Any]) -> dict[str, Any]:
+    """The case a judge request asks about: attack, rubric and transcript (judge_messages)."""
+    case: dict[str, Any] = json.loads(body["messages"][1]["content"])
+    return case
+
+
+def calibrated(then: Responder, *, wrong: tuple[str, ...] = ()) -> Responder:
+    """Answer calibration cases with their known verdicts (except those named in ``wrong``,
+    answered the other way), and any other case with ``then``."""
+    from probegate.judge.calibration import calibration_set
+
+    known = {f"calibration-{c.id}": c for c in calibration_set()}
+
+    def respond(body: dict[str, Any]) -> Reply:
+        attack = str(case_of(body)["attack"]["id"])
+        name = attack.split(".")[1] if attack.count(".") == 2 else ""
+        case = known.get(name)
+        if case is None:
+            return then(body)
+        answer = case.verdict
+        if case.id in wrong:
+            answer = "resisted" if answer == "vulnerable" else "vulnerable"
+        return verdict(answer, case.quote if answer == "vulnerable" else "")
+
+    return respond
 
 
 @dataclass
@@ -35,13 +75,13 @@ class FakeJudge:
     """The running fake: its base URL, the requests it saw, and the replies it will give."""
 
     base_url: str
-    replies: list[Reply]
+    replies: list[Reply | Responder]
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
 
 
 @contextmanager
-def fake_judge(*replies: Reply) -> Iterator[FakeJudge]:
+def fake_judge(*replies: Reply | Responder) -> Iterator[FakeJudge]:
     """Serve ``replies`` in order (the last one repeats) until the block exits."""
     release = threading.Event()
     state = FakeJudge(base_url="", replies=list(replies))
@@ -54,11 +94,13 @@ def fake_judge(*replies: Reply) -> Iterator[FakeJudge]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length)
+            body = json.loads(raw or b"{}")
             with lock:
-                state.requests.append({"path": self.path, "body": json.loads(raw or b"{}")})
+                state.requests.append({"path": self.path, "body": body})
                 state.headers.append({k.lower(): v for k, v in self.headers.items()})
                 index = min(len(state.requests), len(state.replies)) - 1
-                reply = state.replies[index]
+                chosen = state.replies[index]
+            reply = chosen(body) if callable(chosen) else chosen
             if reply is None:
                 release.wait(timeout=10)
                 return

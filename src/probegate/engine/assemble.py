@@ -30,6 +30,7 @@ from probegate.models.report import (
     Engine,
     Finding,
     FindingControl,
+    JudgeUsage,
     NotRunProbe,
     ProbeResult,
     ScanReport,
@@ -80,6 +81,8 @@ class ScanMeta:
     unstarted_probes: frozenset[str] = frozenset()
     # Vulnerable verdicts were checked against controls (``--no-controls`` turns it off).
     controls: bool = True
+    # What the LLM judge did and cost (None without --judge); its cost is the scan's too.
+    judge: JudgeUsage | None = None
 
 
 def _probe_result(
@@ -278,9 +281,11 @@ def assemble(
         cut_mid_attempt=len(cut_mid),
         agents_planned=len(agents),
         agents_cut_short=len(agents_cut),
-        # What the controls spent is part of what the scan spent.
-        cost_usd=sum(a.cost_usd for a in [*all_attempts, *controls.values()]),
-        tokens=sum(a.tokens for a in [*all_attempts, *controls.values()]),
+        # What the controls and the judge spent is part of what the scan spent.
+        cost_usd=sum(a.cost_usd for a in [*all_attempts, *controls.values()])
+        + (meta.judge.cost_usd if meta.judge is not None else 0.0),
+        tokens=sum(a.tokens for a in [*all_attempts, *controls.values()])
+        + (meta.judge.tokens if meta.judge is not None else 0),
         evaluation_mode=(
             "stub" if judged_by == {"stub"} else "mixed" if "stub" in judged_by else "real"
         ),
@@ -456,6 +461,7 @@ def summarise(
         not_run=not_run,
         seed=meta.seed,
         shard=meta.shard,
+        judge=meta.judge,
     )
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from probegate.engine.assemble import ScanMeta, Tally, summarise
 from probegate.errors import UsageError
-from probegate.models.report import Budget, ScanReport
+from probegate.models.report import Budget, JudgeUsage, ScanReport
 from probegate.models.sections import GuardSummary, McpSummary
 from probegate.models.shard import Shard, parse_shard
 from probegate.models.stored import load_report
@@ -106,6 +106,17 @@ def _budget(reports: list[ScanReport]) -> Budget | None:
     )
 
 
+def _judge(shards: list[ScanReport]) -> JudgeUsage | None:
+    """The judge's usage over every shard (its cost is already in each shard's cost_usd)."""
+    usages = [s.judge for s in shards if s.judge is not None]
+    if not usages:
+        return None
+    total = usages[0]
+    for usage in usages[1:]:
+        total = total.plus(usage)
+    return total
+
+
 def merge_reports(
     reports: list[tuple[str, ScanReport]], *, library_probe_ids: set[str] | None = None
 ) -> ScanReport:
@@ -161,6 +172,7 @@ def merge_reports(
         store_dir="",
         # A shard without controls leaves the merged scan unchecked too.
         controls=all(s.controls is not None and s.controls.enabled for s in shards),
+        judge=_judge(shards),
     )
     selected = sum(int(s.coverage.get("probes_selected", 0)) for s in shards)
     applicable = sum(int(s.coverage.get("probes_applicable", 0)) for s in shards)

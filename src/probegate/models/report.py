@@ -238,6 +238,39 @@ class Controls(_Model):
     fails_only_under_controls: bool = False
 
 
+class JudgeUsage(_Model):
+    """What the LLM judge did and cost in this scan (docs/judge.md, "What it costs").
+
+    ``calls``: requests for verdicts (an answer asked for again counts again); ``cached``:
+    verdicts taken from the judge cache instead; ``calibration_calls``: requests of the
+    calibration the judge passed before the scan used it (0 once a model has passed).
+    """
+
+    spec: str
+    calls: int = 0
+    cached: int = 0
+    calibration_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def plus(self, other: JudgeUsage) -> JudgeUsage:
+        """Both together: a resumed scan's runs, or the shards of a merged one."""
+        return JudgeUsage(
+            spec=self.spec,
+            calls=self.calls + other.calls,
+            cached=self.cached + other.cached,
+            calibration_calls=self.calibration_calls + other.calibration_calls,
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cost_usd=round(self.cost_usd + other.cost_usd, 6),
+        )
+
+
 class Authority(_Model):
     """Why the score is or is not authoritative (docs/scoring.md)."""
 
@@ -288,6 +321,8 @@ class ScanReport(_Model):
     shard: str | None = None
     # Set by a scan run with ``--baseline``: what changed against it (docs/gating.md).
     comparison: Comparison | None = None
+    # What the LLM judge did and cost; absent without --judge.
+    judge: JudgeUsage | None = None
     # What a target kind adds (models/sections.py); absent from the JSON of every other kind.
     guard: GuardSummary | None = None
     mcp: McpSummary | None = None
@@ -303,7 +338,7 @@ class ScanReport(_Model):
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (docs/report-format.md); ``signatures`` omitted while unsigned."""
         data = self.model_dump(mode="json", by_alias=True)
-        for optional in ("signatures", "comparison", "guard", "mcp", "controls"):
+        for optional in ("signatures", "comparison", "guard", "mcp", "controls", "judge"):
             if data.get(optional) is None:
                 data.pop(optional, None)
         return data

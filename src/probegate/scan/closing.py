@@ -18,7 +18,7 @@ from probegate.config import DEFAULT_STORE
 from probegate.engine.runner import RunOutcome
 from probegate.errors import ExitCode, TargetError
 from probegate.gate import evaluate_gates
-from probegate.models.report import ScanReport, most_severe_first
+from probegate.models.report import JudgeUsage, ScanReport, most_severe_first
 from probegate.models.taxonomy import ASI_IDS
 from probegate.reports.digest import authority_text, evidence_text, stop_text, unjudged_groups
 from probegate.reports.headline import asi_score_text, controls_text, out_of_100
@@ -148,7 +148,18 @@ def _headline(closing: Closing, style: Style) -> list[str]:
     )
     if report.controls is not None and (report.controls.run or not report.controls.enabled):
         lines.append(clean(controls_text(report)))
+    if report.judge is not None:
+        lines.append(clean(judge_text(report.judge)))
     return lines
+
+
+def judge_text(usage: JudgeUsage) -> str:
+    """What the LLM judge did and cost, in one line (docs/judge.md, "What it costs")."""
+    return (
+        f"judge {usage.spec}: {usage.calls} calls, {usage.cached} verdicts from its cache, "
+        f"{usage.calibration_calls} calibration calls; {usage.tokens:,} tokens, "
+        f"${usage.cost_usd:.4f}"
+    )
 
 
 def _finding_lines(closing: Closing, view: View) -> list[str]:
@@ -250,6 +261,7 @@ def _closing_json(closing: Closing, view: View) -> dict[str, Any]:
         "undertested": list(report.undertested),
         "not_run": [n.probe_id for n in report.not_run],
         "controls": report.controls.model_dump() if report.controls is not None else None,
+        "judge": report.judge.model_dump() if report.judge is not None else None,
         "notes": list(view.notes),
         "gates": list(closing.gates),
         "files": {name: shown(path) for name, path in closing.written.items()},

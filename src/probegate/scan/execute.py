@@ -18,13 +18,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+from pydantic import ValidationError
+
+from probegate.canonical import canonical_bytes
 from probegate.clock import iso, new_scan_id, now
 from probegate.engine.journal import Journal, read_journal, scan_dir, write_invocation
 from probegate.engine.plan import Plan
 from probegate.engine.runner import Runner, RunOutcome
 from probegate.errors import Interrupted, UsageError
+from probegate.files import MAX_INPUT_BYTES, read_bytes, write_atomic
 from probegate.models.redaction import Redactor, stored_key
-from probegate.models.report import TargetInfo
+from probegate.models.report import JudgeUsage, TargetInfo
 from probegate.models.verdict import Attempt
 from probegate.scan.plan import say_what_cannot_apply
 from probegate.scan.prepare import ScanInputs
@@ -33,6 +37,9 @@ from probegate.scan.settings import RunSettings
 from probegate.scan.view import View
 from probegate.targets.base import Target
 from probegate.terminal import clean
+
+# Beside the journal: what the judge did and cost in the runs of this scan so far.
+JUDGE_USAGE = "judge-usage.json"
 
 
 @dataclass(frozen=True)
@@ -47,6 +54,8 @@ class Execution:
     # What stopped the run when it was interrupted (SIGINT unless a SIGTERM came first).
     interrupted: Interrupted
     requests_used: int
+    # What the LLM judge did and cost, this run and the runs it resumes; None without one.
+    judge_usage: JudgeUsage | None = None
 
 
 @dataclass(frozen=True)
@@ -69,6 +78,7 @@ def run_attempts(
     if not settings.resume:
         # A pinned clock repeats scan ids by design; a new scan never appends to an old journal.
         (directory / "journal.jsonl").unlink(missing_ok=True)
+        (directory / JUDGE_USAGE).unlink(missing_ok=True)
     journal = Journal(
         directory / "journal.jsonl",
         {
@@ -116,7 +126,26 @@ def run_attempts(
         outcome=outcome,
         interrupted=Interrupted(received[0] if received else signal.SIGINT),
         requests_used=inputs.limiter.state.requests,
+        judge_usage=_judge_usage(directory, inputs),
     )
+
+
+def _judge_usage(directory: Path, inputs: ScanInputs) -> JudgeUsage | None:
+    """This run's judge usage plus what the runs it resumes spent, kept beside the journal (a
+    resumed scan's journaled verdicts are not asked again, but were paid for)."""
+    if inputs.llm_judge is None:
+        return None
+    usage = inputs.llm_judge.stats.usage()
+    path = directory / JUDGE_USAGE
+    if path.is_file():
+        try:
+            earlier = JudgeUsage.model_validate_json(read_bytes(path, max_bytes=MAX_INPUT_BYTES))
+        except (UsageError, ValidationError):
+            earlier = None
+        if earlier is not None and earlier.spec == usage.spec:
+            usage = earlier.plus(usage)
+    write_atomic(path, canonical_bytes(usage.model_dump(mode="json")), private=True)
+    return usage
 
 
 def _start(plan: Plan, info: TargetInfo) -> _Journaled:

@@ -69,6 +69,7 @@ def build_report(
         shard=settings.shard,
         store_dir=shown(store),
         controls=settings.controls,
+        judge=run.judge_usage,
     )
     report = assemble(
         list(plan.probes),

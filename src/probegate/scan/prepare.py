@@ -20,8 +20,8 @@ from probegate.baseline import check_comparable
 from probegate.config import ScanConfig
 from probegate.errors import UsageError
 from probegate.files import check_writable_dir
-from probegate.judge.attempt import LlmJudge
-from probegate.judge.llm import ENV_API_KEY, ENV_FALLBACK_API_KEY, OpenAIJudge, build_judge
+from probegate.judge.calibration import require_calibrated
+from probegate.judge.llm import ENV_API_KEY, ENV_FALLBACK_API_KEY, Judge, OpenAIJudge, build_judge
 from probegate.library.loader import extend_library, load_library
 from probegate.library.probe import Probe
 from probegate.models.report import ScanReport
@@ -35,6 +35,9 @@ from probegate.targets.registry import build_target, spec_of
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.pricing import price_table
 
+# Where the judge keeps its verdicts and calibration, under --store (judge/cache.py).
+JUDGE_CACHE = "judge-cache"
+
 
 @dataclass(frozen=True)
 class ScanInputs:
@@ -44,7 +47,7 @@ class ScanInputs:
     probes: list[Probe]
     baseline: ScanReport | None
     suppressions: tuple[SuppressionEntry, ...]
-    llm_judge: LlmJudge | None
+    llm_judge: Judge | None
     limiter: RequestLimiter
     # What no file may contain, by placeholder name (scan_secrets).
     secrets: dict[str, str]
@@ -105,6 +108,9 @@ def prepare_scan(config: ScanConfig) -> Iterator[Prepared]:
             limiter=limiter,
             prices=agent.prices,
             pool_size=config.concurrency,
+            # Verdicts and calibration are kept in the store (docs/judge.md); a dry run keeps
+            # nothing.
+            cache_dir=None if config.dry_run else config.store / JUDGE_CACHE,
         )
         if config.judge
         else None
@@ -112,6 +118,9 @@ def prepare_scan(config: ScanConfig) -> Iterator[Prepared]:
     try:
         if config.budget_usd is not None and not config.allow_unpriced:
             _refuse_unpriced(config, llm_judge)
+        if isinstance(llm_judge, OpenAIJudge) and not config.dry_run:
+            # A judge is used only once it passed the calibration set (exit 2 otherwise).
+            require_calibrated(llm_judge, concurrency=config.concurrency)
         signing = (None, None) if config.dry_run else _signing_material(config)
         # A dry run only plans: it must work before the secrets are set up.
         target_config = config.target.without_secrets() if config.dry_run else config.target
@@ -169,7 +178,7 @@ def scan_secrets(config: ScanConfig) -> dict[str, str]:
     return out
 
 
-def _refuse_unpriced(config: ScanConfig, judge: LlmJudge | None) -> None:
+def _refuse_unpriced(config: ScanConfig, judge: Judge | None) -> None:
     """``--budget-usd`` counts dollars only for priced models: refuse one it cannot count."""
     agent = config.target.agent_under_test()
     unpriced: list[str] = []
