@@ -73,6 +73,7 @@ def test_an_agent_that_fails_every_control_still_has_its_leaks_found(tmp_path: P
     assert controls["stood_without_control"] >= controls["failed"]
     assert controls["attempts_failed"] == 0 and controls["fails_only_under_controls"] is True
     # Each failed control ran 1 + CONTROL_RETRIES times, each run 2 tries (--retries 1).
+    assert controls["reruns"] == controls["failed"] * CONTROL_RETRIES
     assert server.refused == controls["failed"] * (1 + CONTROL_RETRIES) * 2
     # Every such finding says its control failed and why it stands without one.
     for finding in report["findings"]:

@@ -54,6 +54,7 @@ def controls(enabled: bool = True, **counts: Any) -> dict[str, Any]:
         "unjudged": 0,
         "stood_without_control": 0,
         "failed": 0,
+        "reruns": 0,
         "attempts_failed": 0,
         "fails_only_under_controls": False,
     }
@@ -329,7 +330,7 @@ def test_a_control_that_fails_is_run_again(tmp_path: Path) -> None:
     assert code == 0
     result = result_of(report, POLICY_PROBE)
     assert result["outcome"] == "resisted" and result["same_without_attack"] == 1
-    assert report["controls"] == controls(run=1, same_without_attack=1)
+    assert report["controls"] == controls(run=1, same_without_attack=1, reruns=1)
     done = read_journal(next((tmp_path / "store" / "scans").glob("*/journal.jsonl"))).attempts
     control = done[f"{POLICY_PROBE}#control#0"]
     assert control.outcome is Outcome.VULNERABLE  # the second run, judged

@@ -83,6 +83,8 @@ class ScanMeta:
     controls: bool = True
     # What the LLM judge did and cost (None without --judge); its cost is the scan's too.
     judge: JudgeUsage | None = None
+    # Control runs repeated because the agent could not be reached or read (engine/runner.py).
+    control_reruns: int = 0
 
 
 def _probe_result(
@@ -293,6 +295,7 @@ def assemble(
         same_without_attack=sum(1 for a in all_attempts if a.reason == SAME_WITHOUT_ATTACK),
         controls_unjudged=sum(1 for a in all_attempts if left_unjudged_by_control(a)),
         stood_without_control=sum(1 for a in all_attempts if stood_without_control(a)),
+        control_reruns=meta.control_reruns,
         controls_failed=sum(1 for c in controls.values() if c.outcome is Outcome.UNJUDGED),
         attempts_failed=sum(
             1
@@ -331,6 +334,7 @@ class Tally:
     same_without_attack: int = 0
     controls_unjudged: int = 0
     stood_without_control: int = 0
+    control_reruns: int = 0
     controls_failed: int = 0
     attempts_failed: int = 0
 
@@ -448,6 +452,7 @@ def summarise(
             unjudged=tally.controls_unjudged,
             stood_without_control=tally.stood_without_control,
             failed=tally.controls_failed,
+            reruns=tally.control_reruns,
             attempts_failed=tally.attempts_failed,
             fails_only_under_controls=fails_only_under_controls(
                 controls_failed=tally.controls_failed,

@@ -147,6 +147,7 @@ def merge_reports(
         same_without_attack=sum(s.controls.same_without_attack for s in shards if s.controls),
         controls_unjudged=sum(s.controls.unjudged for s in shards if s.controls),
         stood_without_control=sum(s.controls.stood_without_control for s in shards if s.controls),
+        control_reruns=sum(s.controls.reruns for s in shards if s.controls),
         controls_failed=sum(s.controls.failed for s in shards if s.controls),
         attempts_failed=sum(s.controls.attempts_failed for s in shards if s.controls),
     )

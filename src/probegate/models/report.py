@@ -223,9 +223,11 @@ class Controls(_Model):
     be judged or did not run; ``stood_without_control``: vulnerable attempts kept on certain
     evidence (a secret, an attacker-directed action) although their control could not be
     judged or did not run; ``failed``: controls that could not be judged, after their retries;
-    ``attempts_failed``: attempts (not controls) that could not reach or read the agent;
-    ``fails_only_under_controls``: the agent failed under its controls while its attempts
-    succeeded, as an agent that recognises its controls would.
+    ``reruns``: control runs repeated because the agent could not be reached or read (at most
+    two per control, counted by the run that made them); ``attempts_failed``: attempts (not
+    controls) that could not reach or read the agent; ``fails_only_under_controls``: the agent
+    failed under its controls while its attempts succeeded, as an agent that recognises its
+    controls would.
     """
 
     enabled: bool
@@ -234,6 +236,7 @@ class Controls(_Model):
     unjudged: int = 0
     stood_without_control: int = 0
     failed: int = 0
+    reruns: int = 0
     attempts_failed: int = 0
     fails_only_under_controls: bool = False
 

@@ -70,6 +70,7 @@ def build_report(
         store_dir=shown(store),
         controls=settings.controls,
         judge=run.judge_usage,
+        control_reruns=outcome.control_reruns,
     )
     report = assemble(
         list(plan.probes),

@@ -55,6 +55,7 @@ def test_full_scan_passes_the_score_gate_without_a_judge(tmp_path: Path) -> None
         "unjudged": 0,
         "stood_without_control": 0,
         "failed": 0,
+        "reruns": 0,
         "attempts_failed": 0,
         "fails_only_under_controls": False,
     }
