@@ -15,6 +15,7 @@ from probegate import __version__
 from probegate.engine.controls import (
     SAME_WITHOUT_ATTACK,
     STANDS_WITHOUT_CONTROL,
+    control_failed,
     fails_only_under_controls,
     left_unjudged_by_control,
     stood_without_control,
@@ -296,7 +297,7 @@ def assemble(
         controls_unjudged=sum(1 for a in all_attempts if left_unjudged_by_control(a)),
         stood_without_control=sum(1 for a in all_attempts if stood_without_control(a)),
         control_reruns=meta.control_reruns,
-        controls_failed=sum(1 for c in controls.values() if c.outcome is Outcome.UNJUDGED),
+        controls_failed=sum(1 for c in controls.values() if control_failed(c)),
         attempts_failed=sum(
             1
             for a in all_attempts
