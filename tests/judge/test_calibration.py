@@ -156,3 +156,21 @@ def test_a_scans_judge_calls_are_counted_priced_and_cached(
     assert again["judge"]["calls"] == 0 and again["judge"]["calibration_calls"] == 0
     assert again["judge"]["cached"] == judged
     assert again["results"] == first["results"]
+
+
+def test_a_resumed_scan_counts_the_judge_calls_of_the_runs_before_it(
+    judge_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The resumed run asks nothing again (its verdicts are journaled), but they were paid
+    for: the report adds the earlier runs' usage, kept beside the journal."""
+    with fake_judge(calibrated(lambda body: verdict("resisted"))) as fake:
+        judge_env.setenv(ENV_BASE_URL, fake.base_url)
+        assert main(_scan(tmp_path)) == 0
+        first = json.loads((tmp_path / "out" / "scan.json").read_text(encoding="utf-8"))
+        asked = len(fake.requests)
+        resume = ["scan", "--resume", first["scan_id"], "--store", str(tmp_path / "store")]
+        assert main([*resume, "--no-sign", "--output-dir", str(tmp_path / "out")]) == 0
+        assert len(fake.requests) == asked
+    resumed = json.loads((tmp_path / "out" / "scan.json").read_text(encoding="utf-8"))
+    assert resumed["judge"] == first["judge"] and resumed["judge"]["calls"] > 0
+    assert resumed["cost_usd"] == first["cost_usd"]
