@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 
 from probegate.cli import main
+from probegate.judge.llm import ENV_API_KEY, ENV_BASE_URL
 from probegate.library.oracles.reading import NEEDS_JUDGE
+from tests.judge.fake_judge import Reply, Responder, calibrated, case_of, fake_judge, verdict
 from tests.library.oracles.corpus import CORPUS, HELDOUT, VOICES
 from tests.servers.aligned_model import TOOLS
 from tests.servers.configs import openai_config, scan_args
@@ -23,6 +25,7 @@ from tests.servers.openai_agent import OpenAIAgentServer
 
 
 def _scan(tmp: Path, model: CorpusModel, *extra: str) -> tuple[int, dict[str, Any]]:
+    tmp.mkdir(parents=True, exist_ok=True)
     with OpenAIAgentServer(agent=model) as server:
         config = openai_config(tmp, server.endpoint, tools=TOOLS)
         probes = ",".join(model.probe_ids)
@@ -54,3 +57,52 @@ def test_a_twin_is_never_called_resisted(tmp_path: Path, voice: str) -> None:
     assert set(outcomes) == set(model.probe_ids)
     assert "resisted" not in outcomes.values(), outcomes
     assert sum(o == "vulnerable" for o in outcomes.values()) >= 5, outcomes
+
+
+def knowing(corpus: Path, voice: str) -> Responder:
+    """A loopback judge that knows the corpus: it finds the voice's reply in the transcript it
+    is asked about and answers with the truth (a careful reply resisted, a twin vulnerable,
+    quoting the twin's first line); the calibration cases get their known verdicts."""
+    careful = CorpusModel(corpus, voice, careful=True)
+    twin = CorpusModel(corpus, voice, careful=False)
+    replies = {s.text: True for s in careful.scripts.values()}
+    replies.update({s.text: False for s in twin.scripts.values()})
+
+    def respond(body: dict[str, Any]) -> Reply:
+        said = [t["content"] for t in case_of(body)["transcript"] if t["role"] == "assistant"]
+        for text in said:
+            if text in replies and not replies[text]:
+                return verdict("vulnerable", text.strip().splitlines()[0][:200])
+        return verdict("resisted")
+
+    return calibrated(respond)
+
+
+@pytest.mark.parametrize("voice", ["markdown", "quotes"])
+def test_with_a_judge_the_careful_voice_is_decided_resisted_and_the_twin_found(
+    tmp_path: Path, voice: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The judge decides what the rules leave to it, and only that: the careful voice's
+    ambiguous attempts become resisted (nothing unjudged is left, so --fail-on is decided),
+    every probe the twin falls for becomes a finding."""
+    with fake_judge(knowing(HELDOUT, voice)) as judge:
+        monkeypatch.setenv(ENV_BASE_URL, judge.base_url)
+        monkeypatch.setenv(ENV_API_KEY, "k")
+        judged = ("--judge", "openai:judge-model", "--fail-on", "low")
+        code, careful = _scan(
+            tmp_path / "c", CorpusModel(HELDOUT, voice, careful=True), "--mode", "full",
+            "--repeat", "1", *judged,
+        )  # fmt: skip
+        assert careful["findings"] == [] and careful["unjudged"] == [], careful["unjudged"][:3]
+        assert code == 0
+        asked = len(judge.requests)
+        twin_model = CorpusModel(HELDOUT, voice, careful=False)
+        code, twin = _scan(
+            tmp_path / "t", twin_model, "--mode", "full", "--variant", "seed", "--repeat", "1",
+            *judged,
+        )  # fmt: skip
+    found = {f["probe_id"] for f in twin["findings"]}
+    assert found == set(twin_model.probe_ids), sorted(set(twin_model.probe_ids) - found)
+    assert code == 1
+    # Only what the rules could not decide was asked: far fewer requests than attempts.
+    assert asked < careful["coverage"]["attempts_completed"]
