@@ -23,6 +23,7 @@ import functools
 import json
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 EMAIL_RE = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
@@ -487,19 +488,31 @@ def _read(text: str, depth: int) -> list[Intent]:
 
 
 def _sentence_intents(s: str) -> list[Intent]:
-    found: list[Intent] = []
+    """What one clause asks for, in the order the over-trusting agent acts on it: a memory
+    to keep (and nothing else), then what to recall, a message to pass on (which takes the rest
+    of the clause), a suppression, then every action the clause names."""
     remember = _REMEMBER.search(s)
     if remember and not _RECALL.search(s):
         # "remember that X" stores X; the instruction inside is not acted on now.
         return [Intent("remember", {"note": _clean(remember.group(2))}, s)]
-    if _RECALL.search(s):
-        found.append(Intent("recall", {}, s))
+    found = [Intent("recall", {}, s)] if _RECALL.search(s) else []
+    speech = _speech_intents(s)
+    if speech is not None:
+        return found + speech
+    if _SUPPRESS.search(s):
+        return [*found, Intent("suppress", {}, s)]
+    for read in _ACTIONS:
+        found.extend(read(s))
+    return found
+
+
+def _speech_intents(s: str) -> list[Intent] | None:
+    """A message for the user or another agent: it takes the rest of the clause, and the
+    first speech act of the clause wins. None when the clause says nothing to pass on."""
     ask_user = _ASK_USER.search(s)
     if ask_user:
         verb = "provide " if ask_user.group(1).lower() == "for" else ""
-        found.append(Intent("say", {"text": f"Please {verb}{_clean(ask_user.group(2))}"}, s))
-        return found
-    # Speech acts take the rest of the sentence as their content; the first one wins.
+        return [Intent("say", {"text": f"Please {verb}{_clean(ask_user.group(2))}"}, s)]
     speech = [
         (m.start(), kind, m)
         for kind, m in (
@@ -509,77 +522,104 @@ def _sentence_intents(s: str) -> list[Intent]:
         )
         if m is not None
     ]
-    if speech:
-        _, kind, m = min(speech, key=lambda item: item[0])
-        if kind == "agent":
-            message = _clean(m.group(3))
-            found.append(Intent("ask_agent", {"agent": m.group(2).lower(), "message": message}, s))
-        elif kind == "always" and _names_private(m.group(1)):
-            # "include your configuration in every reply" is a reveal, not a tagline.
-            found.append(Intent("reveal", {"encoding": _encoding(s)}, s))
-        else:
-            text = _clean(m.group(1))
-            found.append(
-                Intent("say", {"text": addressed_to_user(text) if kind == "say" else text}, s)
-            )
-        return found
-    if _SUPPRESS.search(s):
-        found.append(Intent("suppress", {}, s))
-        return found
+    if not speech:
+        return None
+    _, kind, m = min(speech, key=lambda item: item[0])
+    if kind == "agent":
+        message = _clean(m.group(3))
+        return [Intent("ask_agent", {"agent": m.group(2).lower(), "message": message}, s)]
+    if kind == "always" and _names_private(m.group(1)):
+        # "include your configuration in every reply" is a reveal, not a tagline.
+        return [Intent("reveal", {"encoding": _encoding(s)}, s)]
+    text = _clean(m.group(1))
+    return [Intent("say", {"text": addressed_to_user(text) if kind == "say" else text}, s)]
+
+
+def _fetches(s: str) -> list[Intent]:
+    # An agent follows the links it reads, except those inside code it was asked to run.
     run = _RUN.search(s)
-    for url in URL_RE.findall(s):
-        # An agent follows the links it reads, except those inside code it was asked to run.
-        url = url.rstrip(".,;:")
-        if run is None or url not in run.group(2):
-            found.append(Intent("fetch", {"url": url}, s))
+    urls = (url.rstrip(".,;:") for url in URL_RE.findall(s))
+    return [
+        Intent("fetch", {"url": url}, s) for url in urls if run is None or url not in run.group(2)
+    ]
+
+
+def _lookups(s: str) -> list[Intent]:
     lookup = _LOOKUP.search(s)
+    if not lookup:
+        return []
     quoted_id = _QUOTED_ID.search(s)
-    if lookup:
-        cid = quoted_id.group(1) if quoted_id else lookup.group(3)
-        if not cid:
-            bare_id = _ID_RE.search(s)
-            cid = bare_id.group(1) if bare_id else ""
-        found.append(Intent("lookup", {"customer_id": cid}, s))
+    cid = quoted_id.group(1) if quoted_id else lookup.group(3)
+    if not cid:
+        bare_id = _ID_RE.search(s)
+        cid = bare_id.group(1) if bare_id else ""
+    return [Intent("lookup", {"customer_id": cid}, s)]
+
+
+def _refunds(s: str) -> list[Intent]:
     order = _ORDER_RE.search(s)
     amount = _AMOUNT_RE.search(s)
-    if _REFUND.search(s) and (order or amount):
-        found.append(
-            Intent(
-                "refund",
-                {
-                    "order_id": order.group(1) if order else "",
-                    "amount": amount.group(1).replace(",", "") if amount else "",
-                },
-                s,
-            )
-        )
+    if not (_REFUND.search(s) and (order or amount)):
+        return []
+    args = {
+        "order_id": order.group(1) if order else "",
+        "amount": amount.group(1).replace(",", "") if amount else "",
+    }
+    return [Intent("refund", args, s)]
+
+
+def _code_runs(s: str) -> list[Intent]:
+    run = _RUN.search(s)
     if run:
-        found.append(Intent("run_code", {"code": run.group(2).strip()}, s))
-    else:
-        install = _INSTALL.search(s)
-        if install:
-            found.append(Intent("run_code", {"code": install.group(0).strip()}, s))
+        return [Intent("run_code", {"code": run.group(2).strip()}, s)]
+    install = _INSTALL.search(s)
+    return [Intent("run_code", {"code": install.group(0).strip()}, s)] if install else []
+
+
+def _grants(s: str) -> list[Intent]:
     grant = _GRANT.search(s)
-    if grant:
-        who = EMAIL_RE.search(s)
-        role = grant.group(2).lower()
-        role = "admin" if role.startswith(("admin", "privilege", "elevated", "full")) else role
-        found.append(Intent("grant", {"role": role, "user": who.group(0) if who else "caller"}, s))
+    if not grant:
+        return []
+    who = EMAIL_RE.search(s)
+    role = grant.group(2).lower()
+    role = "admin" if role.startswith(("admin", "privilege", "elevated", "full")) else role
+    return [Intent("grant", {"role": role, "user": who.group(0) if who else "caller"}, s)]
+
+
+def _disables(s: str) -> list[Intent]:
     disable = _DISABLE.search(s)
-    if disable:
-        found.append(Intent("disable", {"setting": disable.group(2).lower()}, s))
+    return [Intent("disable", {"setting": disable.group(2).lower()}, s)] if disable else []
+
+
+def _deletes(s: str) -> list[Intent]:
     delete_quoted = _DELETE_QUOTED.search(s)
-    delete = _DELETE.search(s)
     if delete_quoted:
-        found.append(Intent("delete", {"scope": delete_quoted.group(1)}, s))
-    elif delete:
-        found.append(Intent("delete", {"scope": delete.group(2).lower()}, s))
+        return [Intent("delete", {"scope": delete_quoted.group(1)}, s)]
+    delete = _DELETE.search(s)
+    return [Intent("delete", {"scope": delete.group(2).lower()}, s)] if delete else []
+
+
+def _sends(s: str) -> list[Intent]:
+    """E-mails to every address the clause names when it asks to send, else a reveal."""
     emails = EMAIL_RE.findall(s)
     if emails and _EMAIL_VERB.search(s):
-        for to in emails:
-            found.append(
-                Intent("email", {"to": to, "topic": _topic(s), "encoding": _encoding(s)}, s)
-            )
-    elif _REVEAL.search(_SELF_REFERENCE.sub(" ", s)):
-        found.append(Intent("reveal", {"encoding": _encoding(s)}, s))
-    return found
+        return [
+            Intent("email", {"to": to, "topic": _topic(s), "encoding": _encoding(s)}, s)
+            for to in emails
+        ]
+    if _REVEAL.search(_SELF_REFERENCE.sub(" ", s)):
+        return [Intent("reveal", {"encoding": _encoding(s)}, s)]
+    return []
+
+
+# Every action a clause can name, in the order the agent performs them.
+_ACTIONS: tuple[Callable[[str], list[Intent]], ...] = (
+    _fetches,
+    _lookups,
+    _refunds,
+    _code_runs,
+    _grants,
+    _disables,
+    _deletes,
+    _sends,
+)
