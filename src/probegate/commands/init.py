@@ -132,6 +132,23 @@ def _route(args: argparse.Namespace, ask: _Asker | None) -> tuple[Route, bool]:
     """The route from the flags, and from the answers on a terminal."""
     kind: str = args.kind or (ask.choice("How does probegate reach your agent?") if ask else "")
     kind = kind or KINDS[0]
+    values = _settings(args, kind, ask)
+    tools = _tools(args, ask)
+    workflow = bool(args.workflow) or bool(ask and ask.yes(f"Also write {WORKFLOW_FILE}?"))
+    route = Route(
+        kind=kind,
+        endpoint=values["endpoint"],
+        model=values["model"],
+        api_key_env=values["api_key_env"],
+        python=values["python"],
+        tools=tuple(tools),
+    )
+    return route, workflow
+
+
+def _settings(args: argparse.Namespace, kind: str, ask: _Asker | None) -> dict[str, str | None]:
+    """The route's settings from their flags (refused for a kind that has no such setting),
+    the missing ones asked on a terminal, each checked."""
     values: dict[str, str | None] = {}
     for key, takes in _TAKES.items():
         given = getattr(args, key)
@@ -151,6 +168,11 @@ def _route(args: argparse.Namespace, ask: _Asker | None) -> tuple[Route, bool]:
             values[key] = ask.text(_QUESTIONS[key], fallback, check) or None
         if values[key] is not None:
             check(values[key] or "")
+    return values
+
+
+def _tools(args: argparse.Namespace, ask: _Asker | None) -> list[Tool]:
+    """The tools from ``--tool`` (with ``--capabilities`` overriding a guess), or asked."""
     overrides = _overrides(args.capabilities)
     tools = [_tool(spec, overrides) for spec in args.tool]
     if not tools and ask is not None:
@@ -158,16 +180,7 @@ def _route(args: argparse.Namespace, ask: _Asker | None) -> tuple[Route, bool]:
     unknown = sorted(set(overrides) - {t.name for t in tools})
     if unknown:
         raise UsageError(f"--capabilities names {', '.join(unknown)}, which no --tool declares")
-    workflow = bool(args.workflow) or bool(ask and ask.yes(f"Also write {WORKFLOW_FILE}?"))
-    route = Route(
-        kind=kind,
-        endpoint=values["endpoint"],
-        model=values["model"],
-        api_key_env=values["api_key_env"],
-        python=values["python"],
-        tools=tuple(tools),
-    )
-    return route, workflow
+    return tools
 
 
 _QUESTIONS = {

@@ -218,46 +218,8 @@ def _map_upstream_report(data: dict[str, Any], *, source: str) -> tuple[dict[str
     if not isinstance(out["findings"], list):
         raise ReportError(f"{source}: 'findings' must be a list")
 
-    if out.pop("signatures", None) is not None:
-        # They sign the file as it is, not this mapping: carried over, they could only fail.
-        notes.append("its signatures cover the original file (check them with probegate verify)")
-    dropped = sorted(k for k in out if k not in ScanReport.model_fields and k != "schema")
-    for key in dropped:
-        del out[key]
-    if dropped:
-        notes.append(f"fields with no probegate equivalent were ignored: {', '.join(dropped)}")
-
-    defaults: dict[str, Any] = {
-        "aivss_formula_version": "unknown",
-        "asi_scores": {},
-        "band": "not_evaluated",
-        "coverage": {},
-        "coverage_grade": "F",
-        "created_at": "",
-        "duration_seconds": 0.0,
-        "engine": {},
-        "evaluation_mode": "stub",
-        "findings_summary": {},
-        "mode_authoritative": False,
-        "package_version": "unknown",
-        "probe_library_version": "unknown",
-        "scan_id": "unknown",
-        "scoring_valid": False,
-        "stopped_reason": "completed",
-        "sub_scores": {},
-        "target": {"mode": "unknown", "ref": "unknown"},
-        "tier": "",
-        "tokens_total": 0,
-        "undertested": [],
-    }
-    missing = sorted(k for k in defaults if k not in out)
-    for key in missing:
-        out[key] = defaults[key]
-    if missing:
-        notes.append(
-            f"{UPSTREAM_SCHEMA} fields missing from the report were defaulted: {', '.join(missing)}"
-        )
-
+    notes += _drop_foreign_fields(out)
+    notes += _default_missing_fields(out)
     target = out["target"]
     if isinstance(target, dict) and "definition" not in target:
         out["target"] = {**target, "definition": {"path": "probegate.yml", "line": 1}}
@@ -314,6 +276,58 @@ _UPSTREAM_FINDING_KEYS = {
     "created_at",
     "fp",
 }
+
+
+# What probegate's report has that an upstream one may lack, and what it is read as.
+_UPSTREAM_DEFAULTS: dict[str, Any] = {
+    "aivss_formula_version": "unknown",
+    "asi_scores": {},
+    "band": "not_evaluated",
+    "coverage": {},
+    "coverage_grade": "F",
+    "created_at": "",
+    "duration_seconds": 0.0,
+    "engine": {},
+    "evaluation_mode": "stub",
+    "findings_summary": {},
+    "mode_authoritative": False,
+    "package_version": "unknown",
+    "probe_library_version": "unknown",
+    "scan_id": "unknown",
+    "scoring_valid": False,
+    "stopped_reason": "completed",
+    "sub_scores": {},
+    "target": {"mode": "unknown", "ref": "unknown"},
+    "tier": "",
+    "tokens_total": 0,
+    "undertested": [],
+}
+
+
+def _drop_foreign_fields(out: dict[str, Any]) -> list[str]:
+    """Drop the signatures (they cover the original file) and fields probegate has no
+    equivalent of; a note for each kind dropped."""
+    notes = []
+    if out.pop("signatures", None) is not None:
+        # They sign the file as it is, not this mapping: carried over, they could only fail.
+        notes.append("its signatures cover the original file (check them with probegate verify)")
+    dropped = sorted(k for k in out if k not in ScanReport.model_fields and k != "schema")
+    for key in dropped:
+        del out[key]
+    if dropped:
+        notes.append(f"fields with no probegate equivalent were ignored: {', '.join(dropped)}")
+    return notes
+
+
+def _default_missing_fields(out: dict[str, Any]) -> list[str]:
+    missing = sorted(k for k in _UPSTREAM_DEFAULTS if k not in out)
+    for key in missing:
+        out[key] = _UPSTREAM_DEFAULTS[key]
+    if not missing:
+        return []
+    return [
+        f"{UPSTREAM_SCHEMA} fields missing from the report were defaulted: {', '.join(missing)}"
+    ]
 
 
 def _map_upstream_findings(

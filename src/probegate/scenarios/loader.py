@@ -102,13 +102,6 @@ def load_suite(path: Path) -> Suite:
     except ValidationError as exc:
         raise UsageError(f"{path}: {describe(exc, data=data, hidden=_UNION_BRANCHES)}") from None
     header = parsed.suite if isinstance(parsed.suite, SuiteHeader) else None
-    if header is not None and (parsed.name is not None or parsed.description is not None):
-        top = "name" if parsed.name is not None else "description"
-        raise UsageError(f"{path}: {top}: write it as suite.{top} in the suite: mapping")
-    short = parsed.suite if isinstance(parsed.suite, str) else None
-    if short and parsed.name and short != parsed.name:
-        raise UsageError(f"{path}: name: {parsed.name!r} differs from suite: {short!r}")
-    name = header.name if header is not None else short or parsed.name or path.stem
     config = header.config if header is not None else SuiteConfig()
     warnings: list[str] = []
     names: set[str] = set()
@@ -117,32 +110,51 @@ def load_suite(path: Path) -> Suite:
         if scenario.name in names:
             raise UsageError(f"{path}: {where}.name: duplicate scenario name in this suite")
         names.add(scenario.name)
-        for scorer_name in scenario.scorers:
-            scorer = SCORERS.get(scorer_name)
-            if scorer is None:
-                raise UsageError(f"{path}: {where}.scorers: {_unknown(scorer_name)}")
-            try:
-                problems = scorer.problems(scenario)
-            except Refused as exc:
-                raise UsageError(f"{path}: {where}.{exc.field}: {exc.message}") from None
-            warnings += [
-                f"{path}: {where}.{field}: {problem}; the scenario will fail"
-                for field, problem in problems
-            ]
-        if not scenario.scorers:
-            warnings.append(
-                f"{path}: {where}.scorers: empty; a scenario with no scorer fails "
-                "(as in AgenticAssure)"
-            )
+        warnings += _scorer_warnings(path, where, scenario)
     warnings += _default_scorers_note(path, config, parsed.scenarios)
     return Suite(
-        name=name,
+        name=_suite_name(path, parsed, header),
         path=path,
         scenarios=tuple(parsed.scenarios),
         description=header.description if header is not None else parsed.description,
         config=config,
         warnings=tuple(warnings),
     )
+
+
+def _suite_name(path: Path, parsed: SuiteFile, header: SuiteHeader | None) -> str:
+    """The suite's name, from ``suite:`` (a mapping or AgenticAssure's short string), the
+    top-level ``name:``, or the file's name; the two forms never disagree."""
+    if header is not None and (parsed.name is not None or parsed.description is not None):
+        top = "name" if parsed.name is not None else "description"
+        raise UsageError(f"{path}: {top}: write it as suite.{top} in the suite: mapping")
+    short = parsed.suite if isinstance(parsed.suite, str) else None
+    if short and parsed.name and short != parsed.name:
+        raise UsageError(f"{path}: name: {parsed.name!r} differs from suite: {short!r}")
+    return header.name if header is not None else short or parsed.name or path.stem
+
+
+def _scorer_warnings(path: Path, where: str, scenario: Scenario) -> list[str]:
+    """Every scorer of the scenario must exist and may refuse it (exit 2) or warn that it
+    will fail; a scenario with no scorer fails, as in AgenticAssure."""
+    warnings: list[str] = []
+    for scorer_name in scenario.scorers:
+        scorer = SCORERS.get(scorer_name)
+        if scorer is None:
+            raise UsageError(f"{path}: {where}.scorers: {_unknown(scorer_name)}")
+        try:
+            problems = scorer.problems(scenario)
+        except Refused as exc:
+            raise UsageError(f"{path}: {where}.{exc.field}: {exc.message}") from None
+        warnings += [
+            f"{path}: {where}.{field}: {problem}; the scenario will fail"
+            for field, problem in problems
+        ]
+    if not scenario.scorers:
+        warnings.append(
+            f"{path}: {where}.scorers: empty; a scenario with no scorer fails (as in AgenticAssure)"
+        )
+    return warnings
 
 
 def _unknown(scorer_name: str) -> str:

@@ -131,24 +131,7 @@ class PassFailScorer:
             else:
                 checks.append((True, "every expected tool was called"))
         for tool, expected in (scenario.expected_tool_args or {}).items():
-            first = next((call for call in result.tool_calls if call.name == tool), None)
-            if first is None:
-                checks.append((False, f"tool '{tool}' not called (arguments expected)"))
-                continue
-            if not isinstance(expected, dict):  # AgenticAssure raises here too
-                raise ScorerError(
-                    f"passfail: expected_tool_args.{tool} must map argument names to values"
-                )
-            for key, value in expected.items():
-                if key not in first.arguments:
-                    checks.append((False, f"tool '{tool}' called without argument '{key}'"))
-                elif first.arguments[key] != value:
-                    got = first.arguments[key]
-                    checks.append(
-                        (False, f"tool '{tool}' {key}: expected {_quote(value)}, got {_quote(got)}")
-                    )
-                else:
-                    checks.append((True, f"tool '{tool}' {key} as expected"))
+            checks += _argument_checks(tool, expected, result)
         if scenario.expected_output is not None:
             found = scenario.expected_output.lower() in result.output.lower()
             verb = "contains" if found else "does not contain"
@@ -164,6 +147,27 @@ class PassFailScorer:
             "; ".join(text for _, text in shown),
             {"checks": [{"check": text, "passed": ok} for ok, text in checks]},
         )
+
+
+def _argument_checks(tool: str, expected: Any, result: AgentResult) -> list[tuple[bool, str]]:
+    """The checks of one tool's expected arguments against its first call."""
+    first = next((call for call in result.tool_calls if call.name == tool), None)
+    if first is None:
+        return [(False, f"tool '{tool}' not called (arguments expected)")]
+    if not isinstance(expected, dict):  # AgenticAssure raises here too
+        raise ScorerError(f"passfail: expected_tool_args.{tool} must map argument names to values")
+    checks: list[tuple[bool, str]] = []
+    for key, value in expected.items():
+        if key not in first.arguments:
+            checks.append((False, f"tool '{tool}' called without argument '{key}'"))
+        elif first.arguments[key] != value:
+            got = first.arguments[key]
+            checks.append(
+                (False, f"tool '{tool}' {key}: expected {_quote(value)}, got {_quote(got)}")
+            )
+        else:
+            checks.append((True, f"tool '{tool}' {key} as expected"))
+    return checks
 
 
 class ExactScorer:
