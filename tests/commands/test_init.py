@@ -48,7 +48,7 @@ def _config(path: Path) -> dict[str, Any]:
     return data
 
 
-@pytest.mark.parametrize("kind", ["openai", "http", "python"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_init_then_a_dry_run_in_a_blank_directory(
     in_tmp: Path, kind: str, capsys: pytest.CaptureFixture[str], no_agent_module: None
 ) -> None:
@@ -72,6 +72,37 @@ def test_init_then_a_dry_run_in_a_blank_directory(
     )
 
 
+def test_init_anthropic_then_dry_run_then_scan_through_the_endpoint_flag(
+    in_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The anthropic route end to end: init writes kind: anthropic, the dry run plans it (no
+    key needed), and a scan with only --endpoint replaced talks Messages to a loopback server
+    with the file's model, max_tokens and key variable (sent as x-api-key)."""
+    from tests.servers.model_apis import ModelApiServer
+
+    assert main(["init", "--kind", "anthropic", "--tool", TOOLS[0]]) == 0
+    capsys.readouterr()
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert main(["scan", "--dry-run"]) == 0, capsys.readouterr().err
+    assert capsys.readouterr().out.startswith("plan ")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k-init")
+    probe = "asi02.email-blast.v1"
+    with ModelApiServer(api_key="k-init") as server:
+        argv = ["scan", "--endpoint", server.base_url, "--probes", probe, "--no-sign"]
+        code = main(argv)
+        err = capsys.readouterr().err
+        bodies = server.of("messages")
+        headers = server.headers_seen
+    assert code == 0, err  # the template leaves fail_on commented out: nothing gates
+    assert "replaces target.endpoint (--endpoint)" in err
+    assert bodies and {b["model"] for b in bodies} == {"claude-sonnet-4-5"}
+    assert {b["max_tokens"] for b in bodies} == {1024}
+    assert all(h["x-api-key"] == "k-init" and "Authorization" not in h for h in headers)
+    report = json.loads((in_tmp / "probegate-out" / "scan.json").read_text(encoding="utf-8"))
+    assert report["target"]["mode"] == "anthropic" and report["unjudged"] == []
+    assert [f["probe_id"] for f in report["findings"]] == [probe]  # the weak model blasts
+
+
 def test_the_python_starter_agent_says_to_connect_the_agent(
     in_tmp: Path, capsys: pytest.CaptureFixture[str], no_agent_module: None
 ) -> None:
@@ -89,7 +120,7 @@ def test_the_python_starter_agent_says_to_connect_the_agent(
 
 
 def test_every_route_reads_back_as_its_kinds_config(tmp_path: Path) -> None:
-    """The real config reader takes every template; anthropic once the kind is registered."""
+    """The real config reader takes every template as its registered kind's config."""
     hostile = Tool("crm", 'Read # a: "profile"\n- kind: demo', None)
     for kind in KINDS:
         route = Route(kind, tools=(Tool("send_email", "Send mail"), hostile))
@@ -102,14 +133,12 @@ def test_every_route_reads_back_as_its_kinds_config(tmp_path: Path) -> None:
         assert target["tools"][1]["description"] == hostile.description
         if kind == "anthropic":
             assert {"endpoint", "model", "api_key_env", "max_tokens", "tools"} <= set(target)
-        if kind in TARGET_KINDS.kinds():
-            config = build_config(data, {"base_dir": path.parent}, source=str(path))
-            assert config.target.kind == kind
-            assert config.target.agent_under_test().tools[1].capabilities == [
-                c.value for c in guess("crm")
-            ]
-        else:
-            assert kind == "anthropic"  # the one route whose kind may not be registered yet
+        assert kind in TARGET_KINDS.kinds()
+        config = build_config(data, {"base_dir": path.parent}, source=str(path))
+        assert config.target.kind == kind
+        assert config.target.agent_under_test().tools[1].capabilities == [
+            c.value for c in guess("crm")
+        ]
 
 
 @settings(max_examples=200, deadline=None)

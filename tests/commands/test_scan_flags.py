@@ -12,9 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from probegate.cli import main
+from probegate.errors import UsageError
+from probegate.targets.registry import apply_flags
 from tests.servers.configs import KNOWN_PROBES, TOOLS, write_config
+from tests.servers.model_apis import ModelApiServer
 from tests.servers.openai_agent import OpenAIAgentServer
 
 PROMPT = "You are the Acme support agent for the flag-merge test."
@@ -183,3 +187,72 @@ def test_resume_alone_finds_the_default_config_from_anywhere(
     assert main(["scan", "--resume", scan_dir.name, "--store", store]) == 0, capsys.readouterr()
     again = json.loads((project / "reports" / "scan.json").read_text(encoding="utf-8"))
     assert [f["fp"] for f in again["findings"]] == [f["fp"] for f in first["findings"]]
+
+
+def test_protocol_replaces_the_api_and_keeps_the_rest_of_the_file(
+    in_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--protocol openai-responses on a Chat Completions file, and back with --protocol openai:
+    the model, prompt, tools and key of the file go to the API the flag names."""
+    monkeypatch.setenv("PG_MERGE_KEY", KEY)
+    with ModelApiServer(api_key=KEY) as server:
+        _file(in_tmp, endpoint=server.base_url)
+        argv = ["scan", "--protocol", "openai-responses", "--no-sign"]
+        assert main(argv) == 0, capsys.readouterr().err
+        assert "replaces" not in capsys.readouterr().err  # the file said no api: nothing replaced
+        (first, *_) = server.of("responses")
+        assert first["model"] == "fake-merge-1" and PROMPT in first["instructions"]
+        assert {t["name"] for t in first["tools"]} == {t["name"] for t in TOOLS}
+        assert not server.of("chat")
+        data = yaml.safe_load((in_tmp / "probegate.yml").read_text(encoding="utf-8"))
+        data["target"]["api"] = "responses"
+        (in_tmp / "probegate.yml").write_text(yaml.safe_dump(data), encoding="utf-8")
+        assert main(["scan", "--protocol", "openai", "--no-sign"]) == 0
+        assert server.of("chat") and server.of("chat")[0]["model"] == "fake-merge-1"
+    assert (
+        "the command line replaces target.api (--protocol openai); the file's other settings"
+    ) in capsys.readouterr().err
+
+
+def test_an_anthropic_file_takes_the_endpoint_flag(
+    in_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PG_MERGE_KEY", KEY)
+    (in_tmp / "prompt.txt").write_text(PROMPT + "\n", encoding="utf-8")
+    target = {
+        "kind": "anthropic",
+        "endpoint": "http://127.0.0.1:9",
+        "model": "claude-merge",
+        "api_key_env": "PG_MERGE_KEY",
+        "system_prompt": "prompt.txt",
+        "max_tokens": 333,
+        "tools": TOOLS,
+    }
+    write_config(in_tmp, target, {"probes": PROBE, "output_dir": "reports"})
+    with ModelApiServer(api_key=KEY) as server:
+        assert main(["scan", "--endpoint", server.base_url, "--no-sign"]) == 0, (
+            capsys.readouterr().err
+        )
+        (first, *_) = server.of("messages")
+        assert server.headers_seen[0]["x-api-key"] == KEY
+    assert first["model"] == "claude-merge" and first["max_tokens"] == 333
+    assert first["system"].startswith(PROMPT)
+    # Another protocol would make it another kind of agent: refused, as for any kind.
+    assert main(["scan", "--protocol", "openai-responses", "--dry-run"]) == 2
+    assert (
+        "--protocol openai-responses makes the target kind openai, but probegate.yml says "
+        "target.kind: anthropic"
+    ) in capsys.readouterr().err
+
+
+def test_protocol_names_the_agent_behind_a_guard() -> None:
+    """In front of a guard, --protocol sets the agent behind it; the guard stays."""
+    guard = {"kind": "guard", "guard": "http://127.0.0.1:9", "behind": "openai"}
+    out = apply_flags(guard, {"protocol": "openai-responses"}, None, source="probegate.yml")
+    assert out == {**guard, "api": "responses"}
+    with pytest.raises(UsageError, match="makes the target kind anthropic"):
+        apply_flags(guard, {"protocol": "anthropic"}, None, source="probegate.yml")
+    fresh = apply_flags(
+        {}, {"endpoint": "http://x", "protocol": "anthropic", "guard": "http://g"}, None
+    )
+    assert fresh["kind"] == "guard" and fresh["behind"] == "anthropic"

@@ -12,10 +12,11 @@ from probegate.errors import UsageError
 from probegate.models.canaries import make_canaries
 from probegate.models.probe import Fixtures
 from probegate.models.transcript import Turn
-from probegate.targets.openai_agent import OpenAIConfig, OpenAITarget, parse_completion
+from probegate.targets.openai_agent import OpenAIConfig, OpenAITarget
 from probegate.targets.sandbox import Sandbox
 from probegate.targets.wire import parse_arguments
 from probegate.transport.limiter import RequestLimiter
+from probegate.transport.model_apis import CHAT
 from probegate.transport.usage import TransportError
 from tests.servers.configs import TOOLS
 from tests.servers.openai_agent import OpenAIAgentServer
@@ -210,7 +211,7 @@ def test_config_errors_are_usage_errors(tmp_path: Path) -> None:
 )
 def test_wrong_reply_shapes_are_transport_errors(data: object) -> None:
     with pytest.raises(TransportError):
-        parse_completion(data)
+        CHAT.parse(data)
 
 
 def test_parse_arguments_keeps_what_it_cannot_read() -> None:

@@ -109,14 +109,10 @@ def test_each_spec_config_answers_to_exactly_its_kinds() -> None:
 
 def test_help_and_choices_come_from_the_registry() -> None:
     actions = _scan_parser_actions()
-    assert (
-        set(actions["--protocol"].choices)
-        == set(registry.endpoint_kinds())
-        == {
-            "openai",
-            "http",
-        }
-    )
+    # The default first; openai-responses is kind openai with api: responses.
+    assert list(actions["--protocol"].choices) == registry.protocols()
+    assert registry.protocols() == ["openai", "openai-responses", "anthropic", "http"]
+    assert registry.endpoint_kinds() == ["openai", "anthropic", "http"]
     for flag in registry.target_flags():
         assert flag.flag in actions and actions[flag.flag].help == flag.help
     sub = next(a for a in build_parser()._actions if a.dest == "command")
@@ -205,6 +201,16 @@ def test_a_guard_config_is_parsed_through_the_registry() -> None:
             "guard",
             ["--endpoint", "http://e", "--protocol", "http", "--guard", "http://g"],
         ),
+        (
+            ["--endpoint", "http://e/v1", "--protocol", "openai-responses", "--model", "m"],
+            "openai",
+            ["--endpoint", "http://e/v1", "--protocol", "openai-responses", "--model", "m"],
+        ),
+        (
+            ["--endpoint", "http://e", "--protocol", "anthropic", "--api-key-env", "AK"],
+            "anthropic",
+            ["--endpoint", "http://e", "--protocol", "anthropic", "--api-key-env", "AK"],
+        ),
         (["--replay", "rec"], "replay", ["--replay", "{cwd}/rec"]),
         (["--python", "agent:run"], "python", ["--python", "agent:run"]),
     ],
@@ -222,6 +228,8 @@ def test_flags_name_a_kind_and_its_reproducer(
     assert registry.reproducer_args(given, named, None) == expected
     if kind == "guard" and argv[0] == "demo":
         assert isinstance(config.target, GuardConfig) and config.target.behind == "demo"
+    if isinstance(config.target, OpenAIConfig):
+        assert config.target.api == ("responses" if "openai-responses" in argv else "chat")
 
 
 # --------------------------------------------------------------------------- a new kind

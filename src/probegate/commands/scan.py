@@ -26,8 +26,8 @@ from probegate.targets.registry import (
     PROTOCOL,
     TARGETS,
     apply_flags,
-    endpoint_kinds,
     positional_kinds,
+    protocols,
     reproducer_args,
     selecting_flags,
     target_flags,
@@ -76,7 +76,7 @@ def add_parser(sub: Any) -> None:
         "not; a config from a pull request must not read or write elsewhere)",
     )
     for flag in target_flags():
-        choices = endpoint_kinds() if flag is PROTOCOL else None
+        choices = protocols() if flag is PROTOCOL else None
         t.add_argument(
             flag.flag,
             dest=flag.key,

@@ -188,7 +188,8 @@ OTHER = Cause("other", "", "", lambda reason: True)
 WRONG_PROTOCOL = Cause(
     "bad_reply",
     "no reply of the target could be read in the shape its kind expects",
-    "check --protocol (openai or http) and, for http, target.http.response_text",
+    "check --protocol (openai, openai-responses, anthropic or http) and, for http, "
+    "target.http.response_text",
     _has("unreadable reply"),
 )
 

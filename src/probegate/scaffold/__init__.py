@@ -107,6 +107,7 @@ _ROUTES = {
 target:
   kind: openai                   # probegate runs the agent loop: your model, prompt and tools
   endpoint: {endpoint:<20} # any OpenAI-compatible chat-completions API
+  # api: responses               # the Responses API instead (OpenAI's newest models)
   model: {model}
   api_key_env: {api_key_env:<17} # the variable's name, never the key
   # system_prompt: prompts/system.txt   # your agent's real prompt, relative to this file

@@ -342,6 +342,9 @@ class TargetSpec(Generic[C]):
     positional: bool = False
     # Reachable as ``--endpoint URL --protocol KIND``.
     endpoint: bool = False
+    # The ``--protocol`` names of an endpoint kind, each with the config values it sets
+    # (``openai-responses`` is ``kind: openai`` with ``api: responses``); by default its kinds.
+    protocols: Mapping[str, Mapping[str, Any]] | None = None
     # Answers live, so it can react to what it is sent (a recording cannot).
     live: bool = True
     # A standalone script (plain Python, no probegate) that sends one attempt's messages to
@@ -359,3 +362,9 @@ class TargetSpec(Generic[C]):
     @property
     def wraps(self) -> bool:
         return self.wrap is not None
+
+    def protocol_table(self) -> Mapping[str, Mapping[str, Any]]:
+        """``--protocol`` name -> the config values it sets; empty for a kind with no endpoint."""
+        if not self.endpoint:
+            return {}
+        return self.protocols if self.protocols is not None else {k: {} for k in self.kinds}

@@ -1,4 +1,5 @@
-"""What the config-defined kinds (openai, http, python, guard) share: clients, tools, paths.
+"""What the config-defined kinds (openai, anthropic, http, python, guard) share: clients,
+tools, paths.
 
 These read a kind's validated config once, when its target is built, so a missing environment
 variable or an unreadable prompt file is a usage error (exit 2) before the first request, never
@@ -159,7 +160,11 @@ def headers():
     for header, variable in DATA["headers_env"].items():
         out[header] = os.environ[variable]
     if DATA["api_key_env"]:
-        out["Authorization"] = "Bearer " + os.environ[DATA["api_key_env"]]
+        key = os.environ[DATA["api_key_env"]]
+        if DATA.get("key_header"):
+            out[DATA["key_header"]] = key
+        else:
+            out["Authorization"] = "Bearer " + key
     return out
 
 

@@ -2,8 +2,9 @@
 
 Each line of :data:`TARGETS` is one kind module's spec. From that list come the ``target:``
 config union (:func:`parse_target`), the factory (:func:`build_target`), the command line's
-target flags, ``--protocol`` choices and positional kinds, the reproducer's target arguments,
-and the docs check (tests/targets/test_registry.py: every kind has a row in docs/targets.md).
+target flags, ``--protocol`` choices (each endpoint kind's protocols) and positional kinds,
+the reproducer's target arguments, and the docs check (tests/targets/test_registry.py: every
+kind has a row in docs/targets.md).
 """
 
 from __future__ import annotations
@@ -13,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from probegate.errors import UsageError
-from probegate.targets import demo, guard, http_agent, openai_agent, python_agent, replay
+from probegate.targets import (
+    anthropic_agent,
+    demo,
+    guard,
+    http_agent,
+    openai_agent,
+    python_agent,
+    replay,
+)
 from probegate.targets.base import (
     Target,
     TargetConfig,
@@ -28,6 +37,7 @@ TARGETS: tuple[TargetSpec[Any], ...] = (
     demo.SPEC,
     demo.CAREFUL_SPEC,
     openai_agent.SPEC,
+    anthropic_agent.SPEC,
     http_agent.SPEC,
     python_agent.SPEC,
     replay.SPEC,
@@ -38,13 +48,13 @@ DEFAULT_KIND = "demo"
 # The flags every kind reachable over the network shares: ``--endpoint URL --protocol KIND``.
 ENDPOINT = TargetFlag("--endpoint", "endpoint", "agent endpoint URL", metavar="URL")
 PROTOCOL = TargetFlag(
-    "--protocol", "protocol", "endpoint protocol (default: the first, openai)", metavar="KIND"
+    "--protocol", "protocol", "endpoint protocol (default: the first, openai)", metavar="PROTOCOL"
 )
 API_KEY_ENV = TargetFlag(
     "--api-key-env",
     "api_key_env",
     "name of the environment variable holding the endpoint's API key, sent as a bearer token "
-    "(the name, never the key)",
+    "(as x-api-key to anthropic; the name, never the key)",
     metavar="VAR",
 )
 
@@ -128,8 +138,33 @@ def positional_kinds() -> list[str]:
 
 
 def endpoint_kinds() -> list[str]:
-    """The ``--protocol`` choices: kinds reachable as ``--endpoint URL``."""
+    """The kinds reachable as ``--endpoint URL``."""
     return [kind for spec in TARGETS if spec.endpoint for kind in spec.kinds]
+
+
+def protocols() -> list[str]:
+    """The ``--protocol`` choices: each endpoint kind's protocols, the default first."""
+    return [name for spec in TARGETS for name in spec.protocol_table()]
+
+
+def _protocol(name: str) -> dict[str, Any]:
+    """The ``target:`` values a ``--protocol`` name sets: its kind, and e.g. ``api``."""
+    for spec in TARGETS:
+        values = spec.protocol_table().get(name)
+        if values is not None:
+            return {"kind": spec.kind, **values}
+    return {"kind": name}  # not a protocol: the config's parser names the choices
+
+
+def _set_protocol(out: dict[str, Any], name: str) -> None:
+    """Set what ``--protocol NAME`` says in ``out``: in front of a wrapping kind (a guard) it
+    names the agent behind it, which is the one that speaks the protocol."""
+    values = _protocol(name)
+    kind = _kind_named(out)
+    spec = KINDS.spec(kind) if kind is not None else None
+    if spec is not None and spec.wraps:
+        values["behind"] = values.pop("kind")
+    out.update(values)
 
 
 def target_flags() -> list[TargetFlag]:
@@ -171,9 +206,10 @@ def apply_flags(
     endpoint, protocol = given.get(ENDPOINT.key), given.get(PROTOCOL.key)
     if endpoint:
         out["endpoint"] = endpoint
-        out["kind"] = protocol or out.get("kind") or endpoint_kinds()[0]
+        if protocol or not out.get("kind"):
+            _set_protocol(out, protocol or protocols()[0])
     elif protocol:
-        out["kind"] = protocol
+        _set_protocol(out, protocol)
     if given.get(API_KEY_ENV.key):
         out[API_KEY_ENV.key] = given[API_KEY_ENV.key]
     for spec in TARGETS:
@@ -214,12 +250,19 @@ def apply_flags(
 def target_keys_replaced(
     target: Mapping[str, Any], given: Mapping[str, str | None]
 ) -> list[tuple[str, str]]:
-    """``(flag, key)`` for each key of the file's ``target:`` section a flag replaced."""
-    return [
+    """``(flag, key)`` for each key of the file's ``target:`` section a flag replaced
+    (``--protocol NAME`` replaces the keys its protocol sets beside the kind, e.g. ``api``)."""
+    replaced = [
         (flag.flag, flag.key)
         for flag in target_flags()
         if flag is not PROTOCOL and given.get(flag.key) and flag.key in target
     ]
+    protocol = given.get(PROTOCOL.key)
+    if protocol:
+        for key, value in _protocol(protocol).items():
+            if key != "kind" and key in target and target[key] != value:
+                replaced.append((f"{PROTOCOL.flag} {protocol}", key))
+    return replaced
 
 
 def _kind_named(target: Mapping[str, Any], key: str = "kind") -> str | None:

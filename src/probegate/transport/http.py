@@ -58,6 +58,7 @@ from probegate import __version__
 from probegate.models.bounds import loads_bounded
 from probegate.terminal import clean
 from probegate.transport.limiter import RequestLimiter
+from probegate.transport.sse import SseEvent, is_event_stream, parse_events
 from probegate.transport.usage import UNREADABLE, MalformedReply, TransportError, Usage
 
 MAX_BODY_BYTES = 2 * 1024 * 1024
@@ -334,6 +335,41 @@ class HttpClient:
         a :class:`MalformedReply` it raises (the body lacks the protocol's fields) is retried
         like a 5xx; any other :class:`TransportError` it raises ends the request at once.
         """
+        return self._request(
+            method, url, body, params, headers, limiter, usage, parse, events=False
+        )
+
+    def request_events(
+        self,
+        method: str,
+        url: str,
+        *,
+        body: Any = None,
+        headers: Mapping[str, str] | None = None,
+        limiter: RequestLimiter | None = None,
+        usage: Usage | None = None,
+        parse: Callable[[list[SseEvent] | Any], Any] | None = None,
+    ) -> Any:
+        """As :meth:`request_json` for a streamed reply: the events of a ``text/event-stream``
+        body, read whole (within the body cap and the deadline), or the JSON of a server that
+        answered a stream request without streaming. ``parse`` reads either, as for
+        :meth:`request_json`: a stream without the events its API needs is retried like a
+        5xx."""
+        return self._request(method, url, body, None, headers, limiter, usage, parse, events=True)
+
+    def _request(
+        self,
+        method: str,
+        url: str,
+        body: Any,
+        params: Mapping[str, str] | None,
+        headers: Mapping[str, str] | None,
+        limiter: RequestLimiter | None,
+        usage: Usage | None,
+        parse: Callable[[Any], Any] | None,
+        *,
+        events: bool,
+    ) -> Any:
         failure: _Failure | None = None
         for attempt in range(self.retries + 1):
             if attempt:
@@ -353,7 +389,7 @@ class HttpClient:
             deadline = time.monotonic() + self.timeout
             if limiter is not None and limiter.deadline_at is not None:
                 deadline = min(deadline, limiter.deadline_at)
-            result = self._try(method, url, body, params, headers, deadline)
+            result = self._try(method, url, body, params, headers, deadline, events)
             if not isinstance(result, _Failure):
                 if parse is None:
                     return result
@@ -436,6 +472,7 @@ class HttpClient:
         params: Mapping[str, str] | None,
         headers: Mapping[str, str] | None,
         deadline: float,
+        events: bool = False,
     ) -> Any:
         watch = self._watchdog.watch(deadline)
         _current.watch = watch
@@ -460,7 +497,7 @@ class HttpClient:
                 return self._network_failure(exc, watch)
             if isinstance(raw, _Failure):
                 return raw
-            return self._decode(response, raw)
+            return self._decode(response, raw, events)
         finally:
             self._watchdog.release(watch)
             _current.watch = None
@@ -537,7 +574,7 @@ class HttpClient:
             return _Failure("connection dropped before a reply", True)
         return _Failure(f"{type(exc).__name__}: {self.excerpt(text)}", True)
 
-    def _decode(self, response: requests.Response, raw: bytes) -> Any:
+    def _decode(self, response: requests.Response, raw: bytes, events: bool = False) -> Any:
         status = response.status_code
         with self._lock:
             self.stats.by_status[status] = self.stats.by_status.get(status, 0) + 1
@@ -550,6 +587,18 @@ class HttpClient:
                 status=status,
                 retry_after=retry_after if retry else None,
             )
+        if events and is_event_stream(response.headers.get("Content-Type")):
+            stream = parse_events(raw)
+            if not stream:  # a stream cut off before its first event: nothing to read yet
+                with self._lock:
+                    self.stats.unreadable += 1
+                said = f": {self.excerpt(raw)}" if raw.strip() else ""
+                reason = f"{UNREADABLE}: HTTP {status} with an event stream of no events{said}"
+                return _Failure(reason, True)
+            with self._lock:
+                self._answered = True
+                self.stats.ok += 1
+            return stream
         try:
             # Deeper than any reply needs is cut, not a RecursionError (models/bounds.py).
             data = loads_bounded(raw)

@@ -1,0 +1,270 @@
+"""OpenAI Chat Completions (``POST /chat/completions``), and every API that copies it.
+
+What real models send back is taken as it comes: several tool calls in one reply, tool calls
+with no text, a call without an id, content as a list of parts, replies without ``usage``; a
+stream is ``data:`` chunks whose deltas add up to the message, tool calls assembled by index.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from probegate.models.bounds import TOOL_CALLS_MAX
+from probegate.transport.model_apis.base import (
+    Completion,
+    Excerpt,
+    ModelApi,
+    RawToolCall,
+    ToolDecl,
+    ToolResultSlot,
+    call_id,
+    content_text,
+    count,
+    error_of,
+    mapping,
+    position,
+    unreadable,
+)
+from probegate.transport.sse import SseEvent, encode_events
+
+
+def _arguments(raw: RawToolCall) -> str:
+    return raw.arguments if isinstance(raw.arguments, str) else json.dumps(raw.arguments or {})
+
+
+class ChatApi(ModelApi):
+    name = "openai-chat"
+    path = "/chat/completions"
+    what = "a chat completion"
+
+    def headers(self, key: str | None) -> dict[str, str]:
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    # -- the client ------------------------------------------------------------------------
+    def request(
+        self,
+        *,
+        model: str,
+        system: str,
+        history: Sequence[Any],
+        tools: Sequence[ToolDecl],
+        params: dict[str, Any],
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {**params, "model": model}
+        body["messages"] = [{"role": "system", "content": system}, *history]
+        if tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters or {"type": "object", "properties": {}},
+                    },
+                }
+                for t in tools
+            ]
+        if body.get("stream") is True:
+            # Without it a stream reports no tokens, and the dollar budget would see none.
+            options = body.get("stream_options")
+            body["stream_options"] = {
+                **(options if isinstance(options, dict) else {}),
+                "include_usage": True,
+            }
+        return body
+
+    def user_items(self, text: str) -> list[Any]:
+        return [{"role": "user", "content": text}]
+
+    def reply_items(self, reply: Completion, answered: Sequence[RawToolCall]) -> list[Any]:
+        if not answered:
+            return [{"role": "assistant", "content": reply.text}]
+        calls = [
+            {
+                "id": raw.id,
+                "type": "function",
+                "function": {"name": raw.name, "arguments": _arguments(raw)},
+            }
+            for raw in answered
+        ]
+        return [{"role": "assistant", "content": reply.text or None, "tool_calls": calls}]
+
+    def result_items(self, results: Sequence[tuple[RawToolCall, str, bool]]) -> list[Any]:
+        return [
+            {"role": "tool", "tool_call_id": raw.id, "content": text} for raw, text, _ in results
+        ]
+
+    def parse(self, data: Any, excerpt: Excerpt = str) -> Completion:
+        if not isinstance(data, dict):
+            raise unreadable(self.what, f"JSON {type(data).__name__}")
+        choices = data.get("choices")
+        if "error" in data and not choices:
+            raise error_of(data, excerpt, self.what)
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise unreadable(self.what, f"no choices: {excerpt(json.dumps(data))}")
+        message = choices[0].get("message")
+        if not isinstance(message, dict):
+            raise unreadable(self.what, "its choice has no message")
+        raw_calls = message.get("tool_calls") or []
+        if not isinstance(raw_calls, list):
+            raise unreadable(self.what, "its tool_calls is not a list")
+        calls: list[RawToolCall] = []
+        for index, item in enumerate(raw_calls[:TOOL_CALLS_MAX]):
+            function = item.get("function") if isinstance(item, dict) else None
+            if not isinstance(function, dict):
+                function = {}
+            calls.append(
+                RawToolCall(
+                    id=call_id(item.get("id") if isinstance(item, dict) else None, index),
+                    name=str(function.get("name") or ""),
+                    arguments=function.get("arguments"),
+                )
+            )
+        usage = mapping(data.get("usage"))
+        return Completion(
+            text=content_text(message.get("content")),
+            tool_calls=tuple(calls),
+            prompt_tokens=count(usage.get("prompt_tokens")),
+            completion_tokens=count(usage.get("completion_tokens")),
+            calls_made=len(raw_calls),
+        )
+
+    def parse_events(self, events: Sequence[SseEvent], excerpt: Excerpt = str) -> Completion:
+        text: list[str] = []
+        calls: dict[int, dict[str, Any]] = {}
+        usage: dict[str, Any] = {}
+        chunks = 0
+        ended = False
+        for event in events:
+            if event.data.strip() == "[DONE]":
+                ended = True
+                break
+            chunk = event.json()
+            if not isinstance(chunk, dict):
+                raise unreadable(self.what, "a chunk is not JSON", streamed=True)
+            if "error" in chunk and not chunk.get("choices"):
+                raise error_of(chunk, excerpt, self.what, streamed=True)
+            chunks += 1
+            if isinstance(chunk.get("usage"), dict):
+                usage = chunk["usage"]
+            for choice in chunk.get("choices") or []:
+                if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                    continue
+                ended = ended or bool(choice.get("finish_reason"))
+                delta = mapping(choice.get("delta"))
+                if isinstance(delta.get("content"), str):
+                    text.append(delta["content"])
+                for item in delta.get("tool_calls") or []:
+                    if not isinstance(item, dict):
+                        continue
+                    index = position(item.get("index"), len(calls))
+                    slot = calls.setdefault(index, {"id": None, "name": "", "arguments": ""})
+                    if isinstance(item.get("id"), str) and item["id"]:
+                        slot["id"] = item["id"]
+                    function = item.get("function")
+                    if not isinstance(function, dict):
+                        function = {}
+                    if isinstance(function.get("name"), str):
+                        slot["name"] += function["name"]
+                    if isinstance(function.get("arguments"), str):
+                        slot["arguments"] += function["arguments"]
+        if not chunks:
+            raise unreadable(self.what, "no chunks", streamed=True)
+        if not ended:  # neither a finish_reason nor [DONE]: the stream was cut off
+            raise unreadable(self.what, f"cut off after {chunks} chunks", streamed=True)
+        ordered = [calls[i] for i in sorted(calls)]
+        return Completion(
+            text="".join(text),
+            tool_calls=tuple(
+                RawToolCall(call_id(slot["id"], i), slot["name"], slot["arguments"])
+                for i, slot in enumerate(ordered[:TOOL_CALLS_MAX])
+            ),
+            prompt_tokens=count(usage.get("prompt_tokens")),
+            completion_tokens=count(usage.get("completion_tokens")),
+            calls_made=len(ordered),
+        )
+
+    # -- the proxy -------------------------------------------------------------------------
+    def plant(self, body: dict[str, Any], text: str) -> None:
+        messages = body.get("messages")
+        if not isinstance(messages, list):
+            return
+        for message in messages:
+            if isinstance(message, dict) and message.get("role") in ("system", "developer"):
+                message["content"] = _appended(message.get("content"), text)
+                return
+        messages.insert(0, {"role": "system", "content": text})
+
+    def declared_tools(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        out = []
+        for tool in body.get("tools") or []:
+            function = tool.get("function") if isinstance(tool, dict) else None
+            if isinstance(function, dict) and isinstance(function.get("name"), str):
+                out.append(function)
+        return out
+
+    def tool_results(self, body: dict[str, Any]) -> list[ToolResultSlot]:
+        slots = []
+        for message in body.get("messages") or []:
+            if not isinstance(message, dict) or message.get("role") != "tool":
+                continue
+
+            def put(text: str, _error: bool, message: dict[str, Any] = message) -> None:
+                message["content"] = text
+
+            call = message.get("tool_call_id")
+            slots.append(ToolResultSlot(str(call or ""), content_text(message.get("content")), put))
+        return slots
+
+    def user_texts(self, body: dict[str, Any]) -> list[str]:
+        return [
+            content_text(m.get("content"))
+            for m in body.get("messages") or []
+            if isinstance(m, dict) and m.get("role") == "user"
+        ]
+
+    def end_of_turn(self, text: str, model: str, *, stream: bool) -> bytes:
+        if not stream:
+            reply = {
+                "id": "chatcmpl-probegate",
+                "object": "chat.completion",
+                "created": 0,
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": "stop",
+                        "logprobs": None,
+                    }
+                ],
+                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            }
+            return json.dumps(reply).encode("utf-8")
+        head = {"id": "chatcmpl-probegate", "object": "chat.completion.chunk", "created": 0}
+        head["model"] = model
+
+        def chunk(delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
+            choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
+            return {**head, "choices": [choice]}
+
+        return encode_events(
+            [
+                (None, chunk({"role": "assistant", "content": text}, None)),
+                (None, chunk({}, "stop")),
+                (None, "[DONE]"),
+            ]
+        )
+
+
+def _appended(content: Any, text: str) -> Any:
+    """System content with ``text`` at its end: a string, or a list of text parts."""
+    if isinstance(content, list):
+        return [*content, {"type": "text", "text": text}]
+    before = content if isinstance(content, str) else ""
+    return f"{before}\n\n{text}" if before else text
+
+
+CHAT = ChatApi()
