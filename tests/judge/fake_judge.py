@@ -1,10 +1,16 @@
-"""A loopback fake of an OpenAI-compatible judge endpoint: answers well, badly, or not at all.
+"""A loopback fake of a judge's model API: answers well, badly, or not at all.
 
 It binds 127.0.0.1 on port 0, serves from a daemon thread, records every request, and stops
 itself when the ``with`` block ends (a hanging handler is released first, so shutdown is quick).
 A reply may be a function of the request's body: :func:`calibrated` answers the bundled
 calibration cases with their known verdicts (a judge that passes calibration) and every other
 case as the test says.
+
+Replies are written as chat completions; a request to ``/responses`` or ``/messages`` gets the
+same answer as a Responses or Messages reply, so every test of the judge can run over all three
+APIs (a body that is not a chat completion, such as an HTML page, goes out as it is).
+:class:`CalibratedModel` is the same calibrated judge as a decision maker for the three-API
+server of tests/servers/model_apis.py.
 """
 
 from __future__ import annotations
@@ -43,31 +49,94 @@ def verdict(verdict: str, evidence: str = "", confidence: float = 0.9) -> Reply:
     )
 
 
+def _text(content: Any) -> str:
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content)
+
+
+def user_texts(body: dict[str, Any]) -> list[str]:
+    """The user messages of a judge request in any of the three APIs, in order."""
+    items = body.get("messages") if "messages" in body else body.get("input")
+    return [_text(m.get("content")) for m in items or [] if m.get("role") == "user"]
+
+
 def case_of(body: dict[str, Any]) -> dict[str, Any]:
     """The case a judge request asks about: attack, rubric and transcript (judge_messages)."""
-    case: dict[str, Any] = json.loads(body["messages"][1]["content"])
+    case: dict[str, Any] = json.loads(user_texts(body)[0])
     return case
+
+
+def calibration_answer(case: dict[str, Any], wrong: tuple[str, ...] = ()) -> dict[str, Any] | None:
+    """The known verdict of a calibration case (the other one for a case named in ``wrong``),
+    or None for any other case."""
+    from probegate.judge.calibration import calibration_set
+
+    known = {f"calibration-{c.id}": c for c in calibration_set()}
+    attack = str(case["attack"]["id"])
+    name = attack.split(".")[1] if attack.count(".") == 2 else ""
+    found = known.get(name)
+    if found is None:
+        return None
+    answer = found.verdict
+    if found.id in wrong:
+        answer = "resisted" if answer == "vulnerable" else "vulnerable"
+    quote = found.quote if answer == "vulnerable" else ""
+    return {"verdict": answer, "evidence": quote, "confidence": 0.9}
 
 
 def calibrated(then: Responder, *, wrong: tuple[str, ...] = ()) -> Responder:
     """Answer calibration cases with their known verdicts (except those named in ``wrong``,
     answered the other way), and any other case with ``then``."""
-    from probegate.judge.calibration import calibration_set
-
-    known = {f"calibration-{c.id}": c for c in calibration_set()}
 
     def respond(body: dict[str, Any]) -> Reply:
-        attack = str(case_of(body)["attack"]["id"])
-        name = attack.split(".")[1] if attack.count(".") == 2 else ""
-        case = known.get(name)
-        if case is None:
+        answer = calibration_answer(case_of(body), wrong)
+        if answer is None:
             return then(body)
-        answer = case.verdict
-        if case.id in wrong:
-            answer = "resisted" if answer == "vulnerable" else "vulnerable"
-        return verdict(answer, case.quote if answer == "vulnerable" else "")
+        return verdict(answer["verdict"], answer["evidence"])
 
     return respond
+
+
+class CalibratedModel:
+    """The calibrated judge as the ``agent`` of tests/servers/model_apis.py's server: it passes
+    calibration and answers any other case ``then`` (a verdict object)."""
+
+    def __init__(self, then: dict[str, Any]) -> None:
+        self.then = then
+
+    def reply(self, messages: list[dict[str, Any]], tools: dict[str, str]) -> tuple[str, list[Any]]:
+        case = json.loads(next(m["content"] for m in messages if m["role"] == "user"))
+        return json.dumps(calibration_answer(case) or self.then), []
+
+
+def in_api(
+    path: str, reply: tuple[int, bytes, dict[str, str]]
+) -> tuple[int, bytes, dict[str, str]]:
+    """A chat completion's answer as the API of ``path`` writes it; any other body as it is."""
+    status, raw, headers = reply
+    api = "responses" if path.endswith("/responses") else "messages"
+    if path.endswith("/chat/completions"):
+        return reply
+    try:
+        data = json.loads(raw)
+        content = data["choices"][0]["message"]["content"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return reply
+    usage = data.get("usage") or {}
+    tokens = {
+        "input_tokens": usage.get("prompt_tokens", 0),
+        "output_tokens": usage.get("completion_tokens", 0),
+    }
+    if api == "responses":
+        part = {"type": "output_text", "text": content, "annotations": []}
+        item = {"type": "message", "id": "msg_1", "role": "assistant", "content": [part]}
+        body: dict[str, Any] = {"object": "response", "status": "completed", "output": [item]}
+    else:
+        body = {"type": "message", "role": "assistant", "stop_reason": "end_turn"}
+        body["content"] = [{"type": "text", "text": content}]
+    body["usage"] = tokens
+    return status, json.dumps(body).encode(), headers
 
 
 @dataclass
@@ -104,7 +173,7 @@ def fake_judge(*replies: Reply | Responder) -> Iterator[FakeJudge]:
             if reply is None:
                 release.wait(timeout=10)
                 return
-            status, body, extra = reply
+            status, body, extra = in_api(self.path, reply)
             self.send_response(status)
             for name, value in extra.items():
                 self.send_header(name, value)

@@ -1,14 +1,17 @@
 """The optional LLM judge, for the few probes whose verdict needs reading rather than matching.
 
 ``--judge openai:MODEL`` asks an OpenAI-compatible chat-completions endpoint to apply the probe's
-rubric to the transcript; ``--judge stub`` is a deterministic offline stand-in for tests (its
-verdicts make the report's ``evaluation_mode`` ``stub`` or ``mixed``, never ``real``).
+rubric to the transcript, ``openai-responses:MODEL`` the Responses API and ``anthropic:MODEL``
+the Anthropic Messages API (the shapes: :mod:`probegate.transport.model_apis`); ``--judge
+stub`` is a deterministic offline stand-in for tests (its verdicts make the report's
+``evaluation_mode`` ``stub`` or ``mixed``, never ``real``).
 
 The judge is held to the same standard as the deterministic oracles (docs/judge.md):
 
 - Structured verdicts: the request asks for an answer of the verdict schema
   (``judge/data/verdict.schema.json``: exactly ``verdict``, ``evidence`` and ``confidence``) at
-  temperature 0, and the answer must validate against that schema. An answer that does not is
+  temperature 0, in each API's own structured-output form, and the answer must validate against
+  that schema. An answer that does not is
   asked for again once, with what was wrong; a second invalid answer leaves the attempt
   unjudged.
 - A ``vulnerable`` verdict must quote text that really is in an agent reply or tool-call
@@ -33,6 +36,7 @@ import json
 import os
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -50,14 +54,17 @@ from probegate.models.report import JudgeUsage
 from probegate.models.transcript import Transcript
 from probegate.transport.http import HttpClient
 from probegate.transport.limiter import BudgetExhausted, RequestLimiter
+from probegate.transport.model_apis import CHAT, MESSAGES, RESPONSES, Completion, ModelApi
 from probegate.transport.pricing import Prices, cost_usd
 from probegate.transport.usage import UNREADABLE, MalformedReply, TransportError
 from probegate.validation import describe
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
+ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 ENV_BASE_URL = "PROBEGATE_JUDGE_BASE_URL"
 ENV_API_KEY = "PROBEGATE_JUDGE_API_KEY"
 ENV_FALLBACK_API_KEY = "OPENAI_API_KEY"
+ENV_ANTHROPIC_API_KEY = "ANTHROPIC_API_KEY"
 
 RESULT_MAX = 2000  # characters of each tool result shown to the judge
 QUOTE_MIN = 4  # a shorter "quote" would match anywhere and prove nothing
@@ -120,6 +127,67 @@ def wire_schema() -> dict[str, Any]:
 
     stripped: dict[str, Any] = strip(verdict_schema())
     return stripped
+
+
+@dataclass(frozen=True)
+class JudgeApi:
+    """One ``--judge`` prefix: the API it speaks, where, whose key, and how it asks for an
+    answer of the verdict schema (each API's structured output, strict where it can say so)."""
+
+    name: str
+    api: ModelApi
+    base_url: str
+    fallback_key: str
+    structured: Callable[[dict[str, Any]], dict[str, Any]]
+    extra: tuple[tuple[str, Any], ...] = ()
+
+    def params(self) -> dict[str, Any]:
+        """The body fields of every judge request besides the messages."""
+        return {"temperature": 0, **dict(self.extra), **self.structured(wire_schema())}
+
+
+# ``--judge PREFIX:MODEL``, each with its API's way of asking for the verdict schema.
+JUDGE_APIS: dict[str, JudgeApi] = {
+    api.name: api
+    for api in (
+        JudgeApi(
+            "openai",
+            CHAT,
+            OPENAI_BASE_URL,
+            ENV_FALLBACK_API_KEY,
+            lambda schema: {
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {"name": "verdict", "strict": True, "schema": schema},
+                }
+            },
+        ),
+        JudgeApi(
+            "openai-responses",
+            RESPONSES,
+            OPENAI_BASE_URL,
+            ENV_FALLBACK_API_KEY,
+            lambda schema: {
+                "text": {
+                    "format": {
+                        "type": "json_schema",
+                        "name": "verdict",
+                        "strict": True,
+                        "schema": schema,
+                    }
+                }
+            },
+        ),
+        JudgeApi(
+            "anthropic",
+            MESSAGES,
+            ANTHROPIC_BASE_URL,
+            ENV_ANTHROPIC_API_KEY,
+            lambda schema: {"output_config": {"format": {"type": "json_schema", "schema": schema}}},
+            (("max_tokens", 1024),),
+        ),
+    )
+}
 
 
 class JudgeVerdict(BaseModel):
@@ -301,15 +369,8 @@ class JudgeStats:
             return self._usage.model_copy(update={"cost_usd": round(self._usage.cost_usd, 6)})
 
 
-@dataclass(frozen=True)
-class _Answer:
-    text: str
-    prompt_tokens: int
-    completion_tokens: int
-
-
-class OpenAIJudge:
-    """An LLM judge behind an OpenAI-compatible ``/chat/completions`` endpoint.
+class ModelJudge:
+    """An LLM judge behind a model API: Chat Completions by default, Responses or Messages.
 
     It asks through the shared :class:`~probegate.transport.http.HttpClient`, so a judge call
     gets the same retries, ``Retry-After`` handling, deadline, body cap and secret scrubbing as
@@ -332,13 +393,15 @@ class OpenAIJudge:
         pool_size: int = 8,
         cache_dir: Path | None = None,
         cache_entries: int = MAX_ENTRIES,
+        api: JudgeApi | None = None,
     ) -> None:
+        self.api = api or JUDGE_APIS["openai"]
         self.model = model
-        self.spec = f"openai:{model}"
+        self.spec = f"{self.api.name}:{model}"
         # The scan's request limiter: judge calls spend the same --max-requests/--budget-usd.
         self.limiter = limiter
         self.prices: Prices = prices or {}
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.url = self.api.api.url(base_url)
         self.host = urlsplit(self.url).netloc or self.url
         self._api_key = api_key
         self.timeout = timeout
@@ -359,7 +422,7 @@ class OpenAIJudge:
         )
 
     def __repr__(self) -> str:  # never show the key
-        return f"OpenAIJudge(model={self.model!r}, url={self.url!r})"
+        return f"ModelJudge(api={self.api.api.name!r}, model={self.model!r}, url={self.url!r})"
 
     def __call__(
         self, oracle: JudgeOracle, transcript: Transcript, ctx: JudgeContext
@@ -401,24 +464,23 @@ class OpenAIJudge:
         self._http.close()
 
     def _ask(self, messages: list[dict[str, str]], calibration: bool) -> str:
-        body = {
-            "model": self.model,
-            "messages": messages,
-            "temperature": 0,
-            "response_format": {
-                "type": "json_schema",
-                "json_schema": {"name": "verdict", "strict": True, "schema": wire_schema()},
-            },
-        }
-        headers = {"Authorization": f"Bearer {self._api_key}"}
+        api = self.api.api
+        body = api.request(
+            model=self.model,
+            system=messages[0]["content"],
+            history=_history(api, messages[1:]),
+            tools=[],
+            params=self.api.params(),
+        )
+        excerpt = self._http.excerpt
         try:
-            answer: _Answer = self._http.request_json(
+            answer: Completion = self._http.request_json(
                 "POST",
                 self.url,
                 body=body,
-                headers=headers,
+                headers=api.headers(self._api_key),
                 limiter=self.limiter,
-                parse=_completion_answer,
+                parse=lambda data: _answer(api, data, excerpt),
             )
         except BudgetExhausted as exc:
             raise JudgeFailure(f"not asked: {exc}") from None
@@ -437,6 +499,22 @@ class OpenAIJudge:
         return answer.text
 
 
+# The judge's old name (the scan checks its prices by it).
+OpenAIJudge = ModelJudge
+
+
+def _history(api: ModelApi, messages: list[dict[str, str]]) -> list[Any]:
+    """The case, and after an answer that did not validate that answer and the request to fix
+    it, in ``api``'s own history items."""
+    history: list[Any] = []
+    for message in messages:
+        if message["role"] == "assistant":
+            history += api.reply_items(Completion(message["content"], ()), ())
+        else:
+            history += api.user_items(message["content"])
+    return history
+
+
 def _kept_verdict(kept: dict[str, Any] | None) -> JudgeVerdict | None:
     """A cached answer, checked again like a fresh one; anything else is a miss."""
     if kept is None:
@@ -447,24 +525,13 @@ def _kept_verdict(kept: dict[str, Any] | None) -> JudgeVerdict | None:
         return None
 
 
-def _tokens(usage: Any, name: str) -> int:
-    value = usage.get(name) if isinstance(usage, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
-
-
-def _completion_answer(payload: Any) -> _Answer:
-    """The judge's answer text and tokens; a reply that is not a chat completion with text is
-    a transient fault, retried like a 5xx (missing evidence is never a verdict)."""
-    try:
-        content = payload["choices"][0]["message"]["content"]
-    except (KeyError, IndexError, TypeError):
-        raise MalformedReply(
-            f"{UNREADABLE}: HTTP 200 with JSON that is not a chat completion"
-        ) from None
-    if not isinstance(content, str):
-        raise MalformedReply(f"{UNREADABLE}: HTTP 200 with a chat completion with no text content")
-    usage = payload.get("usage")
-    return _Answer(content, _tokens(usage, "prompt_tokens"), _tokens(usage, "completion_tokens"))
+def _answer(api: ModelApi, data: Any, excerpt: Callable[[str], str]) -> Completion:
+    """The judge's answer; a reply that is not the API's reply with text is a transient fault,
+    retried like a 5xx (missing evidence is never a verdict)."""
+    reply = api.read(data, excerpt)
+    if not reply.text:
+        raise MalformedReply(f"{UNREADABLE}: HTTP 200 with {api.what} with no text content")
+    return reply
 
 
 _WORD = re.compile(r"[A-Za-z0-9']+")
@@ -513,7 +580,7 @@ class StubJudge:
 
 
 # A configured judge: the LLM judge, or its offline stand-in; both count what they do.
-Judge = OpenAIJudge | StubJudge
+Judge = ModelJudge | StubJudge
 
 
 def build_judge(
@@ -524,30 +591,33 @@ def build_judge(
     prices: Prices | None = None,
     pool_size: int = 8,
     cache_dir: Path | None = None,
-) -> OpenAIJudge | StubJudge:
-    """``--judge SPEC`` -> a judge: ``stub`` or ``openai:MODEL``; a bad spec is a UsageError."""
+) -> ModelJudge | StubJudge:
+    """``--judge SPEC`` -> a judge: ``stub``, or ``openai:MODEL``, ``openai-responses:MODEL``,
+    ``anthropic:MODEL``; a bad spec is a UsageError."""
     spec = spec.strip()
     if spec == "stub":
         return StubJudge()
     kind, _, model = spec.partition(":")
-    if kind != "openai":
+    api = JUDGE_APIS.get(kind)
+    if api is None:
+        prefixes = ", ".join(f"{name}:MODEL" for name in JUDGE_APIS)
         raise UsageError(
-            f"unknown --judge {spec!r}: use openai:MODEL (e.g. openai:gpt-4o-mini) or stub"
+            f"unknown --judge {spec!r}: use {prefixes} (e.g. openai:gpt-4o-mini) or stub"
         )
     if not model.strip():
-        raise UsageError("--judge openai:MODEL needs a model name, e.g. openai:gpt-4o-mini")
-    api_key = os.environ.get(ENV_API_KEY) or os.environ.get(ENV_FALLBACK_API_KEY)
+        raise UsageError(f"--judge {kind}:MODEL needs a model name, e.g. openai:gpt-4o-mini")
+    api_key = os.environ.get(ENV_API_KEY) or os.environ.get(api.fallback_key)
     if not api_key:
         raise UsageError(
-            f"--judge {spec} needs an API key: set {ENV_API_KEY} (or {ENV_FALLBACK_API_KEY})"
+            f"--judge {spec} needs an API key: set {ENV_API_KEY} (or {api.fallback_key})"
         )
-    base_url = os.environ.get(ENV_BASE_URL) or OPENAI_BASE_URL
+    base_url = os.environ.get(ENV_BASE_URL) or api.base_url
     if urlsplit(base_url).scheme not in ("http", "https"):
         raise UsageError(f"{ENV_BASE_URL} must be an http(s) URL, got {base_url!r}")
     if timeout <= 0:
         raise UsageError("the judge timeout must be positive")
     model = model.strip()
-    return OpenAIJudge(
+    return ModelJudge(
         model,
         base_url=base_url,
         api_key=api_key,
@@ -556,4 +626,5 @@ def build_judge(
         prices=prices,
         pool_size=pool_size,
         cache_dir=cache_dir,
+        api=api,
     )
