@@ -20,6 +20,7 @@ stream cut off half-way), which probegate must retry like a 5xx.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from typing import Any
 
@@ -392,6 +393,45 @@ def reply_stream(api: str, whole: dict[str, Any]) -> bytes:
     return _sse(events)
 
 
+class Faults:
+    """The first replies' faults, one each, in order (thread-safe): a 200 no client can read
+    (``html``: a gateway's page; ``shape``: the API's error object; ``cut``: JSON or an event
+    stream cut off half-way). The replies after them are the model's."""
+
+    def __init__(self, faults: tuple[str, ...] = ()) -> None:
+        self._left = list(faults)
+        self._lock = threading.Lock()
+
+    def next(self) -> str | None:
+        with self._lock:
+            return self._left.pop(0) if self._left else None
+
+
+def send_reply(
+    handler: Handler, api: str, whole: dict[str, Any], stream: bool, fault: str | None
+) -> None:
+    """The model's reply in ``api``, streamed when asked; or, with ``fault``, a 200 the API's
+    client cannot read, as gateways and cut connections send them."""
+    if fault is None and stream:
+        handler.send_raw(200, reply_stream(api, whole), content_type="text/event-stream")
+    elif fault is None:
+        handler.send_json(200, whole)
+    elif fault == "html":
+        page = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+        handler.send_raw(200, page, content_type="text/html")
+    elif fault == "shape":  # the API's own error object, in a 200
+        handler.send_json(200, refusal_body(api, "the model is overloaded"))
+    elif fault == "cut" and stream:  # the first half of the events: the end never comes
+        events = reply_stream(api, whole).split(b"\n\n")
+        half = b"\n\n".join(events[: len(events) // 2]) + b"\n\n"
+        handler.send_raw(200, half, content_type="text/event-stream")
+    elif fault == "cut":
+        raw = json.dumps(whole).encode()
+        handler.send_raw(200, raw[: len(raw) // 2])
+    else:
+        raise AssertionError(f"no such fault {fault!r}")
+
+
 class _ModelApiHandler(Handler):
     def do_POST(self) -> None:
         server: ModelApiServer = self.owner
@@ -413,31 +453,7 @@ class _ModelApiHandler(Handler):
         messages, tools = chat_view(api, body)
         content, calls = server.agent.reply(messages, tools)
         whole = reply_json(api, str(body.get("model") or ""), content, calls)
-        stream = body.get("stream") is True
-        fault = server.next_fault()
-        if fault is not None:
-            self._unreadable(api, fault, whole, stream)
-        elif stream:
-            self.send_raw(200, reply_stream(api, whole), content_type="text/event-stream")
-        else:
-            self.send_json(200, whole)
-
-    def _unreadable(self, api: str, fault: str, whole: dict[str, Any], stream: bool) -> None:
-        """A 200 the API's client cannot read, as gateways and cut connections send them."""
-        if fault == "html":
-            page = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
-            self.send_raw(200, page, content_type="text/html")
-        elif fault == "shape":  # the API's own error object, in a 200
-            self.send_json(200, refusal_body(api, "the model is overloaded"))
-        elif fault == "cut" and stream:  # the first half of the events: the end never comes
-            events = reply_stream(api, whole).split(b"\n\n")
-            half = b"\n\n".join(events[: len(events) // 2]) + b"\n\n"
-            self.send_raw(200, half, content_type="text/event-stream")
-        elif fault == "cut":
-            raw = json.dumps(whole).encode()
-            self.send_raw(200, raw[: len(raw) // 2])
-        else:
-            raise AssertionError(f"no such fault {fault!r}")
+        send_reply(self, api, whole, body.get("stream") is True, server.faults.next())
 
     def _refusal(self, api: str) -> str | None:
         key: str | None = self.owner.api_key
@@ -475,20 +491,13 @@ class ModelApiServer(LoopbackServer):
         self.agent = agent if agent is not None else FakeAgent(hardened=False)
         self.api_key = api_key
         self.latency = latency
-        # The first model calls' replies, one fault each, in order: a 200 no client can read
-        # (``html``: a gateway's page; ``shape``: the API's error object; ``cut``: JSON or an
-        # event stream cut off half-way). The calls after them are answered normally.
-        self.faults = list(faults)
+        self.faults = Faults(faults)
         self.bodies: list[tuple[str, dict[str, Any]]] = []
         self.headers_seen: list[dict[str, str]] = []
 
     @property
     def base_url(self) -> str:
         return f"{self.url}/v1"
-
-    def next_fault(self) -> str | None:
-        with self.lock:
-            return self.faults.pop(0) if self.faults else None
 
     def of(self, api: str) -> list[dict[str, Any]]:
         """The request bodies of one API, in order."""

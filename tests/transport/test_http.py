@@ -240,3 +240,28 @@ def test_a_host_that_does_not_resolve_says_dns() -> None:
         client.close()
     assert "cannot resolve host no-such-host.invalid (DNS lookup failed)" in str(info.value)
     assert info.value.fatal  # it never answered: the scan stops at once instead of retrying
+
+
+def _read_ok(data: object) -> str:
+    """A caller's parse: a reply without ``choices`` is missing evidence."""
+    if not isinstance(data, dict) or "choices" not in data:
+        raise MalformedReply("unreadable reply: HTTP 200 with JSON that is not a chat completion")
+    return "read"
+
+
+def test_forward_asks_again_for_a_body_it_cannot_read_and_passes_other_answers_on(
+    faults: FaultServer,
+) -> None:
+    """With parse (the model-API proxy), an HTML page or JSON of the wrong shape is retried
+    like a 5xx; a 5xx itself is the agent's to retry, passed on at once."""
+    http = client(retries=2)
+    base = faults.url
+    answer = http.forward("POST", f"{base}/garbage-2/v1/x", body=b"{}", headers={}, parse=_read_ok)
+    assert answer.status == 200 and answer.read == "read"
+    assert http.stats.unreadable == 2 and http.stats.retries == 2
+    answer = http.forward("POST", f"{base}/500/v1/x", body=b"{}", headers={}, parse=_read_ok)
+    assert answer.status == 500 and answer.read is None and http.stats.retries == 2
+    with pytest.raises(MalformedReply) as caught:
+        http.forward("POST", f"{base}/nochoices/v1/x", body=b"{}", headers={}, parse=_read_ok)
+    assert caught.value.reason.endswith("not a chat completion (gave up after 3 tries)")
+    http.close()

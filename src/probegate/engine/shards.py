@@ -19,7 +19,7 @@ from pathlib import Path
 from probegate.engine.assemble import ScanMeta, Tally, summarise
 from probegate.errors import UsageError
 from probegate.models.report import Budget, JudgeUsage, ScanReport
-from probegate.models.sections import GuardSummary, McpSummary
+from probegate.models.sections import GuardSummary, McpSummary, ProxySummary
 from probegate.models.shard import Shard, parse_shard
 from probegate.models.stored import load_report
 
@@ -193,6 +193,7 @@ def merge_reports(
             "expired_suppressions": sorted({x for s in shards for x in s.expired_suppressions}),
             "guard": GuardSummary.merged([s.guard for s in shards if s.guard is not None]),
             "mcp": McpSummary.merged([s.mcp for s in shards if s.mcp is not None]),
+            "proxy": ProxySummary.merged([s.proxy for s in shards if s.proxy is not None]),
         }
     )
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from probegate.models.comparison import Comparison
-from probegate.models.sections import GuardSummary, McpSummary
+from probegate.models.sections import GuardSummary, McpSummary, ProxySummary
 from probegate.models.taxonomy import SEVERITY_RANK, AsiId, Severity
 from probegate.models.transcript import Transcript
 from probegate.models.verdict import Evidence
@@ -329,6 +329,7 @@ class ScanReport(_Model):
     # What a target kind adds (models/sections.py); absent from the JSON of every other kind.
     guard: GuardSummary | None = None
     mcp: McpSummary | None = None
+    proxy: ProxySummary | None = None
     stale_suppressions: list[str] = Field(default_factory=list)
     expired_suppressions: list[str] = Field(default_factory=list)
     # Never serialised: set by ``models.stored.load_report`` when it mapped a foreign report (the
@@ -341,7 +342,15 @@ class ScanReport(_Model):
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (docs/report-format.md); ``signatures`` omitted while unsigned."""
         data = self.model_dump(mode="json", by_alias=True)
-        for optional in ("signatures", "comparison", "guard", "mcp", "controls", "judge"):
+        for optional in (
+            "signatures",
+            "comparison",
+            "guard",
+            "mcp",
+            "proxy",
+            "controls",
+            "judge",
+        ):
             if data.get(optional) is None:
                 data.pop(optional, None)
         return data

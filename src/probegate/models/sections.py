@@ -1,9 +1,11 @@
 """What a target kind adds to the scan report: one typed section per kind that has one.
 
-Two do today. ``guard`` reports what the runtime guard in front of the agent evaluated, blocked
-and could not judge, how fast it answered, and its false positives on a benign control set
-(``ScanReport.guard``, docs/guard.md). ``mcp`` counts what an agent did through probegate's MCP
-server (``ScanReport.mcp``, docs/agent-service.md). The models read a stored report's section
+Three do today. ``guard`` reports what the runtime guard in front of the agent evaluated,
+blocked and could not judge, how fast it answered, and its false positives on a benign control
+set (``ScanReport.guard``, docs/guard.md). ``mcp`` counts what an agent did through probegate's
+MCP server (``ScanReport.mcp``, docs/agent-service.md). ``proxy`` counts the model calls that
+passed through probegate's model-API proxy, and those it could not attribute to an attempt
+(``ScanReport.proxy``, docs/targets.md). The models read a stored report's section
 once, at the edge, so the emitters render typed values and never re-parse loose JSON.
 
 The JSON is the one documented in those docs, field for field: a section read from a stored
@@ -187,5 +189,42 @@ class McpSummary(_Section):
         return merged
 
 
+class ProxySummary(_Section):
+    """The report's ``proxy`` section: the model calls probegate's model-API proxy saw.
+
+    Counts only (docs/targets.md, "The model-API proxy"), no address and no text, so the same
+    agent scanned twice gives the same bytes. ``unattributed`` calls were forwarded untouched:
+    nothing was planted in them and their tool calls are no attempt's evidence.
+    """
+
+    REPORT_FIELD: ClassVar[str] = "proxy"
+
+    api: Literal["openai-chat", "openai-responses", "anthropic-messages"]
+    safe: bool
+    conversations: int  # conversations that registered with the proxy
+    model_calls: int  # calls to the API's endpoint
+    attributed: int  # ... that the proxy attributed to an attempt's conversation
+    unattributed: int  # ... that it could not, forwarded untouched
+    tool_calls: int  # tool calls the model asked for in attributed replies
+    stopped: int  # of those, stopped in safe mode (never reached the agent)
+    results_replaced: int  # tool results the model read from the probe instead of the tool
+    descriptions_replaced: int  # tool descriptions that carried the probe's text
+    unlisted_tools: list[str]  # tools the agent declared that target.tools does not list
+    failed: int  # calls the upstream did not answer, or answered in a shape not read
+
+    @classmethod
+    def merged(cls, sections: list[ProxySummary]) -> ProxySummary | None:
+        """The section of a merged scan: the shards' counts summed."""
+        if not sections:
+            return None
+        counts = {
+            name: sum(getattr(s, name) for s in sections)
+            for name, info in cls.model_fields.items()
+            if info.annotation is int
+        }
+        tools = sorted({t for s in sections for t in s.unlisted_tools})
+        return sections[0].model_copy(update={**counts, "unlisted_tools": tools})
+
+
 # Every section a target kind may add, one ``ScanReport`` field each (``REPORT_FIELD``).
-KindSection = GuardSummary | McpSummary
+KindSection = GuardSummary | McpSummary | ProxySummary

@@ -54,6 +54,10 @@ class ToolDelivery(StrEnum):
     # the agent takes its tools from probegate's MCP server, one endpoint per conversation
     # (targets/mcp_server.py): the sandbox answers and records every call
     MCP = "mcp"
+    # the agent runs its own tools and its model calls pass through probegate's model-API proxy
+    # (targets/model_proxy/): the proxy sees every tool call, and what the model reads back is
+    # the sandbox's answer wherever the probe supplies one
+    PROXY = "proxy"
     # the agent runs its own tools; probegate sees only the calls it reports, if any
     OWN = "own"
     # the replies come from a recording; the sandbox answered when it was made, or not
@@ -78,6 +82,7 @@ class TargetTraits:
             ToolDelivery.AGENT_LOOP: True,
             ToolDelivery.CONTEXT: True,
             ToolDelivery.MCP: True,
+            ToolDelivery.PROXY: True,
         }.get(self.tool_delivery, False if self.tool_delivery is ToolDelivery.OWN else None)
         if expected is not None and expected != self.uses_sandbox:
             raise ValueError(f"{self.tool_delivery} tools contradict uses_sandbox")

@@ -7,7 +7,11 @@ reaches it (``ToolDelivery.MCP``). Otherwise it runs its own tools, and probegat
 the API returns: the reply text and, when the config names where they are, the tool calls.
 Without them every tool-call oracle says "cannot tell" (unjudged), never "resisted", and probes
 that attack through the sandbox's fixtures (documents, tool results, memory) cannot reach it;
-the runner marks those unjudged with that reason (``ToolDelivery.OWN``).
+the runner marks those unjudged with that reason (``ToolDelivery.OWN``). With
+``target.model_proxy`` the agent keeps its own tools and points its model base URL at
+probegate's model-API proxy, which sees every model call and tool call of a conversation and
+delivers every probe through the agent's own tools (``ToolDelivery.PROXY``,
+targets/model_proxy/).
 
 The attack text goes into the request by walking the body template as data and replacing the
 placeholders inside string values, in one pass. The JSON text is never built by string
@@ -45,6 +49,13 @@ from probegate.targets.base import (
 )
 from probegate.targets.configured import http_client, script_text, target_info, tool_specs
 from probegate.targets.mcp_server import McpEndpoint, McpHost, require_sdk
+from probegate.targets.model_proxy import (
+    PROXY_TRAITS,
+    ModelProxy,
+    ModelProxyConfig,
+    ProxyConversation,
+    unmarked,
+)
 from probegate.targets.sandbox import Sandbox
 from probegate.targets.wire import (
     as_text,
@@ -159,20 +170,30 @@ class HttpConfig(AgentConfig):
     # The variable holding a bearer token (``--api-key-env``); any other header: http.headers_env.
     api_key_env: str | None = None
     http: HttpApi | None = None
+    # The agent's model calls pass through probegate (docs/targets.md, "The model-API proxy").
+    model_proxy: ModelProxyConfig | None = None
 
     def secret_env(self) -> dict[str, str]:
         own = {"API_KEY": self.api_key_env} if self.api_key_env else {}
         headers = header_secret_env(self.http.headers_env) if self.http is not None else {}
-        return {**headers, **own}
+        proxy = self.model_proxy.upstream_api_key_env if self.model_proxy is not None else None
+        upstream = {"UPSTREAM_API_KEY": proxy} if proxy else {}
+        return {**headers, **upstream, **own}
 
     def secret_urls(self) -> list[str]:
         urls = [self.endpoint, self.http.url if self.http is not None else None]
+        if self.model_proxy is not None:
+            urls.append(self.model_proxy.upstream)
         return [url for url in urls if url]
 
     def without_secrets(self) -> HttpConfig:
         update: dict[str, Any] = {"api_key_env": None}
         if self.http is not None:
             update["http"] = self.http.model_copy(update={"headers_env": {}})
+        if self.model_proxy is not None:
+            update["model_proxy"] = self.model_proxy.model_copy(
+                update={"upstream_api_key_env": None}
+            )
         return self.model_copy(update=update)
 
 
@@ -212,16 +233,29 @@ class HttpTarget:
         self.uses_mcp = mentions([url, http.headers, self.body], MCP_URL)
         if self.uses_mcp:
             require_sdk("target.http mentions {{mcp_url}}: the agent")
+        if self.uses_mcp and config.model_proxy is not None:
+            raise UsageError(
+                "target.model_proxy and {{mcp_url}} both bring the probe to the agent's tools: "
+                "use one (the proxy for an agent that keeps its own tools)"
+            )
         self.mcp = McpHost(settings.mcp_listen, settings.mcp_advertise)
         # A fresh nonce per scan: an agent that keeps state per session id must never see a
         # conversation of an earlier scan (or of the run before a resume) again.
         self._nonce = secrets.token_hex(4)
         self._counter = itertools.count(1)
         self._lock = threading.Lock()
+        # Last: it listens from here until close().
+        self.proxy = (
+            ModelProxy(config.model_proxy, settings, self._tools, config.prices)
+            if config.model_proxy is not None
+            else None
+        )
 
     def traits(self) -> TargetTraits:
         # Through MCP the sandbox records every call; an agent that runs its own tools shows its
-        # calls only where the config says they are.
+        # calls only where the config says they are, unless its model calls pass the proxy.
+        if self.proxy is not None:
+            return PROXY_TRAITS
         if self.uses_mcp:
             return TargetTraits.of(ToolDelivery.MCP, tool_calls_visible=True, system_canaries=False)
         return TargetTraits.of(
@@ -239,7 +273,7 @@ class HttpTarget:
         return list(self._tools)
 
     def report_section(self) -> KindSection | None:
-        return self.mcp.summary()
+        return self.proxy.summary() if self.proxy is not None else self.mcp.summary()
 
     def new_session_id(self) -> str:
         with self._lock:
@@ -247,11 +281,16 @@ class HttpTarget:
 
     def open_session(self, sandbox: Sandbox, limiter: RequestLimiter) -> HttpSession:
         endpoint = self.mcp.open(sandbox) if self.uses_mcp else None
-        return HttpSession(self, sandbox, limiter, self.new_session_id(), endpoint)
+        session = HttpSession(self, sandbox, limiter, self.new_session_id(), endpoint)
+        if self.proxy is not None:
+            session.conversation = self.proxy.open(sandbox, session.usage)
+        return session
 
     def close(self) -> None:
         try:
             self.mcp.close()
+            if self.proxy is not None:
+                self.proxy.close()
         finally:
             self.client.close()
 
@@ -265,6 +304,8 @@ class HttpSession:
     endpoint: McpEndpoint | None = None
     usage: Usage = field(default_factory=Usage)
     history: list[dict[str, str]] = field(default_factory=list)
+    # This conversation's share of the model-API proxy, when the target has one.
+    conversation: ProxyConversation | None = None
     # How many of the sandbox's recorded calls are not this session's to report: those of
     # earlier sessions of the attempt (memory outlives a conversation) and of earlier turns.
     _claimed: int = 0
@@ -275,7 +316,21 @@ class HttpSession:
         self._refused = self.sandbox.over
 
     def send(self, message: Turn) -> Turn:
-        text = peer_message(message)
+        conversation = self.conversation
+        if conversation is None:
+            reply, calls, made = self._send(peer_message(message))
+            return reply_turn(reply, calls, made=made)
+        # The message carries the conversation's mark, so the proxy knows its model calls.
+        text = conversation.begin(peer_message(message))
+        try:
+            reply, calls, made = self._send(text)
+        finally:
+            stopped, over = conversation.end(self.limiter)
+        # What the model said in a reply safe mode stopped is its reply too (evidence).
+        return reply_turn("\n".join(filter(None, [reply, *stopped])), calls, made=made + over)
+
+    def _send(self, text: str) -> tuple[str, list[ToolCall], int]:
+        """The agent's reply to one message: its text, its tool calls, how many it made."""
         self.history.append({"role": "user", "content": text})
         address = {
             "session_id": self.session_id,
@@ -306,8 +361,9 @@ class HttpSession:
                 items = None  # an agent that made no tool call often leaves the field out
             calls = reported_tool_calls(items, {t.name for t in target.tools()})
             made = calls_reported(items) - len(calls)  # reported beyond what was read
-        if self.endpoint is not None:
-            # What the agent did through the MCP server since the last reply is this turn's.
+        if self.endpoint is not None or self.conversation is not None:
+            # What the agent did through the MCP server (or its model asked for through the
+            # proxy) since the last reply is this turn's.
             recorded = self.sandbox.calls_since(self._claimed)
             self._claimed += len(recorded)
             made += self.sandbox.over - self._refused  # calls past what the sandbox answers
@@ -320,14 +376,14 @@ class HttpSession:
         self.usage.cost_usd += cost
         self.limiter.record_usage(prompt_tokens, completion_tokens, cost)
         self.history.append({"role": "assistant", "content": reply})
-        return reply_turn(reply, calls, made=made + len(calls))
+        return reply, calls, made + len(calls)
 
     def _read_reply(self, data: Any) -> tuple[Any, str]:
         """The reply and its text; a reply without the configured text field is a transient
         fault (retried like a 5xx): the agent's evidence is missing, not absent."""
         target = self.target
         try:
-            return data, as_text(json_path(data, target.http.response_text))
+            return data, unmarked(as_text(json_path(data, target.http.response_text)))
         except (KeyError, IndexError, TypeError):
             raise MalformedReply(
                 f"{UNREADABLE}: HTTP 200 with no {target.http.response_text!r} "
@@ -337,6 +393,8 @@ class HttpSession:
     def close(self) -> None:
         if self.endpoint is not None:
             self.endpoint.close()
+        if self.conversation is not None:
+            self.conversation.close()
 
 
 _REPLAY_BODY = r'''

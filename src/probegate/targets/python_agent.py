@@ -11,8 +11,10 @@ the config declares, ``context.call_tool(name, args)`` answers a call with the p
 (the channel indirect attacks ride on), and ``context.mcp_url`` serves the same tools over MCP
 to an agent built with a framework that takes its tools from MCP servers (the server starts the
 first time an agent asks for it). Every call either way is recorded as the agent's action.
-An exception inside the agent makes the attempt unjudged with its type and message; it is the
-agent's failure, not a verdict.
+An agent that keeps its own tools can point its model base URL at probegate's model-API proxy
+instead (``target.model_proxy``, targets/model_proxy/): the proxy sees its model calls and
+delivers every probe through its own tools. An exception inside the agent makes the attempt
+unjudged with its type and message; it is the agent's failure, not a verdict.
 """
 
 from __future__ import annotations
@@ -41,6 +43,13 @@ from probegate.targets.base import (
 )
 from probegate.targets.configured import target_info, tool_specs
 from probegate.targets.mcp_server import McpEndpoint, McpHost
+from probegate.targets.model_proxy import (
+    PROXY_TRAITS,
+    ModelProxy,
+    ModelProxyConfig,
+    ProxyConversation,
+    unmarked,
+)
 from probegate.targets.sandbox import Sandbox
 from probegate.targets.wire import (
     calls_reported,
@@ -92,6 +101,21 @@ class PythonConfig(AgentConfig):
 
     kind: Literal["python"] = "python"
     python: str | None = None
+    # The agent's model calls pass through probegate (docs/targets.md, "The model-API proxy").
+    model_proxy: ModelProxyConfig | None = None
+
+    def secret_env(self) -> dict[str, str]:
+        proxy = self.model_proxy.upstream_api_key_env if self.model_proxy is not None else None
+        return {"UPSTREAM_API_KEY": proxy} if proxy else {}
+
+    def secret_urls(self) -> list[str]:
+        return [self.model_proxy.upstream] if self.model_proxy is not None else []
+
+    def without_secrets(self) -> PythonConfig:
+        if self.model_proxy is None:
+            return self
+        proxy = self.model_proxy.model_copy(update={"upstream_api_key_env": None})
+        return self.model_copy(update={"model_proxy": proxy})
 
 
 class PythonTarget:
@@ -115,6 +139,12 @@ class PythonTarget:
         self._source = self._source_file(obj)
         # Started only if an agent reads ``context.mcp_url``.
         self.mcp = McpHost(settings.mcp_listen, settings.mcp_advertise)
+        # Last: it listens from here until close().
+        self.proxy = (
+            ModelProxy(config.model_proxy, settings, self._tools, config.prices)
+            if config.model_proxy is not None
+            else None
+        )
 
     @staticmethod
     def _source_file(obj: Any) -> Path | None:
@@ -126,7 +156,10 @@ class PythonTarget:
 
     def traits(self) -> TargetTraits:
         # An agent that never receives the context cannot read probegate's fixtures; the calls
-        # it makes through the context are recorded, and it reports the others itself.
+        # it makes through the context are recorded, and it reports the others itself. Behind
+        # the proxy, its model's calls are seen and the probe reaches its own tools.
+        if self.proxy is not None:
+            return PROXY_TRAITS
         return TargetTraits.of(
             ToolDelivery.CONTEXT if self.with_context else ToolDelivery.OWN,
             tool_calls_visible=True,
@@ -146,17 +179,24 @@ class PythonTarget:
         return list(self._tools)
 
     def report_section(self) -> KindSection | None:
-        return self.mcp.summary()
+        return self.proxy.summary() if self.proxy is not None else self.mcp.summary()
 
     def open_session(self, sandbox: Sandbox, limiter: RequestLimiter) -> PythonSession:
         try:
             run = self._factory()
         except Exception as exc:
             raise TransportError(f"agent constructor raised {describe_exception(exc)}") from None
-        return PythonSession(self, run, sandbox, limiter)
+        session = PythonSession(self, run, sandbox, limiter)
+        if self.proxy is not None:
+            session.conversation = self.proxy.open(sandbox, session.usage)
+        return session
 
     def close(self) -> None:
-        self.mcp.close()
+        try:
+            self.mcp.close()
+        finally:
+            if self.proxy is not None:
+                self.proxy.close()
 
 
 @dataclass
@@ -168,6 +208,8 @@ class PythonSession:
     usage: Usage = field(default_factory=Usage)
     history: list[dict[str, str]] = field(default_factory=list)
     endpoint: McpEndpoint | None = None
+    # This conversation's share of the model-API proxy, when the target has one.
+    conversation: ProxyConversation | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _failure: UsageError | None = None
 
@@ -189,6 +231,10 @@ class PythonSession:
         self.usage.requests += 1
         mark, over = len(self.sandbox.calls), self.sandbox.over
         text = peer_message(message)
+        conversation = self.conversation
+        if conversation is not None:
+            # The message carries the conversation's mark, so the proxy knows its model calls.
+            text = conversation.begin(text)
         context = AgentContext(
             tools=[
                 {
@@ -209,10 +255,13 @@ class PythonSession:
         run = self.run
         timeout = self.target.settings.timeout
         remaining = self.limiter.remaining()  # the scan's deadline comes first when it is nearer
-        outcome = call_with_timeout(
-            (lambda: run(text, context)) if self.target.with_context else (lambda: run(text)),
-            timeout if remaining is None else min(timeout, remaining),
-        )
+        try:
+            outcome = call_with_timeout(
+                (lambda: run(text, context)) if self.target.with_context else (lambda: run(text)),
+                timeout if remaining is None else min(timeout, remaining),
+            )
+        finally:
+            stopped, beyond = conversation.end(self.limiter) if conversation else ([], 0)
         if self._failure is not None:
             raise self._failure
         if outcome.error is not None:
@@ -222,18 +271,23 @@ class PythonSession:
                 raise TransportError(f"agent did not answer within --timeout: {outcome.error}")
             raise TransportError(f"agent raised {outcome.error}")
         result = outcome.value
-        turn = self._to_turn(result, self.sandbox.calls_since(mark), self.sandbox.over - over)
+        refused = self.sandbox.over - over + beyond
+        turn = self._to_turn(result, self.sandbox.calls_since(mark), refused, stopped)
         self.history.append({"role": "user", "content": text})
         self.history.append({"role": "assistant", "content": turn.content})
         return turn
 
-    def _to_turn(self, result: Any, recorded: list[ToolCall], refused: int) -> Turn:
-        """The reply: what the sandbox recorded (context and MCP calls) plus what it reports.
+    def _to_turn(
+        self, result: Any, recorded: list[ToolCall], refused: int, stopped: list[str]
+    ) -> Turn:
+        """The reply: what the sandbox recorded (context, MCP and proxy calls) plus what it
+        reports, and the text of any model reply safe mode stopped (evidence too).
 
         ``refused`` calls went past what the sandbox answers; they count as made and cut.
         """
         if isinstance(result, str):
-            return reply_turn(result, recorded, made=len(recorded) + refused)
+            text = "\n".join(filter(None, [unmarked(result), *stopped]))
+            return reply_turn(text, recorded, made=len(recorded) + refused)
         if result is None:
             raise TransportError("agent returned None instead of an AgentResult")
         output = _field(result, "output")
@@ -254,11 +308,14 @@ class PythonSession:
         self.usage.cost_usd += cost
         self.limiter.record_usage(prompt, completion, cost)
         made = len(calls) + refused + calls_reported(items) - len(reported)
-        return reply_turn(output or "", calls, made=made)
+        text = "\n".join(filter(None, [unmarked(output or ""), *stopped]))
+        return reply_turn(text, calls, made=made)
 
     def close(self) -> None:
         if self.endpoint is not None:
             self.endpoint.close()
+        if self.conversation is not None:
+            self.conversation.close()
 
 
 SPEC = TargetSpec(

@@ -44,6 +44,11 @@ def _fixture_for(table: dict[str, str], tool: ToolSpec) -> str | None:
     return None
 
 
+def reads_memory(tool: ToolSpec) -> bool:
+    """A memory tool that reads (``recall``, ``search_notes``) rather than writes."""
+    return Capability.MEMORY_WRITE in tool.capabilities and bool(_MEMORY_READ.search(tool.name))
+
+
 Execute = Callable[[str, dict[str, Any]], ToolCall]
 
 
@@ -105,6 +110,23 @@ class Sandbox:
         extra = _fixture_for(self.fixtures.tool_descriptions, tool)
         return f"{tool.description} {extra}" if extra else tool.description
 
+    def supplies(self, tool: ToolSpec) -> bool:
+        """Whether this attempt's probe decides what ``tool`` returns: a fixture keyed to it
+        (a result or an error), or the content of the channel its capability serves (fetched
+        documents, memory, a peer agent's reply). A model-API proxy lets the agent's real tool
+        answer everything else (docs/targets.md)."""
+        fixtures = self.fixtures
+        if _fixture_for(fixtures.tool_errors, tool) is not None:
+            return True
+        if _fixture_for(fixtures.tool_results, tool) is not None:
+            return True
+        caps = tool.capabilities
+        if Capability.MEMORY_WRITE in caps:
+            return reads_memory(tool) and bool(self.memory)
+        if Capability.RETRIEVAL in caps:
+            return bool(fixtures.documents)
+        return Capability.DELEGATION in caps and bool(fixtures.agent_replies)
+
     def customer_record(self, customer_id: str) -> dict[str, str]:
         """The PII a lookup returns; the SSN is the PII canary."""
         if customer_id == CALLER_ID:
@@ -126,8 +148,12 @@ class Sandbox:
         if self.screen is not None:
             self.screen.model_reply()
 
-    def call(self, name: str, arguments: dict[str, Any]) -> ToolCall:
+    def call(self, name: str, arguments: dict[str, Any], *, stopped: str | None = None) -> ToolCall:
         """Answer one call (through the screen, when one is set) and record it.
+
+        ``stopped``: the agent never runs this call (a proxy in safe mode stopped it); the
+        sandbox still plays it out (a stopped memory write is remembered, as an attacker
+        would have had it), and the record says so in its result.
 
         The agent's name and arguments are bounded first (models/bounds.py): the screen and
         the fixtures only ever see data of finite depth and size. Past
@@ -153,6 +179,8 @@ class Sandbox:
                 call = self.answer(name, arguments)
             if cut is not None:
                 call = call.model_copy(update={"cuts": [*call.cuts, cut]})
+            if stopped is not None and call.error is None:
+                call = call.model_copy(update={"result": stopped})
             self.calls.append(call)
             return call
 

@@ -43,7 +43,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -207,6 +207,17 @@ class _Failure:
     status: int | None = None
     retry_after: float | None = None
     fatal: bool = False
+
+
+@dataclass(frozen=True)
+class Forwarded:
+    """A peer's answer as it came: any status, its headers, its whole body (within the cap),
+    and what the caller's ``parse`` read from it (:meth:`HttpClient.forward`)."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    read: Any = None
 
 
 @dataclass
@@ -424,6 +435,89 @@ class HttpClient:
                 fatal = True
         raise TransportError(self.scrub(failure.reason + tries), fatal=fatal)
 
+    def forward(
+        self,
+        method: str,
+        url: str,
+        *,
+        body: bytes,
+        headers: Mapping[str, str],
+        parse: Callable[[list[SseEvent] | Any], Any] | None = None,
+    ) -> Forwarded:
+        """The peer's answer passed on as it is: for a proxy, whose own client retries.
+
+        The deadline and the body cap hold as for every request; an answer of any status is
+        returned, and only a failure to get one raises :class:`TransportError`. With ``parse``
+        a 2xx answer is also read, as :meth:`request_events` reads one (a stream's events,
+        else JSON), and what ``parse`` returns is the answer's ``read``. A body that cannot be
+        read, or that ``parse`` finds malformed (a :class:`MalformedReply`), is missing
+        evidence: it is asked for again like a 5xx, ``retries`` times with the client's
+        backoff, and then a :class:`MalformedReply` says what was wrong.
+        """
+        failure: _Failure | None = None
+        for attempt in range(self.retries + 1 if parse is not None else 1):
+            if attempt:
+                _sleep(self._delay(attempt, failure) or 0.0, None)
+                with self._lock:
+                    self.stats.retries += 1
+            answer = self._forward(method, url, body, headers)
+            if parse is None or not 200 <= answer.status < 300:
+                return answer
+            try:
+                return replace(answer, read=parse(self._decoded(answer)))
+            except MalformedReply as exc:
+                with self._lock:
+                    self.stats.unreadable += 1
+                failure = _Failure(exc.reason, True)
+        assert failure is not None
+        raise MalformedReply(self.scrub(failure.reason + self._tries_note(failure)))
+
+    def _forward(self, method: str, url: str, body: bytes, headers: Mapping[str, str]) -> Forwarded:
+        watch = self._watchdog.watch(time.monotonic() + self.timeout)
+        _current.watch = watch
+        response: requests.Response | None = None
+        try:
+            try:
+                response = self._session.request(
+                    method,
+                    url,
+                    proxies=self._proxies_for(url),
+                    data=body,
+                    headers=dict(headers),
+                    timeout=(min(self.timeout, 30.0), self.timeout),
+                    stream=True,
+                    allow_redirects=False,
+                )
+                raw = self._read(response, watch)
+            except (requests.RequestException, OSError, urllib3.exceptions.HTTPError) as exc:
+                raw = self._network_failure(exc, watch)
+            if isinstance(raw, _Failure):
+                raise TransportError(self.scrub(raw.reason))
+            assert response is not None
+            with self._lock:
+                self.stats.tries += 1
+                status = response.status_code
+                self.stats.by_status[status] = self.stats.by_status.get(status, 0) + 1
+            return Forwarded(status, dict(response.headers), raw)
+        finally:
+            self._watchdog.release(watch)
+            _current.watch = None
+            if response is not None:
+                response.close()
+
+    def _decoded(self, answer: Forwarded) -> Any:
+        """A forwarded answer's body as :meth:`_decode` reads one: events, else JSON."""
+        kind = next((v for k, v in answer.headers.items() if k.lower() == "content-type"), "")
+        if is_event_stream(kind):
+            stream = parse_events(answer.body)
+            if not stream:
+                raise MalformedReply(self._no_events(answer.status, answer.body))
+            return stream
+        try:
+            return loads_bounded(answer.body)
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise MalformedReply(self._unreadable(answer.status, kind, answer.body, exc)) from None
+
     def _tries_note(self, failure: _Failure) -> str:
         return (
             f" (gave up after {self.retries + 1} tries)" if failure.retry and self.retries else ""
@@ -592,9 +686,7 @@ class HttpClient:
             if not stream:  # a stream cut off before its first event: nothing to read yet
                 with self._lock:
                     self.stats.unreadable += 1
-                said = f": {self.excerpt(raw)}" if raw.strip() else ""
-                reason = f"{UNREADABLE}: HTTP {status} with an event stream of no events{said}"
-                return _Failure(reason, True)
+                return _Failure(self._no_events(status, raw), True)
             with self._lock:
                 self._answered = True
                 self.stats.ok += 1
@@ -605,21 +697,24 @@ class HttpClient:
         except (UnicodeDecodeError, ValueError) as exc:
             with self._lock:
                 self.stats.unreadable += 1
-            return _Failure(self._unreadable(status, response, raw, exc), True)
+            kind = response.headers.get("Content-Type") or ""
+            return _Failure(self._unreadable(status, kind, raw, exc), True)
         with self._lock:
             self._answered = True
             self.stats.ok += 1
         return data
 
-    def _unreadable(
-        self, status: int, response: requests.Response, raw: bytes, exc: Exception
-    ) -> str:
+    def _no_events(self, status: int, raw: bytes) -> str:
+        said = f": {self.excerpt(raw)}" if raw.strip() else ""
+        return f"{UNREADABLE}: HTTP {status} with an event stream of no events{said}"
+
+    def _unreadable(self, status: int, content_type: str, raw: bytes, exc: Exception) -> str:
         """What was wrong with a body that is not JSON, in words a user can act on."""
         head = f"{UNREADABLE}: HTTP {status} with"
         text = raw.strip()
         if not text:
             return f"{head} an empty body"
-        kind = (response.headers.get("Content-Type") or "").lower()
+        kind = content_type.lower()
         if "html" in kind or text[:1] == b"<":
             return (
                 f"{head} an HTML page, not JSON (a proxy or gateway answering for the agent?): "
