@@ -8,7 +8,7 @@ hardened) or tests/servers/careful_openai.py (``CarefulChatAgent``): each reques
 chat messages, and the decision written back in the API it came in. The translation is written
 here from the APIs' documentation, independently of probegate's own reader
 (``probegate.transport.model_apis``), so a test through this server checks probegate's shapes
-against a second reading, and the official SDKs (tests/targets/test_model_proxy_sdks.py) check
+against a second reading, and the official SDKs (tests/targets/test_model_proxy.py) check
 this server.
 
 Credentials are checked the way each API does: ``Authorization: Bearer`` for OpenAI,

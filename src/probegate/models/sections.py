@@ -204,6 +204,7 @@ class ProxySummary(_Section):
     conversations: int  # conversations that registered with the proxy
     model_calls: int  # calls to the API's endpoint
     attributed: int  # ... that the proxy attributed to an attempt's conversation
+    attributed_by_words: int  # ... of those, by the waiting message's words (no mark came back)
     unattributed: int  # ... that it could not, forwarded untouched
     tool_calls: int  # tool calls the model asked for in attributed replies
     stopped: int  # of those, stopped in safe mode (never reached the agent)

@@ -104,6 +104,7 @@ class _Stats:
     conversations: int = 0
     model_calls: int = 0
     attributed: int = 0
+    attributed_by_words: int = 0
     unattributed: int = 0
     tool_calls: int = 0
     stopped: int = 0
@@ -348,7 +349,10 @@ class ModelProxy:
                 for c in self._live.values()
                 if c.waiting_for is not None and c.waiting_for.strip() in last_user
             ]
-        return waiting[0] if len(waiting) == 1 else None
+            if len(waiting) != 1:
+                return None
+            self._stats.attributed_by_words += 1
+            return waiting[0]
 
     # -- counting ------------------------------------------------------------------------
     def count(self, **counts: int) -> None:
@@ -372,6 +376,7 @@ class ModelProxy:
                 conversations=stats.conversations,
                 model_calls=stats.model_calls,
                 attributed=stats.attributed,
+                attributed_by_words=stats.attributed_by_words,
                 unattributed=stats.unattributed,
                 tool_calls=stats.tool_calls,
                 stopped=stats.stopped,
