@@ -1,0 +1,237 @@
+"""What the model-API proxy costs: added latency per model call, and attempts/s of a scan.
+
+1. Per model call. Sixteen threads send the same Chat Completions request (a system prompt,
+   eleven tools, a tool call and its result) to a model that answers in 50 ms, first directly,
+   then through the proxy, each call inside a conversation the proxy attributes (so it strips
+   the mark, plants the canaries, rewrites descriptions and results, forwards, reads the reply
+   and records its tool call). Printed: p50 and p99 of the latency each way, and the added p50
+   and p99.
+2. Per attempt. The same careful model (tests/servers/brain_model.py, 50 ms per reply) and the
+   same probes (every probe in the library, fast mode, ``--repeat 3``) at ``--concurrency 16``,
+   scanned two ways: ``openai`` (probegate runs the loop itself against the model: the direct
+   loop) and ``python + proxy`` (an agent built with the openai SDK and its own tools, its base
+   URL pointed at the proxy: tests/servers/own_tools.py). Each scan is a child process whose
+   attempts/s come from the report's own run time.
+
+Run: ``.venv/bin/python bench/bench_proxy.py`` (or ``make bench``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve()
+ROOT = HERE.parent.parent
+sys.path.insert(0, str(ROOT))
+
+import requests  # noqa: E402
+import yaml  # noqa: E402
+from tests.servers.brain_model import SECRETS, BrainModelServer, tool_config  # noqa: E402
+from tests.servers.model_apis import ModelApiServer  # noqa: E402
+from tests.servers.own_tools import FUNCTIONS, describe, schema  # noqa: E402
+
+from probegate.models.canaries import make_canaries  # noqa: E402
+from probegate.models.probe import Fixtures  # noqa: E402
+from probegate.targets.base import TargetSettings  # noqa: E402
+from probegate.targets.configured import tool_specs  # noqa: E402
+from probegate.targets.model_proxy import ModelProxy, ModelProxyConfig  # noqa: E402
+from probegate.targets.python_agent import PythonConfig  # noqa: E402
+from probegate.targets.sandbox import Sandbox  # noqa: E402
+from probegate.transport.usage import Usage  # noqa: E402
+
+PROBEGATE = Path(sys.executable).parent / "probegate"
+LATENCY = 0.05
+CONCURRENCY = 16
+CALLS_PER_THREAD = 25
+REPEAT = 3
+
+
+class _Echo:
+    """A model that always asks to look the customer up again (one tool call per reply)."""
+
+    def reply(self, messages: list[dict[str, Any]], tools: Any) -> tuple[Any, list[Any]]:
+        call = {"name": "lookup_customer", "arguments": json.dumps({"customer_id": "1001"})}
+        return None, [{"id": "call_1", "type": "function", "function": call}]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
+
+
+def request_body(text: str) -> dict[str, Any]:
+    tools = [
+        {
+            "type": "function",
+            "function": {"name": n, "description": describe(n), "parameters": schema(n)},
+        }
+        for n in FUNCTIONS
+    ]
+    call = {"name": "lookup_customer", "arguments": '{"customer_id": "1001"}'}
+    return {
+        "model": "bench",
+        "tools": tools,
+        "messages": [
+            {"role": "system", "content": "You are the Acme support agent."},
+            {"role": "user", "content": text},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "call_1", "type": "function", "function": call}],
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": '{"plan": "premium"}'},
+        ],
+    }
+
+
+def timed_calls(url: str, bodies: list[dict[str, Any]]) -> list[float]:
+    """Every thread sends its body CALLS_PER_THREAD times; the latency of each call, in ms."""
+    out: list[float] = []
+    lock = threading.Lock()
+
+    def worker(body: dict[str, Any]) -> None:
+        http = requests.Session()
+        http.post(url, json=body, timeout=30).raise_for_status()  # warm the connection
+        mine = []
+        for _ in range(CALLS_PER_THREAD):
+            start = time.perf_counter()
+            http.post(url, json=body, timeout=30).raise_for_status()
+            mine.append((time.perf_counter() - start) * 1000)
+        with lock:
+            out.extend(mine)
+
+    threads = [threading.Thread(target=worker, args=(body,)) for body in bodies]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return out
+
+
+def per_call() -> None:
+    with ModelApiServer(agent=_Echo(), latency=LATENCY) as model:
+        direct = timed_calls(
+            f"{model.base_url}/chat/completions", [request_body("hi")] * CONCURRENCY
+        )
+        port = free_port()
+        config = ModelProxyConfig(
+            api="openai-chat", listen=f"127.0.0.1:{port}", upstream=model.base_url
+        )
+        tools = tool_specs(PythonConfig.model_validate({"tools": tool_config()}))
+        proxy = ModelProxy(config, TargetSettings(concurrency=CONCURRENCY), tools, {})
+        try:
+            bodies = []
+            for i in range(CONCURRENCY):
+                sandbox = Sandbox(tools, Fixtures(), make_canaries(0, f"a#{i}"), attempt_id=str(i))
+                conversation = proxy.open(sandbox, Usage())
+                bodies.append(request_body(conversation.begin("Please look up my account.")))
+            through = timed_calls(f"http://127.0.0.1:{port}/v1/chat/completions", bodies)
+            summary = proxy.summary()
+        finally:
+            proxy.close()
+    assert summary is not None and summary.unattributed == 0
+    for name, values in (("direct", direct), ("through proxy", through)):
+        print(
+            f"{name:14} {len(values)} calls at concurrency {CONCURRENCY}, {LATENCY * 1000:.0f} ms "
+            f"model: p50 {percentile(values, 0.5):.1f} ms, p99 {percentile(values, 0.99):.1f} ms, "
+            f"mean {statistics.fmean(values):.1f} ms"
+        )
+    added = [percentile(through, q) - percentile(direct, q) for q in (0.5, 0.99)]
+    print(
+        f"proxy overhead per model call: p50 +{added[0]:.1f} ms, p99 +{added[1]:.1f} ms "
+        f"({summary.attributed} attributed, {summary.unattributed} unattributed)"
+    )
+
+
+def scan(directory: Path, target: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
+    config = directory / "probegate.yml"
+    config.write_text(yaml.safe_dump({"target": target}), encoding="utf-8")
+    args = [str(PROBEGATE), "scan", str(config), "--quiet", "--no-sign"]
+    args += ["--store", str(directory / "store"), "--output-dir", str(directory / "out")]
+    args += ["--concurrency", str(CONCURRENCY), "--repeat", str(REPEAT), "--timeout", "60"]
+    subprocess.run(args, check=False, env={**os.environ, **env})
+    report: dict[str, Any] = json.loads((directory / "out" / "scan.json").read_text("utf-8"))
+    return report
+
+
+def figures(name: str, report: dict[str, Any]) -> float:
+    attempts = report["coverage"]["attempts_completed"]
+    rate = attempts / report["duration_seconds"]
+    print(
+        f"{name:16} {attempts} attempts in {report['duration_seconds']:.1f} s = {rate:.1f} "
+        f"attempts/s; {report['coverage']['attempts_unjudged']} unjudged; "
+        f"{len(report['findings'])} findings"
+    )
+    return rate
+
+
+def per_attempt() -> None:
+    with tempfile.TemporaryDirectory() as tmp, BrainModelServer(latency=LATENCY) as brain:
+        root = Path(tmp)
+        (root / "openai").mkdir()
+        prompt = root / "openai" / "prompt.txt"
+        prompt.write_text("You are the Acme support agent.\n", encoding="utf-8")
+        direct = scan(
+            root / "openai",
+            {
+                "kind": "openai",
+                "endpoint": brain.endpoint(careful=True),
+                "model": "brain",
+                "system_prompt": str(prompt),
+                "max_turns": 32,
+                "tools": tool_config(),
+            },
+            {"OPENAI_API_KEY": "bench"},
+        )
+        base_rate = figures("openai (direct)", direct)
+        (root / "proxy").mkdir()
+        port = free_port()
+        through = scan(
+            root / "proxy",
+            {
+                "kind": "python",
+                "python": "tests.servers.own_tools:ChatAgent",
+                "model_proxy": {
+                    "api": "openai-chat",
+                    "listen": f"127.0.0.1:{port}",
+                    "upstream": brain.root(careful=True),
+                },
+                "canaries": list(SECRETS),
+                "tools": tool_config(),
+            },
+            {"OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1", "PYTHONPATH": str(ROOT)},
+        )
+        proxy_rate = figures("python + proxy", through)
+    proxy = through.get("proxy") or {}
+    print(
+        f"proxy: {proxy.get('model_calls', 0)} model calls, {proxy.get('unattributed', 0)} "
+        f"unattributed, {proxy.get('stopped', 0)} stopped; python + proxy / openai: "
+        f"{proxy_rate / base_rate:.0%} of the direct loop's attempts/s"
+    )
+    if proxy.get("unattributed", 1) or not proxy.get("model_calls"):
+        sys.exit(1)
+
+
+def main() -> None:
+    per_call()
+    per_attempt()
+
+
+if __name__ == "__main__":
+    main()
