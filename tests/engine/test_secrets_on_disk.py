@@ -39,6 +39,7 @@ CANARY = "ACME-ROOT-PASSWORD-7731"
 ENV_CANARY = "envsecret-Z9Y8X7W6V5"
 SIGNING_SECRET = "signing-secret-5d41402abc4b2a76b9719d911017c592"
 JUDGE_KEY = "judgekey-0f9e8d7c6b5a4f3e2d1c"
+ANTHROPIC_KEY = "sk-ant-judge-7c6b5a4f3e2d1c0f9e8d"
 
 SECRETS = {
     "API key": API_KEY,
@@ -48,6 +49,7 @@ SECRETS = {
     "declared canary from the environment": ENV_CANARY,
     "signing secret": SIGNING_SECRET,
     "judge key": JUDGE_KEY,
+    "anthropic judge key": ANTHROPIC_KEY,
     "card number": CARD,
     "email address": EMAIL,
 }
@@ -57,6 +59,7 @@ ENV = {
     "ENV_CANARY": ENV_CANARY,
     "PROBEGATE_SIGNING_SECRET": SIGNING_SECRET,
     "PROBEGATE_JUDGE_API_KEY": JUDGE_KEY,
+    "ANTHROPIC_API_KEY": ANTHROPIC_KEY,
 }
 FORMATS = "json,sarif,junit,md,html,pdf"
 

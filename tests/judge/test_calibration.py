@@ -18,7 +18,7 @@ import pytest
 from probegate.cli import main
 from probegate.errors import UsageError
 from probegate.judge.calibration import calibration_set, require_calibrated
-from probegate.judge.llm import ENV_API_KEY, ENV_BASE_URL, JUDGE_APIS, ModelJudge, OpenAIJudge
+from probegate.judge.llm import ENV_API_KEY, ENV_BASE_URL, JUDGE_APIS, ModelJudge
 from probegate.library.oracles.judge import JudgeOracle
 from probegate.models.transcript import resolve_path
 from tests.judge.fake_judge import USAGE, CalibratedModel, calibrated, fake_judge, verdict
@@ -28,8 +28,8 @@ from tests.servers.model_apis import ModelApiServer
 JUDGE_PROBES = ("asi01.summary-slant-defamation.v1", "asi09.soc2-compliance-assurance.v1")
 
 
-def _judge(base_url: str, cache: Path | None) -> OpenAIJudge:
-    return OpenAIJudge(
+def _judge(base_url: str, cache: Path | None) -> ModelJudge:
+    return ModelJudge(
         "judge-model", base_url=base_url, api_key="k", timeout=2.0, retries=0, cache_dir=cache
     )
 

@@ -27,7 +27,6 @@ from probegate.judge.llm import (
     RUBRIC_PROMPT,
     JudgeFailure,
     ModelJudge,
-    OpenAIJudge,
     StubJudge,
     build_judge,
     parse_verdict,
@@ -55,8 +54,8 @@ T = transcript(
 )
 
 
-def _judge(base_url: str, timeout: float = 2.0, retries: int = 1) -> OpenAIJudge:
-    return OpenAIJudge(
+def _judge(base_url: str, timeout: float = 2.0, retries: int = 1) -> ModelJudge:
+    return ModelJudge(
         "judge-model", base_url=base_url, api_key="test-key", timeout=timeout, retries=retries
     )
 
@@ -234,14 +233,14 @@ def test_build_openai_judge_needs_a_key(no_keys: pytest.MonkeyPatch) -> None:
 def test_build_openai_judge_reads_key_and_base_url_from_env(no_keys: pytest.MonkeyPatch) -> None:
     no_keys.setenv(ENV_FALLBACK_API_KEY, "fallback")
     judge = build_judge("openai:gpt-4o-mini", timeout=10)
-    assert isinstance(judge, OpenAIJudge)
+    assert isinstance(judge, ModelJudge)
     assert judge.url == OPENAI_BASE_URL + "/chat/completions"
     assert judge.model == "gpt-4o-mini"
     assert "fallback" not in repr(judge)
     no_keys.setenv(ENV_API_KEY, "preferred")
     no_keys.setenv(ENV_BASE_URL, "http://127.0.0.1:9/v1/")
     judge = build_judge("openai:m", timeout=3)
-    assert isinstance(judge, OpenAIJudge)
+    assert isinstance(judge, ModelJudge)
     assert judge.url == "http://127.0.0.1:9/v1/chat/completions"
     assert judge._api_key == "preferred"
     assert judge.timeout == 3
@@ -438,7 +437,7 @@ def test_judge_calls_count_against_the_scan_budget() -> None:
     reply: Reply = (200, json.dumps(body).encode(), {"Content-Type": "application/json"})
     limiter = RequestLimiter(max_requests=1)
     with fake_judge(reply, reply) as fake:
-        judge = OpenAIJudge(
+        judge = ModelJudge(
             "judge-model",
             base_url=fake.base_url,
             api_key="k",
@@ -508,8 +507,8 @@ def test_a_reply_that_is_not_a_completion_is_retried_like_a_5xx() -> None:
 
 
 # -- the cache --------------------------------------------------------------------------------
-def _cached_judge(base_url: str, cache: Path, **kw: object) -> OpenAIJudge:
-    return OpenAIJudge(
+def _cached_judge(base_url: str, cache: Path, **kw: object) -> ModelJudge:
+    return ModelJudge(
         "judge-model",
         base_url=base_url,
         api_key="k",
@@ -562,7 +561,7 @@ def test_the_cache_is_bounded(tmp_path: Path) -> None:
 def test_judge_calls_are_counted_and_priced() -> None:
     prices = {"judge-model": {"input_per_1k": 0.01, "output_per_1k": 0.02}}
     with fake_judge(verdict("resisted")) as fake:
-        judge = OpenAIJudge(
+        judge = ModelJudge(
             "judge-model", base_url=fake.base_url, api_key="k", timeout=2.0, prices=prices
         )
         judge(ORACLE, T, context(PROBE))

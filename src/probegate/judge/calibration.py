@@ -29,7 +29,7 @@ from probegate.files import read_bytes, read_yaml
 from probegate.judge.llm import (
     RUBRIC_PROMPT,
     JudgeFailure,
-    OpenAIJudge,
+    ModelJudge,
     judge_messages,
     verdict_result,
     verdict_schema,
@@ -126,7 +126,7 @@ def calibration_digest() -> str:
     return hashlib.sha256(canonical_bytes(parts)).hexdigest()[:32]
 
 
-def _check(judge: OpenAIJudge, case: CalibrationCase) -> str:
+def _check(judge: ModelJudge, case: CalibrationCase) -> str:
     """ "" when the judge gave the case its verdict, else what it did instead."""
     messages = judge_messages(case.oracle, case.transcript, case.context)
     try:
@@ -142,7 +142,7 @@ def _check(judge: OpenAIJudge, case: CalibrationCase) -> str:
     return "" if got == case.verdict else f"{case.id}: expected {case.verdict}, answered {got}"
 
 
-def calibrate(judge: OpenAIJudge, *, concurrency: int = 4) -> list[str]:
+def calibrate(judge: ModelJudge, *, concurrency: int = 4) -> list[str]:
     """Judge every case; what the judge got wrong, one line per case (empty: it passed)."""
     cases = calibration_set()
     with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(cases)))) as pool:
@@ -150,7 +150,7 @@ def calibrate(judge: OpenAIJudge, *, concurrency: int = 4) -> list[str]:
     return [line for line in outcomes if line]
 
 
-def require_calibrated(judge: OpenAIJudge, *, concurrency: int = 4) -> None:
+def require_calibrated(judge: ModelJudge, *, concurrency: int = 4) -> None:
     """Use ``judge`` only once it passed the calibration set; a :class:`UsageError` (exit 2)
     naming every case it got wrong otherwise. A pass is kept in the judge's cache."""
     digest = calibration_digest()

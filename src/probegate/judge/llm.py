@@ -499,10 +499,6 @@ class ModelJudge:
         return answer.text
 
 
-# The judge's old name (the scan checks its prices by it).
-OpenAIJudge = ModelJudge
-
-
 def _history(api: ModelApi, messages: list[dict[str, str]]) -> list[Any]:
     """The case, and after an answer that did not validate that answer and the request to fix
     it, in ``api``'s own history items."""

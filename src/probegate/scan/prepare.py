@@ -21,7 +21,14 @@ from probegate.config import ScanConfig
 from probegate.errors import UsageError
 from probegate.files import check_writable_dir
 from probegate.judge.calibration import require_calibrated
-from probegate.judge.llm import ENV_API_KEY, ENV_FALLBACK_API_KEY, Judge, OpenAIJudge, build_judge
+from probegate.judge.llm import (
+    ENV_ANTHROPIC_API_KEY,
+    ENV_API_KEY,
+    ENV_FALLBACK_API_KEY,
+    Judge,
+    ModelJudge,
+    build_judge,
+)
 from probegate.library.loader import extend_library, load_library
 from probegate.library.probe import Probe
 from probegate.models.report import ScanReport
@@ -118,7 +125,7 @@ def prepare_scan(config: ScanConfig) -> Iterator[Prepared]:
     try:
         if config.budget_usd is not None and not config.allow_unpriced:
             _refuse_unpriced(config, llm_judge)
-        if isinstance(llm_judge, OpenAIJudge) and not config.dry_run:
+        if isinstance(llm_judge, ModelJudge) and not config.dry_run:
             # A judge is used only once it passed the calibration set (exit 2 otherwise).
             require_calibrated(llm_judge, concurrency=config.concurrency)
         signing = (None, None) if config.dry_run else _signing_material(config)
@@ -171,6 +178,7 @@ def scan_secrets(config: ScanConfig) -> dict[str, str]:
         ("SIGNING_SECRET", SECRET_ENV),
         ("JUDGE_API_KEY", ENV_API_KEY),
         ("OPENAI_API_KEY", ENV_FALLBACK_API_KEY),
+        ("ANTHROPIC_API_KEY", ENV_ANTHROPIC_API_KEY),
     ):
         value = os.environ.get(variable)
         if value and value not in out.values():
@@ -184,7 +192,7 @@ def _refuse_unpriced(config: ScanConfig, judge: Judge | None) -> None:
     unpriced: list[str] = []
     if spec_of(agent).endpoint and price_table(agent.prices, agent.model) is None:
         unpriced.append(f"the target's model {agent.model or '(none)'!r}")
-    if isinstance(judge, OpenAIJudge) and price_table(judge.prices, judge.model) is None:
+    if isinstance(judge, ModelJudge) and price_table(judge.prices, judge.model) is None:
         unpriced.append(f"the judge's model {judge.model!r}")
     if unpriced:
         raise UsageError(
