@@ -15,6 +15,7 @@ import pytest
 from probegate.transport.http import HttpClient, parse_retry_after
 from probegate.transport.limiter import BudgetExhausted, RequestLimiter
 from probegate.transport.usage import MalformedReply, TransportError, Usage
+from tests.servers.base import Handler, LoopbackServer
 from tests.servers.faults import FaultServer
 
 KEY = "sk-test-SUPERSECRET-0123456789"
@@ -240,6 +241,40 @@ def test_a_host_that_does_not_resolve_says_dns() -> None:
         client.close()
     assert "cannot resolve host no-such-host.invalid (DNS lookup failed)" in str(info.value)
     assert info.value.fatal  # it never answered: the scan stops at once instead of retrying
+
+
+class _Closing(Handler):
+    """Answers the first request of each connection; on the next one it reads the request and
+    closes the connection without a reply, as a server does when its idle timeout strikes just
+    as a pooled keep-alive connection is used again."""
+
+    def do_POST(self) -> None:
+        self.owner.count()
+        self.read_json()
+        served = getattr(self, "served", 0)
+        self.served = served + 1
+        if served:
+            self.close_connection = True
+            return
+        self.send_json(200, {"ok": True})
+
+
+class ClosingServer(LoopbackServer):
+    handler = _Closing
+
+
+def test_forward_tries_again_when_a_pooled_connection_had_been_closed() -> None:
+    """The model-API proxy's upstream may close a keep-alive connection the moment it is used
+    again: the agent's model call must not fail for it (no reply came, so nothing was done)."""
+    client = HttpClient(timeout=5, retries=0)
+    with ClosingServer() as server:
+        answers = [
+            client.forward("POST", server.url + "/v1/x", body=b"{}", headers={}) for _ in range(3)
+        ]
+    client.close()
+    assert [a.status for a in answers] == [200, 200, 200]
+    assert server.requests == 5  # two requests reached a connection that closed unanswered
+    assert answers[0].body == b'{"ok": true}'
 
 
 def _read_ok(data: object) -> str:

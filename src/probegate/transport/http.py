@@ -209,6 +209,10 @@ class _Failure:
     fatal: bool = False
 
 
+class _Dropped(TransportError):
+    """The connection dropped before any reply (``forward`` tries once more)."""
+
+
 @dataclass(frozen=True)
 class Forwarded:
     """A peer's answer as it came: any status, its headers, its whole body (within the cap),
@@ -452,7 +456,9 @@ class HttpClient:
         else JSON), and what ``parse`` returns is the answer's ``read``. A body that cannot be
         read, or that ``parse`` finds malformed (a :class:`MalformedReply`), is missing
         evidence: it is asked for again like a 5xx, ``retries`` times with the client's
-        backoff, and then a :class:`MalformedReply` says what was wrong.
+        backoff, and then a :class:`MalformedReply` says what was wrong. Apart from that, one
+        more try is made only when the connection dropped before any reply: a pooled
+        keep-alive connection the peer had closed meanwhile, which no request reached.
         """
         failure: _Failure | None = None
         for attempt in range(self.retries + 1 if parse is not None else 1):
@@ -460,7 +466,10 @@ class HttpClient:
                 _sleep(self._delay(attempt, failure) or 0.0, None)
                 with self._lock:
                     self.stats.retries += 1
-            answer = self._forward(method, url, body, headers)
+            try:
+                answer = self._forward(method, url, body, headers)
+            except _Dropped:
+                answer = self._forward(method, url, body, headers)
             if parse is None or not 200 <= answer.status < 300:
                 return answer
             try:
@@ -491,6 +500,11 @@ class HttpClient:
                 raw = self._read(response, watch)
             except (requests.RequestException, OSError, urllib3.exceptions.HTTPError) as exc:
                 raw = self._network_failure(exc, watch)
+                dropped = isinstance(exc, requests.exceptions.ConnectionError) and not isinstance(
+                    exc, requests.exceptions.ConnectTimeout
+                )
+                if dropped and response is None:
+                    raise _Dropped(self.scrub(raw.reason)) from None
             if isinstance(raw, _Failure):
                 raise TransportError(self.scrub(raw.reason))
             assert response is not None
