@@ -1,11 +1,12 @@
 """What the model-API proxy costs: added latency per model call, and attempts/s of a scan.
 
 1. Per model call. Sixteen threads send the same Chat Completions request (a system prompt,
-   eleven tools, a tool call and its result) to a model that answers in 50 ms, first directly,
-   then through the proxy, each call inside a conversation the proxy attributes (so it strips
-   the mark, plants the canaries, rewrites descriptions and results, forwards, reads the reply
-   and records its tool call). Printed: p50 and p99 of the latency each way, and the added p50
-   and p99.
+   eleven tools, a tool call and its result) to a model that answers in 50 ms, directly and
+   through the proxy, each call inside a conversation the proxy attributes (so it strips the
+   mark, plants the canaries, rewrites descriptions and results, forwards, reads the reply and
+   records its tool call). The two alternate over several rounds, so a load that comes and goes
+   on a shared machine falls on both. Printed: p50 and p99 of the latency each way, and the
+   added p50 and p99.
 2. Per attempt. The same careful model (tests/servers/brain_model.py, 50 ms per reply) and the
    same probes (every probe in the library, fast mode, ``--repeat 3``) at ``--concurrency 16``,
    scanned two ways: ``openai`` (probegate runs the loop itself against the model: the direct
@@ -53,6 +54,7 @@ PROBEGATE = Path(sys.executable).parent / "probegate"
 LATENCY = 0.05
 CONCURRENCY = 16
 CALLS_PER_THREAD = 25
+ROUNDS = 3
 REPEAT = 3
 
 
@@ -126,9 +128,8 @@ def timed_calls(url: str, bodies: list[dict[str, Any]]) -> list[float]:
 
 def per_call() -> None:
     with ModelApiServer(agent=_Echo(), latency=LATENCY) as model:
-        direct = timed_calls(
-            f"{model.base_url}/chat/completions", [request_body("hi")] * CONCURRENCY
-        )
+        direct: list[float] = []
+        through: list[float] = []
         port = free_port()
         config = ModelProxyConfig(
             api="openai-chat", listen=f"127.0.0.1:{port}", upstream=model.base_url
@@ -141,7 +142,10 @@ def per_call() -> None:
                 sandbox = Sandbox(tools, Fixtures(), make_canaries(0, f"a#{i}"), attempt_id=str(i))
                 conversation = proxy.open(sandbox, Usage())
                 bodies.append(request_body(conversation.begin("Please look up my account.")))
-            through = timed_calls(f"http://127.0.0.1:{port}/v1/chat/completions", bodies)
+            for _ in range(ROUNDS):
+                plain = [request_body("Please look up my account.")] * CONCURRENCY
+                direct += timed_calls(f"{model.base_url}/chat/completions", plain)
+                through += timed_calls(f"http://127.0.0.1:{port}/v1/chat/completions", bodies)
             summary = proxy.summary()
         finally:
             proxy.close()
@@ -154,7 +158,7 @@ def per_call() -> None:
         )
     added = [percentile(through, q) - percentile(direct, q) for q in (0.5, 0.99)]
     print(
-        f"proxy overhead per model call: p50 +{added[0]:.1f} ms, p99 +{added[1]:.1f} ms "
+        f"proxy overhead per model call: p50 {added[0]:+.1f} ms, p99 {added[1]:+.1f} ms "
         f"({summary.attributed} attributed, {summary.unattributed} unattributed)"
     )
 
