@@ -31,10 +31,16 @@ def _outside_github_actions() -> Iterator[None]:
     ``GITHUB_WORKFLOW_REF`` (probegate.workspace); in CI the runner sets both for probegate's
     own checkout, which is not the repository a test scans. Tests that play a GitHub job set
     them explicitly.
+
+    Nor does git's own environment leak in: run from a git hook or ``git rebase --exec``,
+    ``GIT_DIR`` names probegate's repository, and a test's ``git init TMP`` would re-initialise
+    that repository as a bare one instead of creating TMP's.
     """
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("GITHUB_WORKSPACE", raising=False)
         patch.delenv("GITHUB_WORKFLOW_REF", raising=False)
+        for name in [n for n in os.environ if n.startswith("GIT_") and n != "GIT_SSL_CAINFO"]:
+            patch.delenv(name)
         yield
 
 
