@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 from probegate.engine.assemble import ScanMeta, Tally, summarise
 from probegate.errors import UsageError
-from probegate.models.report import Budget, JudgeUsage, ScanReport
+from probegate.models.report import Budget, JudgeUsage, ScanReport, UnjudgedAttempt
 from probegate.models.sections import GuardSummary, McpSummary, ProxySummary
 from probegate.models.shard import Shard, parse_shard
 from probegate.models.stored import load_report
@@ -123,47 +124,79 @@ def merge_reports(
     """The report of the whole scan from its shards' reports (``(source, report)`` pairs).
 
     ``library_probe_ids``: the probes of the full library; the merged scan counts as having
-    selected everything (an authority condition) only when it covers all of them.
+    selected everything (an authority condition) only when it covers all of them. Scores are
+    recomputed from the shards' evidence (``summarise``), never averaged.
     """
     check_shards(reports)
     shards = [r for _, r in sorted(reports, key=lambda item: _shard_of(item[1], item[0]).number)]
     first = shards[0]
     results = [r for s in shards for r in s.results]
-    findings = [f for s in shards for f in s.findings]
     unjudged = [u for s in shards for u in s.unjudged]
-    cut_mid = sum(1 for u in unjudged if u.reason.startswith("cut short"))
+    tally = _tally(shards, unjudged)
+    covered = {r.probe_id for r in results}
+    selected = sum(int(s.coverage.get("probes_selected", 0)) for s in shards)
+    applicable = sum(int(s.coverage.get("probes_applicable", 0)) for s in shards)
+    merged = summarise(
+        results,
+        [f for s in shards for f in s.findings],
+        unjudged,
+        tally,
+        _meta(shards, tally, library_probe_ids is not None and library_probe_ids <= covered),
+        probes_selected=selected,
+        probes_not_applicable=selected - applicable,
+    )
+    return merged.model_copy(update={"package_version": first.package_version, **_sections(shards)})
+
+
+def _sections(shards: list[ScanReport]) -> dict[str, Any]:
+    """What the shards' reports add beside their results: suppressions, and the sections a
+    target kind writes (a guard's, the MCP server's, the model proxy's), each merged."""
+    return {
+        "stale_suppressions": sorted({x for s in shards for x in s.stale_suppressions}),
+        "expired_suppressions": sorted({x for s in shards for x in s.expired_suppressions}),
+        "guard": GuardSummary.merged([s.guard for s in shards if s.guard is not None]),
+        "mcp": McpSummary.merged([s.mcp for s in shards if s.mcp is not None]),
+        "proxy": ProxySummary.merged([s.proxy for s in shards if s.proxy is not None]),
+    }
+
+
+def _tally(shards: list[ScanReport], unjudged: list[UnjudgedAttempt]) -> Tally:
+    """The shards' counts added up: turns, attacker agents, spend, controls."""
     parts = [s.completeness for s in shards if s.completeness is not None]
-    completed = sum(c.turns_used for c in parts)
-    planned = sum(c.turns_planned for c in parts)
-    tally = Tally(
-        completed=completed,
-        cut_mid_attempt=cut_mid,
+    controls = [s.controls for s in shards if s.controls is not None]
+    return Tally(
+        completed=sum(c.turns_used for c in parts),
+        cut_mid_attempt=sum(1 for u in unjudged if u.reason.startswith("cut short")),
         agents_planned=sum(c.agents_planned for c in parts),
         agents_cut_short=sum(c.agents_cut_short for c in parts),
         cost_usd=sum(s.cost_usd for s in shards),
         tokens=sum(s.tokens_total for s in shards),
         evaluation_mode=_evaluation_mode(shards),
-        controls_run=sum(s.controls.run for s in shards if s.controls),
-        same_without_attack=sum(s.controls.same_without_attack for s in shards if s.controls),
-        controls_unjudged=sum(s.controls.unjudged for s in shards if s.controls),
-        stood_without_control=sum(s.controls.stood_without_control for s in shards if s.controls),
-        control_reruns=sum(s.controls.reruns for s in shards if s.controls),
-        controls_failed=sum(s.controls.failed for s in shards if s.controls),
-        attempts_failed=sum(s.controls.attempts_failed for s in shards if s.controls),
+        controls_run=sum(c.run for c in controls),
+        same_without_attack=sum(c.same_without_attack for c in controls),
+        controls_unjudged=sum(c.unjudged for c in controls),
+        stood_without_control=sum(c.stood_without_control for c in controls),
+        control_reruns=sum(c.reruns for c in controls),
+        controls_failed=sum(c.failed for c in controls),
+        attempts_failed=sum(c.attempts_failed for c in controls),
     )
-    covered = {r.probe_id for r in results}
-    selected_all = library_probe_ids is not None and library_probe_ids <= covered
-    stopped = min((s.stopped_reason for s in shards), key=_STOP_ORDER.index)
+
+
+def _meta(shards: list[ScanReport], tally: Tally, selected_all: bool) -> ScanMeta:
+    """What the merged report says about the scan: one id for the set of shards, the first
+    shard's settings, the longest duration, the earliest stop."""
+    first = shards[0]
+    planned = sum(c.turns_planned for s in shards if (c := s.completeness) is not None)
     digest = hashlib.sha256(b"merge:" + "|".join(sorted(s.scan_id for s in shards)).encode())
-    meta = ScanMeta(
+    return ScanMeta(
         scan_id="pg-" + digest.hexdigest()[:12],
         created_at=min(s.created_at for s in shards),
         mode=first.mode,
         seed=first.seed,
         duration_seconds=max(s.duration_seconds for s in shards),
-        stopped_reason=stopped,
+        stopped_reason=min((s.stopped_reason for s in shards), key=_STOP_ORDER.index),
         planned=planned,
-        cut_short=planned - completed,
+        cut_short=planned - tally.completed,
         library_version=first.probe_library_version,
         target=first.target,
         engine=first.engine,
@@ -174,27 +207,6 @@ def merge_reports(
         # A shard without controls leaves the merged scan unchecked too.
         controls=all(s.controls is not None and s.controls.enabled for s in shards),
         judge=_judge(shards),
-    )
-    selected = sum(int(s.coverage.get("probes_selected", 0)) for s in shards)
-    applicable = sum(int(s.coverage.get("probes_applicable", 0)) for s in shards)
-    merged = summarise(
-        results,
-        findings,
-        unjudged,
-        tally,
-        meta,
-        probes_selected=selected,
-        probes_not_applicable=selected - applicable,
-    )
-    return merged.model_copy(
-        update={
-            "package_version": first.package_version,
-            "stale_suppressions": sorted({x for s in shards for x in s.stale_suppressions}),
-            "expired_suppressions": sorted({x for s in shards for x in s.expired_suppressions}),
-            "guard": GuardSummary.merged([s.guard for s in shards if s.guard is not None]),
-            "mcp": McpSummary.merged([s.mcp for s in shards if s.mcp is not None]),
-            "proxy": ProxySummary.merged([s.proxy for s in shards if s.proxy is not None]),
-        }
     )
 
 
