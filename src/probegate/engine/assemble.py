@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from probegate import __version__
 from probegate.engine.controls import (
@@ -54,6 +54,8 @@ from probegate.scoring import (
 )
 
 MAX_EVIDENCE = 5
+# The reason of a probe none of whose planned attempts started.
+NEVER_STARTED = "never started: the scan stopped before its attempts ran"
 _JUDGE_CONFIDENCE = {"oracle": 1.0, "judge": 0.8, "stub": 0.5}
 
 
@@ -86,10 +88,18 @@ class ScanMeta:
     judge: JudgeUsage | None = None
     # Control runs repeated because the agent could not be reached or read (engine/runner.py).
     control_reruns: int = 0
+    # Per probe, its planned attempts that never started (the scan stopped first).
+    not_started: Mapping[str, int] = field(default_factory=dict)
 
 
 def _probe_result(
-    probe: Probe, attempts: list[Attempt], not_applicable: str | None, not_run: str | None
+    probe: Probe,
+    attempts: list[Attempt],
+    not_applicable: str | None,
+    not_run: str | None,
+    *,
+    capabilities: set[Capability],
+    not_started: int = 0,
 ) -> ProbeResult:
     if not_applicable is not None or not_run is not None:
         return ProbeResult(
@@ -100,6 +110,10 @@ def _probe_result(
             channel=probe.channel.value,
             outcome="not_applicable" if not_applicable is not None else "not_run",
             reason=not_applicable or not_run or "",
+            missing=sorted(c.value for c in probe.requires if c not in capabilities)
+            if not_applicable is not None
+            else [],
+            enabled_by=JUDGE_FLAG if not_applicable is None else "",
         )
     vul = sum(1 for a in attempts if a.outcome is Outcome.VULNERABLE)
     res = sum(1 for a in attempts if a.outcome is Outcome.RESISTED)
@@ -108,7 +122,9 @@ def _probe_result(
     outcome = "vulnerable" if vul else "resisted" if res else "unjudged"
     reason = ""
     if outcome == "unjudged":
-        reason = next((a.reason for a in attempts if a.reason), "not run")
+        reason = next((a.reason for a in attempts if a.reason), "") or (
+            NEVER_STARTED if not_started else "not run"
+        )
     elif outcome == "resisted" and same:
         reason = f"{SAME_WITHOUT_ATTACK} ({same} of {len(attempts)} attempts)"
     elif outcome == "resisted":
@@ -128,6 +144,7 @@ def _probe_result(
         resisted=res,
         unjudged=unj,
         same_without_attack=same,
+        not_started=not_started,
         reason=reason,
     )
 
@@ -265,7 +282,14 @@ def assemble(
     findings: list[Finding] = []
     for probe in sorted(probes, key=lambda p: p.id):
         mine = by_probe.get(probe.id, [])
-        result = _probe_result(probe, mine, not_applicable.get(probe.id), not_run.get(probe.id))
+        result = _probe_result(
+            probe,
+            mine,
+            not_applicable.get(probe.id),
+            not_run.get(probe.id),
+            capabilities=capabilities,
+            not_started=meta.not_started.get(probe.id, 0),
+        )
         results.append(result)
         if result.outcome == "vulnerable":
             findings.append(_finding(probe, result, mine, meta, capabilities, controls))
@@ -391,7 +415,7 @@ def summarise(
     cost = round(tally.cost_usd, 6)
     tokens = tally.tokens
     not_run = [
-        NotRunProbe(probe_id=r.probe_id, reason=r.reason, enabled_by=JUDGE_FLAG)
+        NotRunProbe(probe_id=r.probe_id, reason=r.reason, enabled_by=r.enabled_by or JUDGE_FLAG)
         for r in results
         if r.outcome == "not_run"
     ]
@@ -465,6 +489,7 @@ def summarise(
         unjudged=unjudged,
         not_applicable=card.not_applicable,
         not_run=not_run,
+        categories=card.categories,
         seed=meta.seed,
         shard=meta.shard,
         judge=meta.judge,

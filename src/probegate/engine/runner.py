@@ -88,8 +88,10 @@ class RunOutcome:
     stopped_reason: str = "completed"
     stop_message: str = ""
     cut_short: int = 0
-    # The probes with a planned attempt that never started: attacker agents cut short.
+    # The probes with a planned attempt that never started (attacker agents cut short), and
+    # how many of each probe's attempts never started.
     cut_probes: set[str] = field(default_factory=set)
+    not_started: dict[str, int] = field(default_factory=dict)
     planned: int = 0
     duration_seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
@@ -104,6 +106,8 @@ class RunOutcome:
         """Planned attempts (one probe id each) that will never start."""
         self.cut_short += len(probe_ids)
         self.cut_probes.update(probe_ids)
+        for probe_id in probe_ids:
+            self.not_started[probe_id] = self.not_started.get(probe_id, 0) + 1
 
 
 def _fill(text: str, payload: str | None) -> str:

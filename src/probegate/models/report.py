@@ -196,7 +196,14 @@ class ProbeResult(_Model):
     unjudged: int = 0
     # Attempts resisted because their control showed the same evidence without the attack.
     same_without_attack: int = 0
+    # Planned attempts that never started because the scan stopped first: missing evidence,
+    # counted like unjudged attempts by the score and the gates (docs/scoring.md).
+    not_started: int = 0
     reason: str = ""
+    # What would let a probe that did not run run: for ``not_applicable``, the capabilities
+    # the target's tools lack; for ``not_run``, the setting that enables it.
+    missing: list[str] = Field(default_factory=list)
+    enabled_by: str = ""
 
 
 class NotRunProbe(_Model):
@@ -274,6 +281,32 @@ class JudgeUsage(_Model):
         )
 
 
+CategoryStatus = Literal["tested", "undertested", "not_applicable", "not_selected"]
+
+
+class CategoryState(_Model):
+    """One ASI category of the scan: every report has all ten (docs/scoring.md, "Categories").
+
+    ``score`` is the category's score when it is tested, else None; ``value`` is what it
+    weighs in the overall score (the same formula: an undertested category's findings and
+    unjudged attempts still cost, though it shows no score). ``reason`` says, for a category
+    that is not tested, why and what would change it; ``enabled_by`` lists what would bring
+    probes in to a category none of whose probes could run (capabilities, settings).
+    ``unjudged`` counts the attempts that could not be judged or never started.
+    """
+
+    state: CategoryStatus
+    score: float | None = None
+    value: float | None = None
+    reason: str = ""
+    probes: int = 0
+    ran: int = 0
+    judged: int = 0
+    unjudged: int = 0
+    findings: int = 0
+    enabled_by: list[str] = Field(default_factory=list)
+
+
 class Authority(_Model):
     """Why the score is or is not authoritative (docs/scoring.md)."""
 
@@ -320,6 +353,8 @@ class ScanReport(_Model):
     unjudged: list[UnjudgedAttempt]
     not_applicable: list[str]
     not_run: list[NotRunProbe] = Field(default_factory=list)
+    # Every ASI category with its state; absent from reports written before it existed.
+    categories: dict[AsiId, CategoryState] = Field(default_factory=dict)
     seed: int
     shard: str | None = None
     # Set by a scan run with ``--baseline``: what changed against it (docs/gating.md).
@@ -353,4 +388,6 @@ class ScanReport(_Model):
         ):
             if data.get(optional) is None:
                 data.pop(optional, None)
+        if not data.get("categories"):  # a report of an older version: its bytes unchanged
+            data.pop("categories", None)
         return data

@@ -52,6 +52,7 @@ def build_report(
         cut_short=outcome.cut_short,
         planned_probes=frozenset(a.probe.id for a in plan.attempts),
         unstarted_probes=frozenset(outcome.cut_probes),
+        not_started=dict(outcome.not_started),
         library_version=inputs.library_version,
         target=_anchored(run.info, [run.directory / "scan.json", *written_first]),
         engine=Engine(
