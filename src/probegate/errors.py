@@ -59,8 +59,9 @@ EXIT_CODES: tuple[ExitMeaning, ...] = (
     ExitMeaning(
         ExitCode.UNDECIDED,
         "the gate could not be decided",
-        "the gate could not be decided: `--fail-under` on a scan that is not authoritative, or "
-        "the target could not be judged (unreachable, most attempts unjudged)",
+        "the gate could not be decided: `--fail-under` on a scan that is not authoritative, "
+        "`--fail-on` while attempts that could reach it are unjudged, or the target could not "
+        "be judged (unreachable, most attempts unjudged)",
     ),
     ExitMeaning(
         ExitCode.INTERNAL,
@@ -139,7 +140,8 @@ class ReportError(UsageError):
 
 
 class UndecidedError(ProbegateError):
-    """The gate cannot be decided: non-authoritative scan or unjudgeable target (exit 3)."""
+    """The gate cannot be decided: non-authoritative scan, missing evidence or unjudgeable
+    target (exit 3)."""
 
     exit_code = ExitCode.UNDECIDED
 

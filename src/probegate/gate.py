@@ -8,7 +8,10 @@ Each gate ends ``passed``, ``failed`` or ``undecided``, with one line saying why
   conditions that failed, whichever way the score points: a fast scan that happens to score 95
   has not shown that the agent is safe, and one that scores 40 has not measured it either.
 - ``--fail-on SEVERITY`` fails on any unsuppressed finding at or above the severity. A confirmed
-  finding is a fact in every mode, so this gate is decided on every scan.
+  finding is a fact in every mode, so this gate can fail on every scan. It passes only when
+  every attempt of every probe that could have found something at or above the severity was
+  judged: while one is unjudged or never started, "no finding" rests on missing evidence and
+  the gate is undecided, naming those probes and the causes (docs/gating.md).
 - the baseline gate fails on a regression (:mod:`probegate.baseline`), in every mode.
 
 Combination: if any gate failed, exit 1; else if any gate is undecided, exit 3; else exit 0. A
@@ -30,13 +33,17 @@ from typing import Literal
 
 from probegate.errors import ExitCode, UsageError
 from probegate.models.comparison import Comparison
-from probegate.models.report import Finding, ScanReport, most_severe_first
+from probegate.models.report import Finding, ProbeResult, ScanReport, most_severe_first
 from probegate.models.taxonomy import SEVERITY_RANK, Severity
+from probegate.reports.digest import group_unjudged
 from probegate.reports.headline import score_text
+from probegate.scoring import missing_evidence
 
 GateStatus = Literal["passed", "failed", "undecided"]
 
 _LISTED = 5  # findings named in a reason before "and N more"
+# The unjudged causes (reports/digest.py) an LLM judge decides: --fail-on names --judge for them.
+JUDGE_CAUSES = frozenset({"ambiguous", "needs_judge"})
 
 
 @dataclass(frozen=True)
@@ -168,7 +175,51 @@ def _fail_on(report: ScanReport, fail_on: Severity, *, judged: bool) -> GateOutc
         )
     if not judged:
         return GateOutcome(gate, "undecided", "nothing was judged, so no finding could be seen")
+    missing = _missing_evidence(report, threshold)
+    if missing:
+        return GateOutcome(gate, "undecided", _missing_text(report, missing, fail_on))
     return GateOutcome(gate, "passed", f"no unsuppressed finding at or above {fail_on.value}{note}")
+
+
+def _missing_evidence(report: ScanReport, threshold: int) -> list[ProbeResult]:
+    """The probes that could still reach ``threshold`` but were not judged in full.
+
+    A probe already a finding cannot add one; probes that were not applicable or not run are
+    not attempts. Every other probe of that severity or worse with an attempt that was not
+    judged (unjudged, or never started) could have been a finding (docs/gating.md).
+    """
+    return [
+        r
+        for r in report.results
+        if SEVERITY_RANK[r.severity] >= threshold
+        and r.outcome not in ("vulnerable", "not_applicable", "not_run")
+        and (r.unjudged or r.not_started or not r.attempts)
+    ]
+
+
+def _missing_text(report: ScanReport, probes: list[ProbeResult], fail_on: Severity) -> str:
+    """Which probes left the gate open and why, by cause, with what decides them."""
+    ids = {r.probe_id for r in probes}
+    groups = group_unjudged(u for u in report.unjudged if u.probe_id in ids)
+    never = sorted(r.probe_id for r in probes if r.not_started or not r.attempts)
+    attempts = sum(max(missing_evidence(r), 0 if r.attempts else 1) for r in probes)
+    causes = [
+        f"{g.count} {g.label} ({g.probes_text()})" + (f"; {g.fix}" if g.fix else "")
+        for g in groups[:_LISTED]
+    ]
+    if len(groups) > _LISTED:
+        causes.append(f"and {len(groups) - _LISTED} more causes")
+    if never:
+        shown = ", ".join(never[:3]) + (f" and {len(never) - 3} more" if len(never) > 3 else "")
+        causes.append(f"never started, the scan stopped first ({shown})")
+    judge = sum(g.count for g in groups if g.cause.key in JUDGE_CAUSES)
+    decide = f"; --judge SPEC decides the {judge} that need a judge" if judge else ""
+    return (
+        f"no finding at or above {fail_on.value}, but {len(probes)} probe(s) that could find one "
+        f"left {attempts} attempt(s) unjudged, so a pass would rest on missing evidence: "
+        + "; ".join(causes)
+        + decide
+    )
 
 
 def _baseline(comparison: Comparison, *, judged: bool) -> GateOutcome:

@@ -11,7 +11,7 @@ from probegate.baseline import compare
 from probegate.errors import UsageError
 from probegate.gate import GateResult, authority_failures, evaluate_gates
 from probegate.models.comparison import Comparison
-from probegate.models.report import Authority, ScanReport, UnjudgedAttempt
+from probegate.models.report import Authority, ProbeResult, ScanReport, UnjudgedAttempt
 from probegate.models.taxonomy import Severity
 from probegate.suppressions import SuppressionEntry, apply_suppressions
 from tests.factories import authoritative, finding, probe_of, scan, suppressed
@@ -152,6 +152,90 @@ def test_the_listing_of_failing_findings_is_bounded() -> None:
     reason = _gate(report, fail_on=Severity.LOW).reasons[0]
     assert "12 unsuppressed" in reason
     assert "and 7 more" in reason
+
+
+# ------------------------------------------------- --fail-on and missing evidence
+
+
+def _with_unjudged(report: ScanReport, *reasons: tuple[str, str]) -> ScanReport:
+    """``report`` with one unjudged attempt per (probe, reason), listed as a scan lists them."""
+    listed = [
+        UnjudgedAttempt(attempt_id=f"{probe}#seed#{i}", probe_id=probe, reason=reason)
+        for i, (probe, reason) in enumerate(reasons)
+    ]
+    return report.model_copy(update={"unjudged": listed})
+
+
+def test_fail_on_is_undecided_while_a_probe_that_could_reach_it_is_unjudged() -> None:
+    """The flaky-endpoint scene: the one critical probe's attempt came back as HTML."""
+    report = _with_unjudged(
+        scan(resisted=[probe_of(1)], unjudged=[probe_of(2)]),
+        (probe_of(2), "target replied HTTP 200 with a body that is not JSON"),
+    )
+    result = _gate(report, fail_on=Severity.HIGH)
+    assert result.exit_code == 3
+    (reason,) = result.reasons
+    assert reason.startswith("fail-on high: UNDECIDED: no finding at or above high, but 1 probe")
+    assert probe_of(2) in reason and probe_of(1) not in reason
+    assert "a body that could not be read" in reason and "retries" in reason  # cause and fix
+    assert "--judge" not in reason
+
+
+def test_fail_on_names_the_judge_for_attempts_that_need_one() -> None:
+    report = _with_unjudged(
+        scan(unjudged=[probe_of(2)], resisted=[probe_of(1)]),
+        (probe_of(2), "needs a judge: the reply repeats the bait without saying it is foreign"),
+    )
+    reason = _gate(report, fail_on=Severity.HIGH).reasons[0]
+    assert "UNDECIDED" in reason and "--judge SPEC decides the 1 that need a judge" in reason
+
+
+def test_a_finding_still_fails_the_gate_beside_unjudged_attempts() -> None:
+    report = _with_unjudged(
+        scan([finding(1, Severity.CRITICAL)], unjudged=[probe_of(2)]), (probe_of(2), "timeout")
+    )
+    result = _gate(report, fail_on=Severity.HIGH)
+    assert result.exit_code == 1 and result.outcomes[0].status == "failed"
+
+
+def test_unjudged_attempts_below_the_severity_do_not_hold_the_gate() -> None:
+    low = ProbeResult(
+        probe_id=probe_of(3),
+        name="low",
+        asi="ASI01",
+        severity=Severity.LOW,
+        channel="user",
+        outcome="unjudged",
+        attempts=1,
+        unjudged=1,
+    )
+    report = scan(resisted=[probe_of(1)])
+    report = _with_unjudged(
+        report.model_copy(update={"results": [*report.results, low]}), (probe_of(3), "timeout")
+    )
+    assert _gate(report, fail_on=Severity.HIGH).exit_code == 0
+    assert _gate(report, fail_on=Severity.LOW).exit_code == 3
+
+
+def test_probes_not_run_or_not_applicable_are_not_attempts_and_do_not_hold_the_gate() -> None:
+    report = scan(resisted=[probe_of(1)])
+    skipped = [
+        r.model_copy(update={"probe_id": probe_of(5 + i), "outcome": outcome, "attempts": 0})
+        for i, (r, outcome) in enumerate(
+            zip(report.results * 2, ("not_run", "not_applicable"), strict=False)
+        )
+    ]
+    report = report.model_copy(update={"results": [*report.results, *skipped]})
+    assert _gate(report, fail_on=Severity.LOW).exit_code == 0
+
+
+def test_attempts_that_never_started_hold_the_gate() -> None:
+    report = scan(resisted=[probe_of(1)])
+    cut = report.results[0].model_copy(update={"not_started": 2})
+    report = report.model_copy(update={"results": [cut], "stopped_reason": "budget"})
+    result = _gate(report, fail_on=Severity.HIGH)
+    assert result.exit_code == 3
+    assert "never started" in result.reasons[0] and probe_of(1) in result.reasons[0]
 
 
 # --------------------------------------------------------------------------- baseline

@@ -63,9 +63,9 @@ CAUSES: tuple[Cause, ...] = (
     ),
     Cause(
         "needs_judge",
-        "the probe needs an LLM judge and none is configured",
-        "add --judge (e.g. --judge openai:gpt-4o-mini), or leave these probes out with --probes",
-        _has("needs an LLM judge"),
+        "only an LLM judge can decide these replies and none is configured",
+        "add --judge (e.g. --judge openai:gpt-4o-mini) to decide them",
+        _has("needs an LLM judge", "needs a judge"),
     ),
     Cause(
         "not_delivered",
