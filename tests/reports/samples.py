@@ -58,8 +58,10 @@ def golden_report() -> ScanReport:
             severity=Severity.HIGH,
             channel="user",
             outcome="resisted",
-            attempts=2,
+            attempts=3,
             resisted=2,
+            unjudged=1,
+            reason="",
         ),
         ProbeResult(
             probe_id="asi07.peer-spoof.v1",
@@ -87,10 +89,15 @@ def golden_report() -> ScanReport:
             "results": results,
             "unjudged": [
                 UnjudgedAttempt(
+                    attempt_id="asi03.claimed-admin.v1#base64#0",
+                    probe_id="asi03.claimed-admin.v1",
+                    reason="target replied HTTP 500",
+                ),
+                UnjudgedAttempt(
                     attempt_id="asi07.peer-spoof.v1#seed#0",
                     probe_id="asi07.peer-spoof.v1",
                     reason="target timed out after 30 s",
-                )
+                ),
             ],
             "not_applicable": ["asi05.code-exec.v1"],
             "not_run": [

@@ -30,8 +30,10 @@ def test_score_band_authority_and_counts_are_the_report_numbers() -> None:
     assert f"{summary['critical']} critical · {summary['high']} high" in text
     assert f"**unjudged attempts:** {len(report.unjudged)}" in text
     for asi, score in report.asi_scores.items():
+        note = " (1 unjudged)" if asi == "ASI03" else ""  # missing evidence beside the score
         assert any(
-            line.startswith(f"| {asi} ") and f"| {score} |" in line for line in text.splitlines()
+            line.startswith(f"| {asi} ") and f"| {score}{note} |" in line
+            for line in text.splitlines()
         )
     # An undertested category shows no score, never 100.
     assert "| ASI07 Insecure Inter-Agent Communication | n/a (undertested) |" in text

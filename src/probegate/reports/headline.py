@@ -31,10 +31,29 @@ def out_of_100(aivss: int | None) -> str:
     return score_text(aivss) + scale(aivss)
 
 
+def category_unjudged(report: ScanReport, asi: str) -> int:
+    """A category's attempts with no verdict (unjudged or never started), as its entry in
+    ``categories`` counts them; from the per-probe results for a report without it."""
+    state = report.categories.get(asi)
+    if state is not None:
+        return state.unjudged
+    return sum(
+        r.unjudged + r.not_started
+        for r in report.results
+        if r.asi == asi and r.outcome not in ("not_applicable", "not_run")
+    )
+
+
+def unjudged_note(count: int) -> str:
+    """What follows a category's score when evidence is missing: never a bare number."""
+    return f" ({count} unjudged)" if count else ""
+
+
 def asi_score_text(report: ScanReport, asi: str) -> str | None:
-    """A category's score as shown; None for a category the scan neither scored nor tried."""
+    """A category's score as shown, with its unjudged attempts beside it (``87.5 (3
+    unjudged)``: docs/scoring.md); None for a category the scan neither scored nor tried."""
     if asi in report.asi_scores:
-        return number(report.asi_scores[asi])
+        return number(report.asi_scores[asi]) + unjudged_note(category_unjudged(report, asi))
     if asi in report.undertested:
         return UNDERTESTED
     return None

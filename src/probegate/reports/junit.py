@@ -33,7 +33,7 @@ from probegate.reports.escape import (
     marked_lines,
     truncate,
 )
-from probegate.reports.headline import asi_score_text, score_text
+from probegate.reports.headline import asi_score_text, category_unjudged, score_text
 
 MESSAGE_MAX = 500
 TEXT_MAX = 4000
@@ -85,6 +85,7 @@ def asi_properties(report: ScanReport, asi: str) -> list[tuple[str, str]]:
     return [
         (f"{asi}.score", asi_score_text(report, asi) or "n/a"),
         (f"{asi}.undertested", "true" if asi in report.undertested else "false"),
+        (f"{asi}.unjudged", str(category_unjudged(report, asi))),
     ]
 
 

@@ -11,7 +11,7 @@ from probegate.errors import ReportError
 from probegate.models.probe import stable_id
 from probegate.models.report import Finding, ScanReport
 from probegate.reports.escape import clean_text
-from probegate.reports.headline import asi_score_text, score_text
+from probegate.reports.headline import asi_score_text, category_unjudged, score_text
 from probegate.reports.sarif import results, rules
 from probegate.reports.sarif.omjson import to_json
 
@@ -87,6 +87,12 @@ def _run_properties(report: ScanReport) -> dict[str, Any]:
             asi: shown
             for asi in sorted({*report.asi_scores, *report.undertested})
             if (shown := asi_score_text(report, asi)) is not None
+        },
+        # Attempts per category that have no verdict: its score above counted them against it.
+        "asi_unjudged": {
+            asi: count
+            for asi in sorted({*report.asi_scores, *report.undertested})
+            if (count := category_unjudged(report, asi))
         },
         "aivss_formula_version": report.aivss_formula_version,
         "probe_library_version": report.probe_library_version,
