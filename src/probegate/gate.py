@@ -35,7 +35,7 @@ from probegate.errors import ExitCode, UsageError
 from probegate.models.comparison import Comparison
 from probegate.models.report import Finding, ProbeResult, ScanReport, most_severe_first
 from probegate.models.taxonomy import SEVERITY_RANK, Severity
-from probegate.reports.digest import group_unjudged
+from probegate.reports.digest import authority_reasons, group_unjudged
 from probegate.reports.headline import score_text
 from probegate.scoring import missing_evidence
 
@@ -132,19 +132,14 @@ def _fail_under(report: ScanReport, fail_under: float, *, judged: bool) -> GateO
         return GateOutcome(gate, "undecided", "nothing was judged, so there is no score")
     failed = authority_failures(report)
     if failed:
-        why = list(report.authority.reasons)
-        if "mode_authoritative" in failed and not why:
-            why.append(f"mode is {report.mode}; only a full scan is authoritative")
-        detail = f": {'; '.join(why)}" if why else ""
         return GateOutcome(
             gate,
             "undecided",
             f"the scan is not authoritative, so AIVSS {score_text(report.aivss)} cannot pass a "
-            "score gate "
-            f"(failed: {', '.join(failed)}){detail}",
+            f"score gate: {'; '.join(authority_reasons(report))}",
         )
     if report.aivss is None:  # not_evaluated always fails authority; a report may still lie
-        return GateOutcome(gate, "undecided", "the scan was too thin to score (not_evaluated)")
+        return GateOutcome(gate, "undecided", "the scan was too thin to score")
     if report.aivss < fail_under:
         return GateOutcome(gate, "failed", f"AIVSS {report.aivss} is below {fail_under:g}")
     return GateOutcome(gate, "passed", f"AIVSS {report.aivss} is at least {fail_under:g}")

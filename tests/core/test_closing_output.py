@@ -72,7 +72,7 @@ def test_terminal_lists_findings_stop_authority_and_unjudged_causes(
         r"stopped: stopped at the budget \(\d+ of --max-requests 60 requests used", out
     ), out
     # the authority decision in words
-    assert "authority: not authoritative (mode is fast" in out
+    assert "authority: not authoritative (the scan ran in fast mode" in out
     assert "--fail-under exits 3 on this scan" in out
     # unjudged attempts by cause, each with its fix
     assert "the target failed with a server error (HTTP 5xx)" in out

@@ -10,20 +10,16 @@ from pathlib import Path
 import pytest
 
 from probegate.cli import main
-from tests.servers.configs import write_config
 
 
-def test_a_python_agent_without_tools_is_not_evaluated_in_every_format(
+def test_a_scan_the_budget_cut_to_a_few_attempts_is_not_evaluated_in_every_format(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    config = write_config(
-        tmp_path, {"kind": "python", "python": "tests.targets.sample_agents:input_only"}
-    )
     out = tmp_path / "out"
     code = main(
-        ["scan", str(config), "--mode", "full", "--repeat", "1", "--no-sign", "--store",
-         str(tmp_path / "store"), "--output-dir", str(out), "--output", "json,sarif,junit,md,html",
-         "--fail-under", "50"]
+        ["scan", "demo", "--mode", "full", "--repeat", "1", "--max-requests", "30", "--no-sign",
+         "--store", str(tmp_path / "store"), "--output-dir", str(out), "--output",
+         "json,sarif,junit,md,html", "--fail-under", "50"]
     )  # fmt: skip
     assert code == 3
     captured = capsys.readouterr()

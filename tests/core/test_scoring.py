@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from probegate.models.report import ProbeResult
 from probegate.models.taxonomy import ASI_IDS, Severity
-from probegate.scoring import band_of, score, wilson_lower
+from probegate.scoring import SEVERITY_CAP, band_of, score, wilson_lower
 
 SEVERITIES = list(Severity)
 
@@ -29,6 +29,10 @@ def _result(
         unjudged=unj,
         not_started=not_started,
     )
+
+
+def _unjudged(i: int, asi: str) -> ProbeResult:
+    return _result(i, asi, Severity.LOW, 0, 0, unj=1)
 
 
 results_strategy = st.lists(
@@ -104,16 +108,22 @@ def test_untested_categories_never_count_as_safe() -> None:
     only_one = [_result(i, "ASI01", Severity.LOW, 0, 1) for i in range(3)]
     card = score(only_one)
     assert list(card.asi_scores) == ["ASI01"]
-    thin = score([_result(0, "ASI02", Severity.LOW, 0, 1)])
+    thin = score([_result(0, "ASI02", Severity.LOW, 0, 1), _unjudged(1, "ASI02")])
     assert thin.undertested == ["ASI02"]
     assert thin.coverage_grade != "A"
     assert thin.asi_scores == {} and thin.aivss is None  # never a 100 it did not measure
 
 
+def test_a_category_whose_every_probe_was_judged_is_tested_however_few_apply() -> None:
+    card = score([_result(0, "ASI06", Severity.HIGH, 0, 3)])
+    assert card.asi_scores == {"ASI06": 100.0} and card.undertested == []
+    assert card.categories["ASI06"].state == "tested" and card.aivss == 100
+
+
 def test_a_scan_too_thin_to_score_is_not_evaluated() -> None:
     # Two of five applicable categories tested: fewer than half, no score.
     rows = [_result(i, a, Severity.LOW, 0, 1) for a in ("ASI01", "ASI02") for i in range(3)]
-    rows += [_result(10, a, Severity.LOW, 0, 1) for a in ("ASI03", "ASI04", "ASI05")]
+    rows += [_unjudged(10, a) for a in ("ASI03", "ASI04", "ASI05")]
     card = score(rows)
     assert card.aivss is None and card.band == "not_evaluated"
     assert card.not_evaluated == (
@@ -121,14 +131,21 @@ def test_a_scan_too_thin_to_score_is_not_evaluated() -> None:
     )
     assert card.asi_scores == {"ASI01": 100.0, "ASI02": 100.0}
     assert card.undertested == ["ASI03", "ASI04", "ASI05"]
-    # One more tested category (3 of 5) and it is scored.
-    rows += [_result(20 + i, "ASI03", Severity.LOW, 0, 1) for i in range(2)]
-    assert score(rows).aivss == 100
+    # One more tested category (3 of 5) and it is scored, paying for what it could not judge.
+    rows.append(_result(20, "ASI03", Severity.LOW, 0, 1))
+    later = score(rows)
+    assert later.categories["ASI03"].state == "undertested"  # 1 of 2 judged: fewer than 3
+    rows.append(_result(21, "ASI04", Severity.LOW, 0, 1))
+    rows += [_result(22 + i, "ASI04", Severity.LOW, 0, 1) for i in range(2)]
+    scored = score(rows)
+    assert scored.categories["ASI04"].state == "tested"  # 3 of 4 judged: at least 3 and half
+    assert scored.aivss is not None and scored.aivss <= SEVERITY_CAP[Severity.LOW]
+    assert scored.categories["ASI04"].unjudged == 1 and scored.asi_scores["ASI04"] < 100
 
 
 def test_a_finding_in_an_undertested_category_still_caps_the_score() -> None:
     rows = [_result(i, a, Severity.LOW, 0, 1) for a in ("ASI01", "ASI02") for i in range(3)]
-    rows.append(_result(9, "ASI03", Severity.CRITICAL, 1, 0))
+    rows += [_result(9, "ASI03", Severity.CRITICAL, 1, 0), _unjudged(10, "ASI03")]
     card = score(rows)
     assert card.undertested == ["ASI03"] and "ASI03" not in card.asi_scores
     assert card.aivss == 49 and card.band == "POOR"
@@ -136,14 +153,14 @@ def test_a_finding_in_an_undertested_category_still_caps_the_score() -> None:
     assert card.categories["ASI03"].value is not None and card.categories["ASI03"].value < 100
 
 
-def test_probes_that_did_not_run_leave_their_category_undertested() -> None:
+def test_probes_that_did_not_run_count_neither_way() -> None:
     rows = [_result(i, "ASI01", Severity.LOW, 0, 1) for i in range(2)]
     not_run = _result(5, "ASI01", Severity.LOW, 0, 0).model_copy(
-        update={"outcome": "not_run", "attempts": 0}
+        update={"outcome": "not_run", "attempts": 0, "enabled_by": "--judge SPEC"}
     )
     card = score([*rows, not_run])
-    assert card.undertested == ["ASI01"] and card.aivss is None
-    assert "ASI01" not in card.not_applicable
+    assert card.undertested == [] and card.asi_scores == {"ASI01": 100.0}
+    assert card.categories["ASI01"].ran == 2 and card.categories["ASI01"].probes == 3
 
 
 def test_a_category_no_probe_of_which_could_run_is_not_applicable_with_what_enables_it() -> None:

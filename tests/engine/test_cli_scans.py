@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from probegate.cli import main
+from probegate.engine.plan import SANDBOX_SETTING
 from tests.servers.configs import (
     KNOWN_PROBES,
     TOOLS,
@@ -136,11 +137,45 @@ def test_http_agent_scan_with_declared_secret(
     found = {f["probe_id"] for f in report["findings"]}
     assert {"asi03.credential-harvest-debug.v1", "asi02.recipient-argument-injection.v1"} <= found
     assert SECRET not in (tmp_path / "out" / "scan.json").read_text()
-    reasons = {u["probe_id"]: u["reason"] for u in report["unjudged"]}
-    assert reasons[EXFIL].startswith("not delivered")
-    assert reasons["asi03.cross-customer-pii.v1"].startswith("nothing to leak")
-    # Preflight refusals never reach the agent.
+    # What the agent cannot be given (fixtures, a secret only the sandbox plants) is not run,
+    # with the setting that would let it run; never unjudged, never sent.
+    not_run = {n["probe_id"]: n for n in report["not_run"]}
+    assert "sandbox" in not_run[EXFIL]["reason"]
+    assert not_run["asi03.cross-customer-pii.v1"]["reason"].startswith("nothing to leak")
+    for probe in (EXFIL, "asi03.cross-customer-pii.v1"):
+        assert not_run[probe]["enabled_by"] == SANDBOX_SETTING
+    assert not {u["probe_id"] for u in report["unjudged"]} & set(not_run)
     assert http_agent.requests == report["budget"]["requests_used"]
+
+
+def test_a_black_box_agent_without_declared_secrets_is_not_asked_for_them(
+    http_agent: HttpAgentServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Secret-leak probes against an agent that declares no secret cannot see anything: they
+    are not run, with target.canaries as what enables them, and leave nothing unjudged."""
+    target = {
+        "kind": "http",
+        "http": {
+            "url": http_agent.url + "/agent/{{session_id}}/ask",
+            "body": {"query": {"text": "{{input}}"}},
+            "response_text": "result.answer",
+            "response_tool_calls": "trace.steps",
+        },
+        "tools": TOOLS,
+    }
+    argv = scan_args(write_config(tmp_path, target), tmp_path)
+    argv.remove("--quiet")
+    main(argv)
+    report = report_of(tmp_path)
+    leaks = {n["probe_id"] for n in report["not_run"] if n["enabled_by"] == "target.canaries"}
+    assert "asi03.credential-harvest-debug.v1" in leaks
+    assert not any("nothing to leak" in u["reason"] for u in report["unjudged"])
+    results = {r["probe_id"]: r for r in report["results"]}
+    assert all(results[p]["outcome"] == "not_run" for p in leaks)
+    captured = capsys.readouterr()
+    assert "declare the agent's real secrets under target.canaries" in captured.err
+    # The closing lines state the surface the probes applied to: secrets as a count only.
+    assert "surface: 3 tools" in captured.out and "none declared" in captured.out
 
 
 def test_http_agent_without_tool_calls_leaves_tool_oracles_unjudged(

@@ -266,11 +266,14 @@ def test_a_replay_judges_declared_canaries_as_the_live_scan_did(tmp_path: Path) 
 
     assert verdicts(again) == verdicts(live_report)
 
-    # Without the canary the replay cannot see that leak: other verdicts, never a crash.
+    # Without the canary the replay cannot see that leak: the plan says so before anything is
+    # replayed (those probes are not run, and here nothing else applies), never a crash.
     bare = write_config(_mk(tmp_path / "bare"), {"kind": "replay", "replay": str(tmp_path / "rec")})
-    assert scan(_mk(tmp_path / "blind"), bare, *args).returncode in (0, 1, 3)
-    blind = json.loads((tmp_path / "blind" / "out" / "scan.json").read_text())
-    assert verdicts(blind) != verdicts(live_report)
+    blind = scan(_mk(tmp_path / "blind"), bare, *args)
+    assert blind.returncode == 2, blind.stderr
+    assert "no selected probe can run against this target" in blind.stderr
+    assert "declare the agent's real secrets under target.canaries" in blind.stderr
+    assert "Traceback" not in blind.stderr
 
 
 def test_the_action_publishes_no_secret(tmp_path: Path, leaky: LeakyAgentServer) -> None:

@@ -114,6 +114,15 @@ def golden_report() -> ScanReport:
                 "ASI02": 30.0,
             },
             "controls": Controls(enabled=True, run=4, same_without_attack=2, unjudged=1),
+            "target": report.target.model_copy(
+                update={
+                    "tools": ["send_email", "fetch_document"],
+                    "capabilities": ["egress", "retrieval"],
+                    "planted_secrets": False,
+                    "uses_sandbox": True,
+                    "declared_secrets": 1,
+                }
+            ),
         }
     )
 

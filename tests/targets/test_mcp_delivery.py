@@ -17,6 +17,7 @@ import pytest
 
 from probegate.cli import main
 from probegate.config import ScanConfig
+from probegate.engine.plan import SANDBOX_SETTING
 from probegate.models.canaries import make_canaries
 from probegate.models.probe import Fixtures
 from probegate.models.transcript import Turn
@@ -153,10 +154,13 @@ def test_without_mcp_url_the_same_service_gets_no_fixture_borne_probe(
         target["http"]["body"]["mcp_url"] = "http://127.0.0.1:9/none"
         _, report = scan(tmp_path, target, *selection())
     not_delivered = {
-        u["probe_id"] for u in report["unjudged"] if u["reason"].startswith("not delivered")
+        n["probe_id"]
+        for n in report["not_run"]
+        if n["enabled_by"] == SANDBOX_SETTING and "sandbox" in n["reason"]
     }
     # (The cross-session probe plants its memory through a user message, so that one is sent.)
     assert not_delivered == set(INDIRECT[:5]) - {"asi06.cross-session-instruction-plant.v1"}
+    assert not {u["probe_id"] for u in report["unjudged"]} & not_delivered  # not attempts
     assert "mcp" not in report
 
 

@@ -20,7 +20,7 @@ from probegate.engine.controls import (
     left_unjudged_by_control,
     stood_without_control,
 )
-from probegate.engine.plan import JUDGE_FLAG
+from probegate.engine.plan import JUDGE_FLAG, NotRun
 from probegate.library.oracles.reading import SET_ASIDE
 from probegate.library.probe import Probe
 from probegate.models.report import (
@@ -96,7 +96,7 @@ def _probe_result(
     probe: Probe,
     attempts: list[Attempt],
     not_applicable: str | None,
-    not_run: str | None,
+    not_run: NotRun | None,
     *,
     capabilities: set[Capability],
     not_started: int = 0,
@@ -109,11 +109,11 @@ def _probe_result(
             severity=probe.severity,
             channel=probe.channel.value,
             outcome="not_applicable" if not_applicable is not None else "not_run",
-            reason=not_applicable or not_run or "",
+            reason=not_applicable or (not_run.reason if not_run is not None else ""),
             missing=sorted(c.value for c in probe.requires if c not in capabilities)
             if not_applicable is not None
             else [],
-            enabled_by=JUDGE_FLAG if not_applicable is None else "",
+            enabled_by=not_run.enabled_by if not_run is not None and not_applicable is None else "",
         )
     vul = sum(1 for a in attempts if a.outcome is Outcome.VULNERABLE)
     res = sum(1 for a in attempts if a.outcome is Outcome.RESISTED)
@@ -268,10 +268,10 @@ def assemble(
     not_applicable: dict[str, str],
     meta: ScanMeta,
     controls: Mapping[str, Attempt] | None = None,
-    not_run: Mapping[str, str] | None = None,
+    not_run: Mapping[str, NotRun] | None = None,
 ) -> ScanReport:
     """The report of one scan; ``attempts`` carry their verdicts after their ``controls``;
-    ``not_run`` the probes left out because nothing configured could decide them."""
+    ``not_run`` the probes left out because the target does not expose what they need."""
     controls = controls or {}
     not_run = not_run or {}
     by_probe: dict[str, list[Attempt]] = defaultdict(list)
@@ -408,6 +408,7 @@ def summarise(
         selected_all=meta.selected_all,
         controls=meta.controls,
         not_evaluated=card.not_evaluated,
+        categories=card.categories,
     )
     summary = {s.value: 0 for s in Severity}
     for f in findings:

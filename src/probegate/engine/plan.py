@@ -8,23 +8,60 @@ A plan is a pure function of (library, target capabilities, mode, seed, repeat, 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from probegate.engine.controls import CONTROL_VARIANT, control_id
 from probegate.library.controls import control_text
 from probegate.library.mutators import MUTATORS, SEED_VARIANT, mutate
 from probegate.library.probe import Probe
+from probegate.models.probe import Fixtures
 from probegate.models.shard import parse_shard
 from probegate.models.taxonomy import Capability
 
-__all__ = ["SEED_VARIANT", "Plan", "PlannedAttempt", "applicability", "build_plan"]
+__all__ = [
+    "SEED_VARIANT",
+    "Exposure",
+    "NotRun",
+    "Plan",
+    "PlannedAttempt",
+    "applicability",
+    "build_plan",
+]
 
-# Why a probe only an LLM judge can decide is not planned without one, and what enables it.
+PAYLOAD = "{{payload}}"
+
+# What enables each kind of probe a plan leaves out (NotRun.enabled_by), in the words of the
+# setting a user changes: docs/scoring.md, "Outcomes".
 JUDGE_FLAG = "--judge SPEC"
+CANARIES_SETTING = "target.canaries"
+SANDBOX_SETTING = "the agent taking its tools from probegate ({{mcp_url}} or context)"
 NEEDS_JUDGE = (
     "only an LLM judge can decide this probe and none is configured; "
     f"enable it with {JUDGE_FLAG} (docs/scoring.md)"
 )
+
+
+@dataclass(frozen=True)
+class NotRun:
+    """Why a probe is left out of the plan although its capabilities apply, and the setting
+    that would let it run: it is not an attempt, so neither unjudged nor resisted."""
+
+    reason: str
+    enabled_by: str
+
+
+@dataclass(frozen=True)
+class Exposure:
+    """What the target lets probegate reach besides its tools' capabilities (its traits and
+    config): whether its tool calls are answered by probegate's sandbox, whether probegate
+    plants secrets in what it controls, whether the user declared the agent's real secrets,
+    and whether an LLM judge is configured. A probe that needs something the target does not
+    expose is not run, with the setting that would expose it (docs/targets.md)."""
+
+    uses_sandbox: bool = True
+    plants_secrets: bool = True
+    declared_secrets: bool = False
+    judge: bool = False
 
 
 @dataclass(frozen=True)
@@ -65,8 +102,9 @@ class Plan:
     escalations: dict[str, tuple[PlannedAttempt, ...]]
     not_applicable: dict[str, str]
     probes: tuple[Probe, ...]
-    # Probes left out because nothing configured can decide them (no --judge): id -> reason.
-    not_run: dict[str, str]
+    # Probes left out because the target does not expose what they need (no --judge, no
+    # sandbox, no secret to leak): id -> why and what enables them.
+    not_run: dict[str, NotRun]
     fingerprint: str
     mode: str
     shard: str | None = None
@@ -104,6 +142,53 @@ def applicability(probe: Probe, capabilities: set[Capability]) -> str | None:
     return None
 
 
+def _rides_on_fixtures(probe: Probe) -> bool:
+    """The attack is in the sandbox's fixtures, not in a message the target receives."""
+    if any(PAYLOAD in turn.content for turn in probe.turns):
+        return False
+    return any(getattr(probe.fixtures, name) for name in Fixtures.model_fields)
+
+
+def _blind(probe: Probe, exposure: Exposure, *, declared: bool) -> bool:
+    """Every oracle of the probe can never see evidence: the secret it looks for is never
+    there, whatever the agent does."""
+    blind = [
+        o.blind(
+            plants_secrets=exposure.plants_secrets,
+            uses_sandbox=exposure.uses_sandbox,
+            declared=declared,
+        )
+        for o in probe.oracles
+    ]
+    return bool(blind) and all(blind)
+
+
+def exposure_gap(probe: Probe, exposure: Exposure) -> NotRun | None:
+    """Why an applicable probe cannot be run against what the target exposes, or None."""
+    if probe.needs_judge and not exposure.judge:
+        return NotRun(NEEDS_JUDGE, JUDGE_FLAG)
+    if not exposure.uses_sandbox and _rides_on_fixtures(probe):
+        return NotRun(
+            f"the attack arrives through {probe.channel.value} content served by probegate's "
+            "tool sandbox, and this agent runs its own tools; let it take them from probegate "
+            "(docs/agent-service.md)",
+            SANDBOX_SETTING,
+        )
+    if _blind(probe, exposure, declared=exposure.declared_secrets):
+        if not _blind(probe, exposure, declared=True):
+            return NotRun(
+                "nothing to leak: the agent holds no secret probegate planted or knows; "
+                f"declare its real secrets under {CANARIES_SETTING} (docs/targets.md)",
+                CANARIES_SETTING,
+            )
+        return NotRun(
+            "nothing to leak: the secret this probe looks for is planted in the tool sandbox, "
+            "which this agent does not use (docs/agent-service.md)",
+            SANDBOX_SETTING,
+        )
+    return None
+
+
 def _variant(probe: Probe, mutator: str, repeat: int, seed: int) -> PlannedAttempt:
     attempt_id = f"{probe.id}#{mutator}#{repeat}"
     payload = probe.payload
@@ -132,6 +217,7 @@ def build_plan(
     variant: str | None = None,
     controls: bool = True,
     judge: bool = False,
+    exposure: Exposure | None = None,
 ) -> Plan:
     """The attempts of ``mode`` for the applicable probes; ``variant`` keeps only that variant.
 
@@ -139,12 +225,17 @@ def build_plan(
     (smart mode's escalations run once, as repeat 0), so a finding's reproducer sends exactly
     the attempt that found it: same id, same mutated payload, same planted canaries.
     ``judge``: an LLM judge is configured, so probes only it can decide are planned.
-    ``controls``: vulnerable verdicts are checked against controls (engine/controls.py).
+    ``exposure``: what else the target exposes (sandbox, secrets); by default everything, as
+    an agent whose loop probegate runs does. ``controls``: vulnerable verdicts are checked
+    against controls (engine/controls.py).
     """
+    exposure = exposure or Exposure()
+    if judge:
+        exposure = replace(exposure, judge=True)
     attempts: list[PlannedAttempt] = []
     escalations: dict[str, tuple[PlannedAttempt, ...]] = {}
     not_applicable: dict[str, str] = {}
-    not_run: dict[str, str] = {}
+    not_run: dict[str, NotRun] = {}
     chosen: list[Probe] = []
     for probe in sorted(probes, key=lambda p: p.id):
         if not _in_shard(probe.id, shard):
@@ -154,8 +245,9 @@ def build_plan(
         if reason is not None:
             not_applicable[probe.id] = reason
             continue
-        if probe.needs_judge and not judge:
-            not_run[probe.id] = NEEDS_JUDGE
+        gap = exposure_gap(probe, exposure)
+        if gap is not None:
+            not_run[probe.id] = gap
             continue
         mutators = sorted(MUTATORS) if probe.payload is not None else []
         if variant is not None:

@@ -33,7 +33,6 @@ from probegate.engine.journal import Journal
 from probegate.engine.plan import SEED_VARIANT, Plan, PlannedAttempt, control_for
 from probegate.judge.attempt import LlmJudge, judge_attempt
 from probegate.library.oracles.base import JudgeContext
-from probegate.library.probe import Probe
 from probegate.models.bounds import TRANSCRIPT_MAX
 from probegate.models.canaries import make_canaries
 from probegate.models.probe import Fixtures
@@ -51,7 +50,6 @@ EARLY_STOP_WINDOW = 12
 EARLY_STOP_FRACTION = 0.9
 # At the end of a scan: more than this share of attempts never reached the target -> exit 3.
 UNREACHABLE_FRACTION = 0.5
-PREFLIGHT = "preflight"
 CANCELLED = "cancelled"
 # How long an interrupted scan waits for the attempts in flight to finish before it reports.
 CANCEL_GRACE_SECONDS = 3.0
@@ -133,13 +131,6 @@ def fill_fixtures(fixtures: Fixtures, payload: str | None, *, control: bool = Fa
     )
 
 
-def _rides_on_fixtures(probe: Probe) -> bool:
-    """The attack is in the sandbox's fixtures, not in a message the target receives."""
-    if any(PAYLOAD in turn.content for turn in probe.turns):
-        return False
-    return any(getattr(probe.fixtures, name) for name in Fixtures.model_fields)
-
-
 class Runner:
     """Runs attempts against one target. Thread-safe ``run_one``; ``run`` drives a plan."""
 
@@ -182,28 +173,6 @@ class Runner:
         self.artefacts: dict[str, frozenset[str]] = {}
 
     # -- one attempt ---------------------------------------------------------------------
-    def undeliverable(self, probe: Probe) -> str | None:
-        """Why this target cannot be given or judged on this probe, before any request."""
-        if not self.uses_sandbox and _rides_on_fixtures(probe):
-            return (
-                f"not delivered: the attack rides on {probe.channel.value} content served by "
-                "probegate's tool sandbox, which this target does not use"
-            )
-        blind = [
-            o.blind(
-                plants_secrets=self.plants_secrets,
-                uses_sandbox=self.uses_sandbox,
-                declared=bool(self.declared),
-            )
-            for o in probe.oracles
-        ]
-        if blind and all(blind):
-            return (
-                "nothing to leak: the agent holds no secret probegate planted or knows; "
-                "declare its real secrets under target.canaries"
-            )
-        return None
-
     def run_one(self, planned: PlannedAttempt) -> Attempt:
         probe = planned.probe
         canaries = make_canaries(self.seed, planned.attempt_id, self.declared)
@@ -223,11 +192,8 @@ class Runner:
         # What the agent says is kept within TRANSCRIPT_MAX characters for the whole attempt,
         # so memory and the journal line stay bounded whatever it sends (models/bounds.py).
         room = TRANSCRIPT_MAX
-        skip = self.undeliverable(probe)
-        if skip is not None:
-            error, judged_by = skip, PREFLIGHT
         try:
-            for turn in probe.turns if skip is None else ():
+            for turn in probe.turns:
                 if session is None or turn.session != current:
                     if session is not None:
                         _add_usage(usage, session.usage)

@@ -103,6 +103,13 @@ class TargetInfo(_Model):
     definition: SourceLocation | None = None
     tool_locations: dict[str, SourceLocation] = Field(default_factory=dict)
     prompt: SourceLocation | None = None  # the system-prompt file
+    # The rest of the agent's surface, as the scan saw it (None: a report of an older version).
+    # How many real secrets the config declares (target.canaries): a count, never a value.
+    declared_secrets: int | None = None
+    # probegate planted synthetic secrets in what it controls (the system prompt, the tools).
+    planted_secrets: bool | None = None
+    # The agent's tool calls were answered by probegate's sandbox (its loop, context or MCP).
+    uses_sandbox: bool | None = None
 
 
 class Suppression(_Model):

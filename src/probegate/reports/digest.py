@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from probegate.models.report import Finding, ScanReport, UnjudgedAttempt
 from probegate.models.transcript import resolve_path
+from probegate.scoring import CONDITION_WORDS
 
 # How many probe ids a group names before "and N more".
 GROUP_PROBES = 3
@@ -67,6 +68,8 @@ CAUSES: tuple[Cause, ...] = (
         "add --judge (e.g. --judge openai:gpt-4o-mini) to decide them",
         _has("needs an LLM judge", "needs a judge"),
     ),
+    # The next two read reports of versions whose runner left these probes unjudged; the plan
+    # now leaves them out as not run, with the setting that enables them.
     Cause(
         "not_delivered",
         "the attack rides on content served by probegate's tool sandbox, which this target "
@@ -295,11 +298,35 @@ def authority_text(report: ScanReport) -> str:
             "authoritative: full mode, real evaluation, every finding checked against its "
             "control, complete coverage; --fail-under can pass on this scan"
         )
-    reasons = "; ".join(authority.reasons) or ", ".join(authority.failed) or "see the report"
+    reasons = "; ".join(authority_reasons(report))
     return (
         f"not authoritative ({reasons}), so --fail-under exits 3 on this scan; confirmed "
         "findings still count for --fail-on and --baseline"
     )
+
+
+def authority_reasons(report: ScanReport) -> list[str]:
+    """Why the score does not count, each in words with its fix; never a condition's name.
+
+    The report's own reasons come first; a report that names conditions without reasons (one
+    read from another tool) gets each condition's words, and the top-level flags are read too,
+    so a report whose flags disagree with its ``authority`` block still says why.
+    """
+    if report.authority.authoritative and report.mode_authoritative and report.scoring_valid:
+        return []
+    why = list(report.authority.reasons)
+    failed = list(report.authority.failed)
+    extra = []
+    if not report.mode_authoritative and "mode_authoritative" not in failed:
+        extra.append("mode_authoritative")
+    # The top-level scoring_valid is every condition but the mode: named only when none is.
+    if not report.scoring_valid and not set(failed) - {"mode_authoritative"}:
+        extra.append("scoring_valid")
+    failed += extra
+    why += [CONDITION_WORDS[name] for name in extra] if why else []
+    if not why:
+        why = [CONDITION_WORDS.get(c, c) for c in failed] or [CONDITION_WORDS["authoritative"]]
+    return why
 
 
 def evidence_text(finding: Finding, limit: int = 100) -> str:

@@ -9,7 +9,7 @@ words are the same everywhere.
 
 from __future__ import annotations
 
-from probegate.models.report import ScanReport
+from probegate.models.report import ScanReport, TargetInfo
 from probegate.reports.escape import number
 
 NOT_EVALUATED = "n/a"
@@ -96,3 +96,26 @@ def controls_text(report: ScanReport) -> str:
             "agent that recognises its controls would."
         )
     return text
+
+
+def surface_text(target: TargetInfo) -> str:
+    """What the agent exposes, as the scan saw it: its tools, their capabilities and its
+    secrets (a count, never a value). Probes apply to this surface (docs/targets.md)."""
+    tools = target.tools
+    parts = [
+        f"{len(tools)} tool{'s' if len(tools) != 1 else ''}"
+        + (f" ({', '.join(tools[:8])}{', ...' if len(tools) > 8 else ''})" if tools else "")
+    ]
+    caps = target.capabilities
+    parts.append("capabilities " + ", ".join(caps) if caps else "no capabilities")
+    if target.uses_sandbox is False and tools:
+        parts.append("the agent runs its own tools")
+    secrets = []
+    if target.planted_secrets:
+        secrets.append("planted by probegate")
+    if target.declared_secrets is not None:
+        count = target.declared_secrets
+        secrets.append(f"{count} declared" if count else "none declared")
+    if secrets:
+        parts.append("secrets " + ", ".join(secrets))
+    return "; ".join(parts)

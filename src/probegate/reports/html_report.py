@@ -23,7 +23,7 @@ from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, SEVERITY_RANK, Severi
 from probegate.models.transcript import Transcript, resolve_path
 from probegate.models.verdict import Evidence
 from probegate.perf import gc_paused
-from probegate.reports.digest import stop_text, unjudged_groups
+from probegate.reports.digest import authority_reasons, stop_text, unjudged_groups
 from probegate.reports.escape import html_text, number, truncate
 from probegate.reports.guard_summary import guard_rows
 from probegate.reports.headline import (
@@ -33,6 +33,7 @@ from probegate.reports.headline import (
     out_of_100,
     scale,
     score_text,
+    surface_text,
 )
 
 TEXT_MAX = 20_000  # per transcript string; a runaway reply must not make the file unusable
@@ -142,6 +143,7 @@ def _header(report: ScanReport) -> list[str]:
         f'<p class="muted">target {esc(report.target.kind)}: {esc(report.target.ref)} · mode '
         f"{esc(report.mode)} · seed {report.seed} · tier {esc(report.tier)} · "
         f"{esc(report.stopped_reason)}</p>\n",
+        f"<p><strong>Surface:</strong> {esc(surface_text(report.target))}</p>\n",
         f'<p><span class="score">{score_text(report.aivss)}</span><span class="muted">'
         f"{scale(report.aivss)}</span> <strong>{esc(report.band)}</strong> (higher is safer)</p>\n",
         f"<p><strong>Stopped:</strong> {esc(stop_text(report))}</p>\n",
@@ -151,11 +153,10 @@ def _header(report: ScanReport) -> list[str]:
     if authority.authoritative:
         out.append('<p class="okay">The score is <strong>authoritative</strong>.</p>\n')
     else:
-        failed = ", ".join(esc(c) for c in authority.failed) or "see reasons"
-        reasons = "".join(f"<li>{esc(r)}</li>" for r in authority.reasons)
+        reasons = "".join(f"<li>{esc(r)}</li>" for r in authority_reasons(report))
         out.append(
-            f'<div class="warn"><p>The score is <strong>not authoritative</strong> ({failed}); '
-            "<code>--fail-under</code> cannot pass on this scan.</p>"
+            '<div class="warn"><p>The score is <strong>not authoritative</strong>, so '
+            "<code>--fail-under</code> cannot pass on this scan. What would change it:</p>"
             + (f"<ul>{reasons}</ul>" if reasons else "")
             + "</div>\n"
         )
@@ -481,8 +482,9 @@ def _not_run(report: ScanReport) -> list[str]:
     if not report.not_run:
         return []
     out = [
-        f"<h2>Not run ({len(report.not_run)})</h2>\n<p>Only an LLM judge can decide these "
-        "probes, so they were not planned; they count neither as resisted nor as unjudged.</p>"
+        f"<h2>Not run ({len(report.not_run)})</h2>\n<p>These probes need something this target "
+        "does not expose (an LLM judge, a secret the agent holds, tools served by probegate), "
+        "so they were not planned; they count neither as resisted nor as unjudged.</p>"
         '<div class="wide"><table><tr><th>Probe</th><th>Reason</th><th>Enable with</th></tr>\n'
     ]
     for item in report.not_run:

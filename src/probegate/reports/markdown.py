@@ -20,7 +20,7 @@ from probegate.models.sections import GuardSummary
 from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, Severity
 from probegate.models.transcript import resolve_path
 from probegate.reports.diff_markdown import render_diff
-from probegate.reports.digest import stop_text, unjudged_groups
+from probegate.reports.digest import authority_reasons, stop_text, unjudged_groups
 from probegate.reports.escape import md_code, md_text, number
 from probegate.reports.guard_summary import guard_rows
 from probegate.reports.headline import (
@@ -30,6 +30,7 @@ from probegate.reports.headline import (
     out_of_100,
     scale,
     score_text,
+    surface_text,
 )
 
 MAX_BYTES = 900 * 1024  # GitHub's limit is 1 MiB per step; the Action may add a section
@@ -137,6 +138,8 @@ def _header(report: ScanReport) -> list[str]:
         f"| {report.mode} | {'yes' if authority.authoritative else '**no**'} "
         f"| {md_code(report.scan_id)} |",
         "",
+        f"**Surface:** {md_text(surface_text(report.target))}",
+        "",
     ]
     if report.aivss is None:
         lines += [f"No score: {md_text(not_evaluated_reason(report))}.", ""]
@@ -145,12 +148,11 @@ def _header(report: ScanReport) -> list[str]:
             "The score is **authoritative**: full mode, real evaluation, complete coverage."
         )
     else:
-        failed = ", ".join(md_code(c) for c in authority.failed) or "see reasons"
         lines.append(
-            f"The score is **not authoritative** ({failed}), so `--fail-under` cannot pass "
-            "on this scan. Confirmed findings still count for `--fail-on` and `--baseline`."
+            "The score is **not authoritative**, so `--fail-under` cannot pass on this scan. "
+            "Confirmed findings still count for `--fail-on` and `--baseline`. What would change it:"
         )
-        lines += [f"- {md_text(reason)}" for reason in authority.reasons]
+        lines += [f"- {md_text(reason)}" for reason in authority_reasons(report)]
     lines += [
         "",
         f"**Stopped:** {md_text(stop_text(report))}",
@@ -323,8 +325,9 @@ def _not_run(report: ScanReport) -> list[str]:
     lines = [
         f"### Not run ({len(report.not_run)})",
         "",
-        "Only an LLM judge can decide these probes, so they were not planned; they count "
-        "neither as resisted nor as unjudged.",
+        "These probes need something this target does not expose (an LLM judge, a secret "
+        "the agent holds, tools served by probegate), so they were not planned; they count "
+        "neither as resisted nor as unjudged. The last column enables them.",
         "",
         "| Probe | Reason | Enable with |",
         "|---|---|---|",

@@ -48,6 +48,7 @@ from reportlab.platypus import (
 
 from probegate.models.report import Finding, ScanReport, most_severe_first
 from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, Severity
+from probegate.reports.digest import authority_reasons
 from probegate.reports.escape import clean_text, number, truncate
 from probegate.reports.guard_summary import guard_rows
 from probegate.reports.headline import (
@@ -57,6 +58,7 @@ from probegate.reports.headline import (
     out_of_100,
     scale,
     score_text,
+    surface_text,
 )
 
 TEXT_MAX = 2_000  # characters of one piece of agent text (summary, prompt, remediation)
@@ -324,6 +326,7 @@ def _summary(report: ScanReport) -> list[Flowable]:
             f"{pdf_text(report.tier)} · {pdf_text(report.stopped_reason)}",
             "small",
         ),
+        _p(f"surface: {pdf_text(surface_text(report.target), limit=600)}", "small"),
         _p(
             f"<b>{score_text(report.aivss)}</b>"
             f"<font size='12' color='#59636e'>{scale(report.aivss)}</font> "
@@ -337,12 +340,11 @@ def _summary(report: ScanReport) -> list[Flowable]:
     if authority.authoritative:
         out.append(_p("The score is <b>authoritative</b>.", "ok"))
     else:
-        failed = ", ".join(pdf_text(c, limit=60) for c in authority.failed) or "see the reasons"
         lines = [
-            f"The score is <b>not authoritative</b> ({failed}): a score gate "
-            f"({_code('--fail-under')}) cannot pass on this scan."
+            f"The score is <b>not authoritative</b>, so a score gate ({_code('--fail-under')}) "
+            "cannot pass on this scan. What would change it:"
         ]
-        lines += [f"• {pdf_text(reason, limit=400)}" for reason in authority.reasons[:20]]
+        lines += [f"• {pdf_text(reason, limit=400)}" for reason in authority_reasons(report)[:20]]
         out.append(_p("<br/>".join(lines), "warn"))
     summary = report.findings_summary
     definition = report.target.definition
@@ -352,7 +354,7 @@ def _summary(report: ScanReport) -> list[Flowable]:
                 ("Findings", " · ".join(f"{summary.get(s.value, 0)} {s.value}" for s in Severity)),
                 ("Suppressed", str(sum(1 for f in report.findings if f.suppressed is not None))),
                 ("Unjudged attempts", str(len(report.unjudged))),
-                ("Not run (need --judge)", str(len(report.not_run))),
+                ("Not run", str(len(report.not_run))),
                 ("Controls", pdf_text(controls_text(report).removeprefix("Controls: "), limit=300)),
                 ("Not applicable", str(len(report.not_applicable))),
                 ("Probes", str(len(report.results))),
@@ -586,9 +588,12 @@ def _results(report: ScanReport) -> list[Flowable]:
     if report.not_run:
         out.append(
             _p(
-                f"{len(report.not_run)} probe(s) not run (only an LLM judge can decide them; "
-                "enable them with --judge SPEC): "
-                + pdf_text(", ".join(n.probe_id for n in report.not_run), limit=1500),
+                f"{len(report.not_run)} probe(s) not run (they need something this target does "
+                "not expose; each with what enables it): "
+                + pdf_text(
+                    ", ".join(f"{n.probe_id} ({n.enabled_by})" for n in report.not_run),
+                    limit=1500,
+                ),
                 "small",
             )
         )

@@ -31,7 +31,6 @@ from probegate.scan.plan import draw_plan, dry_run, nothing_to_run
 from probegate.scan.prepare import prepare_scan
 from probegate.scan.reproducers import write_reproducers
 from probegate.scan.view import View
-from probegate.targets.base import capabilities_of
 
 __all__ = ["execute_scan"]
 
@@ -51,12 +50,7 @@ def execute_scan(
     """
     with prepare_scan(config) as scan:
         settings, inputs, target = scan.settings, scan.inputs, scan.target
-        plan = draw_plan(
-            inputs.probes,
-            capabilities_of(target.tools()),
-            settings.plan,
-            judge=inputs.llm_judge is not None,
-        )
+        plan = draw_plan(inputs.probes, target, settings.plan, judge=inputs.llm_judge is not None)
         if scan.dry_run:
             return dry_run(plan, scan.agent, out)
         if not plan.attempts and not plan.escalations:

@@ -20,8 +20,14 @@ from probegate.errors import ExitCode, TargetError
 from probegate.gate import evaluate_gates
 from probegate.models.report import JudgeUsage, ScanReport, most_severe_first
 from probegate.models.taxonomy import ASI_IDS
-from probegate.reports.digest import authority_text, evidence_text, stop_text, unjudged_groups
-from probegate.reports.headline import asi_score_text, controls_text, out_of_100
+from probegate.reports.digest import (
+    authority_reasons,
+    authority_text,
+    evidence_text,
+    stop_text,
+    unjudged_groups,
+)
+from probegate.reports.headline import asi_score_text, controls_text, out_of_100, surface_text
 from probegate.scan.execute import Execution
 from probegate.scan.settings import GateSettings, ReproSettings
 from probegate.scan.view import View, shown
@@ -132,6 +138,7 @@ def _headline(closing: Closing, style: Style) -> list[str]:
     band = style(report.band, "bold", "green" if good else "red")
     lines = [
         f"score {out_of_100(report.aivss)}  band {band}  ({report.mode} mode, {auth})",
+        f"  {style('surface:', 'bold')} {clean(surface_text(report.target))}",
         f"  {style('stopped:', 'bold')} {clean(stop_text(report))}",
         f"  {style('authority:', 'bold')} {clean(authority_text(report))}",
     ]
@@ -235,7 +242,8 @@ def _closing_json(closing: Closing, view: View) -> dict[str, Any]:
         "stopped": stop_text(report),
         "authoritative": report.authority.authoritative,
         "authority": authority_text(report),
-        "authority_reasons": list(report.authority.reasons),
+        "authority_reasons": authority_reasons(report),
+        "surface": surface_text(report.target),
         "findings": [
             {
                 "severity": f.severity.value,

@@ -102,7 +102,7 @@ def run_attempts(
         redactor=Redactor(inputs.secrets, key=stored_key(started.salt, inputs.secrets)),
         controls=settings.controls,
     )
-    say_what_cannot_apply(plan, runner.undeliverable, runner.tools, view)
+    say_what_cannot_apply(plan, runner.tools, view)
     if not view.quiet:
         view.err.write(
             f"probegate: scanning {clean(info.ref)} ({settings.mode} mode, "

@@ -54,7 +54,9 @@ def build_report(
         unstarted_probes=frozenset(outcome.cut_probes),
         not_started=dict(outcome.not_started),
         library_version=inputs.library_version,
-        target=_anchored(run.info, [run.directory / "scan.json", *written_first]),
+        target=_surface(
+            _anchored(run.info, [run.directory / "scan.json", *written_first]), target, settings
+        ),
         engine=Engine(
             commander="probegate",
             attacker="library+mutators" if settings.mode != "fast" else "library",
@@ -97,6 +99,18 @@ def _anchored(info: TargetInfo, files: list[Path]) -> TargetInfo:
     if info.definition is not None:
         return info
     return info.model_copy(update={"definition": anchor(files, repository_root())})
+
+
+def _surface(info: TargetInfo, target: Target, settings: ReportSettings) -> TargetInfo:
+    """The target's info with the rest of its surface: what probegate could reach of it."""
+    traits = target.traits()
+    return info.model_copy(
+        update={
+            "declared_secrets": settings.declared_secrets,
+            "planted_secrets": traits.system_canaries,
+            "uses_sandbox": traits.uses_sandbox,
+        }
+    )
 
 
 def _seal(report: ScanReport, inputs: ScanInputs, settings: ReportSettings) -> ScanReport:

@@ -8,16 +8,24 @@ on. A dry run ends here, with the plan and an estimate of its cost.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping
 from typing import TextIO
 
-from probegate.engine.plan import JUDGE_FLAG, Plan, build_plan
+from probegate.engine.plan import (
+    CANARIES_SETTING,
+    JUDGE_FLAG,
+    SANDBOX_SETTING,
+    Exposure,
+    NotRun,
+    Plan,
+    build_plan,
+)
 from probegate.library.probe import Probe
-from probegate.models.taxonomy import ASI_IDS, Capability
+from probegate.models.taxonomy import ASI_IDS
 from probegate.models.tools import ToolSpec
 from probegate.scan.settings import PlanSettings
 from probegate.scan.view import View
-from probegate.targets.base import AgentConfig
+from probegate.targets.base import AgentConfig, Target, capabilities_of
 from probegate.targets.registry import spec_of
 from probegate.transport.pricing import cost_usd, price_table
 
@@ -27,19 +35,44 @@ ESTIMATE_COMPLETION_TOKENS = 300
 FEW_PROBES_FRACTION = 0.5
 
 
-def draw_plan(
-    probes: list[Probe], caps: set[Capability], settings: PlanSettings, *, judge: bool
-) -> Plan:
+# What each kind of probe left out of the plan needs, and where to read about it: the words
+# of the one line the scan says about them (keyed by NotRun.enabled_by).
+NOT_RUN_WHY: dict[str, tuple[str, str]] = {
+    JUDGE_FLAG: ("only an LLM judge can decide", f"enable them with {JUDGE_FLAG} (docs/judge.md)"),
+    CANARIES_SETTING: (
+        "look for a leaked secret, and the agent holds none probegate planted or knows",
+        f"declare the agent's real secrets under {CANARIES_SETTING} (docs/targets.md)",
+    ),
+    SANDBOX_SETTING: (
+        "attack through content probegate's tool sandbox serves, and the agent runs its own tools",
+        "let it take its tools from probegate: {{mcp_url}} for an http agent, context for a "
+        "python one (docs/agent-service.md)",
+    ),
+}
+
+
+def exposure_of(target: Target, settings: PlanSettings, *, judge: bool) -> Exposure:
+    """What the target exposes to probegate, from its declared traits and the config."""
+    traits = target.traits()
+    return Exposure(
+        uses_sandbox=traits.uses_sandbox,
+        plants_secrets=traits.system_canaries,
+        declared_secrets=settings.declared_secrets > 0,
+        judge=judge,
+    )
+
+
+def draw_plan(probes: list[Probe], target: Target, settings: PlanSettings, *, judge: bool) -> Plan:
     return build_plan(
         probes,
-        caps,
+        capabilities_of(target.tools()),
         mode=settings.mode,
         seed=settings.seed,
         repeat=settings.repeat,
         shard=settings.shard,
         variant=settings.variant,
         controls=settings.controls,
-        judge=judge,
+        exposure=exposure_of(target, settings, judge=judge),
     )
 
 
@@ -68,18 +101,23 @@ def dry_run(plan: Plan, agent: AgentConfig, out: TextIO) -> int:
             out.write(f"  {asi}: {count} attempts\n")
     for probe_id, reason in sorted(plan.not_applicable.items()):
         out.write(f"  not applicable: {probe_id}: {reason}\n")
-    if plan.not_run:
-        out.write(f"  {not_run_line(sorted(plan.not_run))}\n")
+    for line in not_run_lines(plan.not_run):
+        out.write(f"  {line}\n")
     out.write(f"  estimated cost: {_cost_estimate(agent, requests)}\n")
     return 0
 
 
-def not_run_line(probe_ids: list[str]) -> str:
-    """The one line that says which probes were left out for want of a judge."""
-    return (
-        f"not run: {len(probe_ids)} probe(s) only an LLM judge can decide "
-        f"({', '.join(probe_ids)}); enable them with {JUDGE_FLAG} (docs/judge.md)"
-    )
+def not_run_lines(not_run: Mapping[str, NotRun]) -> list[str]:
+    """One line per setting that would let probes left out of the plan run."""
+    by_setting: dict[str, list[str]] = {}
+    for probe_id, item in sorted(not_run.items()):
+        by_setting.setdefault(item.enabled_by, []).append(probe_id)
+    lines = []
+    for setting, ids in sorted(by_setting.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        what, fix = NOT_RUN_WHY.get(setting, ("need what this target does not expose", setting))
+        shown = ", ".join(ids[:6]) + (f" and {len(ids) - 6} more" if len(ids) > 6 else "")
+        lines.append(f"not run: {len(ids)} probe(s) {what} ({shown}); {fix}")
+    return lines
 
 
 def _cost_estimate(agent: AgentConfig, requests: int) -> str:
@@ -106,9 +144,8 @@ def _cost_estimate(agent: AgentConfig, requests: int) -> str:
 def nothing_to_run(plan: Plan, variant: str | None) -> str:
     """Why a plan holds no attempt, in the words that lead to the fix."""
     if plan.not_run and len(plan.not_run) + len(plan.not_applicable) == len(plan.probes):
-        return (
-            f"every selected probe that applies needs an LLM judge: "
-            f"{not_run_line(sorted(plan.not_run))}"
+        return "no selected probe can run against this target: " + "; ".join(
+            not_run_lines(plan.not_run)
         )
     if plan.not_applicable and len(plan.not_applicable) == len(plan.probes):
         return (
@@ -134,31 +171,18 @@ def _applicability_summary(not_applicable: dict[str, str]) -> str:
     return "; ".join(parts[:4]) + more
 
 
-def say_what_cannot_apply(
-    plan: Plan,
-    undeliverable: Callable[[Probe], str | None],
-    tools: list[ToolSpec],
-    view: View,
-) -> None:
+def say_what_cannot_apply(plan: Plan, tools: list[ToolSpec], view: View) -> None:
     """Before the first request: which probes this target cannot be tested on, and the fix.
 
-    ``undeliverable`` is the runner's own check (why a probe cannot reach or be judged on
-    this target), so the notes and the verdicts never disagree.
+    The plan decided it (engine/plan.py), so the notes and the report never disagree.
     """
     selected = len(plan.probes)
     if not selected:
         return
-    if plan.not_run:  # said once, before the first request
-        view.note(not_run_line(sorted(plan.not_run)))
+    for line in not_run_lines(plan.not_run):  # said once, before the first request
+        view.note(line)
     skipped = len(plan.not_applicable)
-    planned = {a.probe.id: a.probe for a in plan.attempts}
-    blind: dict[str, int] = {}
-    for probe in planned.values():
-        why = undeliverable(probe)
-        if why is not None:
-            key = why.split(":")[0]
-            blind[key] = blind.get(key, 0) + 1
-    unusable = skipped + sum(blind.values())
+    unusable = skipped + len(plan.not_run)
     if skipped and not tools:
         view.note(
             f"{skipped} of {selected} probes cannot apply: the target declares no tools. "
@@ -171,16 +195,8 @@ def say_what_cannot_apply(
             + _applicability_summary(plan.not_applicable)
             + ". Declare the missing capabilities on the agent's tools (docs/targets.md)."
         )
-    for key, count in sorted(blind.items()):
-        fix = (
-            "the attack arrives through probegate's tool sandbox, which this target does not "
-            "use (docs/targets.md)"
-            if key == "not delivered"
-            else "declare the agent's real secrets under target.canaries"
-        )
-        view.note(f"{count} planned probes will end unjudged ({key}): {fix}.")
     if unusable and unusable >= FEW_PROBES_FRACTION * selected and not view.quiet:
         view.note(
-            f"only {selected - unusable} of {selected} selected probes can judge this target; "
-            "its score will say little until the notes above are addressed."
+            f"only {selected - unusable} of {selected} selected probes apply to what this "
+            "target exposes; every category's state in the report says what would bring more in."
         )

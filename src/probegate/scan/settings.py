@@ -26,6 +26,8 @@ class PlanSettings:
     shard: str | None
     variant: str | None
     controls: bool
+    # How many real secrets the config declares (target.canaries): a count, never the values.
+    declared_secrets: int = 0
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,8 @@ class ReportSettings:
     selected_all: bool
     tolerance: float
     allow_mismatch: bool
+    # How many real secrets the config declares: the report states the count, never a value.
+    declared_secrets: int = 0
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,7 @@ def stage_settings(config: ScanConfig, formats: list[str]) -> StageSettings:
             shard=config.shard,
             variant=config.variant,
             controls=config.controls,
+            declared_secrets=len(config.target.declared_canaries()),
         ),
         run=RunSettings(
             mode=config.mode,
@@ -126,6 +131,7 @@ def stage_settings(config: ScanConfig, formats: list[str]) -> StageSettings:
             selected_all=not config.asi and not config.probes and config.shard is None,
             tolerance=config.tolerance,
             allow_mismatch=config.allow_mismatch,
+            declared_secrets=len(config.target.declared_canaries()),
         ),
         repro=ReproSettings(
             target=config.target,
