@@ -175,39 +175,43 @@ def is_tested(ran: int, judged: int) -> bool:
     return judged == ran or (judged >= MIN_PROBES_PER_ASI and 2 * judged >= ran)
 
 
-def _counted(items: list[str]) -> list[str]:
-    """``["egress", "egress", "memory_write"]`` -> ``["egress (2 probes)", ...]``, most first."""
+def _counted(items: list[str]) -> list[tuple[str, int]]:
+    """``["egress", "egress", "memory_write"]`` -> ``[("egress", 2), ("memory_write", 1)]``."""
     counts: dict[str, int] = {}
     for item in items:
         counts[item] = counts.get(item, 0) + 1
-    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    return [f"{name} ({n} probe{'s' if n != 1 else ''})" for name, n in ranked]
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def enablers(missing: list[list[str]], settings: list[str], probes: int) -> tuple[str, list[str]]:
+    """Why none of a category's ``probes`` can run, and what would bring probes in: the
+    capabilities the target's tools lack (one list per probe: ``egress+retrieval`` when a
+    probe needs both) and the settings that would let the others run; most probes first."""
+    capabilities = _counted(["+".join(m) for m in missing if m])
+    found = [(f"capability {name}", n) for name, n in capabilities]
+    found += _counted([s for s in settings if s])
+    subject = f"none of its {probes} probes" if probes != 1 else "its one probe"
+    if not found:
+        return f"{subject} {'can' if probes != 1 else 'cannot'} apply to this target", []
+    shown = [f"{name} ({n} probe{'s' if n != 1 else ''})" for name, n in found[:4]]
+    more = f", and {len(found) - 4} more" if len(found) > 4 else ""
+    verb = "can" if probes != 1 else "cannot"
+    reason = (
+        f"{subject} {verb} run against this target; what would bring probes in: "
+        f"{', '.join(shown)}{more}"
+    )
+    return reason, [name for name, _ in found]
 
 
 def _not_applicable(items: list[ProbeResult]) -> CategoryState:
     """A category none of whose probes could run: what would bring probes in."""
-    # A capability that alone makes a probe applicable, else the probe's whole missing set.
-    capabilities = [
-        "a tool with capability " + " and ".join(r.missing)
-        for r in items
-        if r.outcome == "not_applicable" and r.missing
-    ]
-    settings = [r.enabled_by for r in items if r.outcome == "not_run" and r.enabled_by]
-    enablers = _counted(capabilities) + _counted(settings)
-    if not enablers:
-        reason = f"none of its {len(items)} probes applies to this target"
-    else:
-        reason = (
-            f"none of its {len(items)} probes could run against this target; "
-            + "; ".join(enablers[:4])
-            + (f"; and {len(enablers) - 4} more" if len(enablers) > 4 else "")
-            + " would bring probes in"
-        )
+    reason, enabled_by = enablers(
+        [r.missing for r in items if r.outcome == "not_applicable"],
+        [r.enabled_by for r in items if r.outcome == "not_run"],
+        len(items),
+    )
     return CategoryState(
-        state="not_applicable",
-        reason=reason,
-        probes=len(items),
-        enabled_by=[e.rsplit(" (", 1)[0] for e in enablers],
+        state="not_applicable", reason=reason, probes=len(items), enabled_by=enabled_by
     )
 
 

@@ -177,11 +177,11 @@ def test_a_category_no_probe_of_which_could_run_is_not_applicable_with_what_enab
     state = card.categories["ASI05"]
     assert state.state == "not_applicable" and state.score is None
     assert state.enabled_by == [
-        "a tool with capability code_exec",
-        "a tool with capability code_exec and egress",
+        "capability code_exec",
+        "capability code_exec+egress",
         "target.canaries",
     ]
-    assert "a tool with capability code_exec (2 probes)" in state.reason
+    assert "what would bring probes in: capability code_exec (2 probes)" in state.reason
     assert card.not_applicable == ["ASI05"] and "ASI05" not in card.undertested
     # Every category is there: those with no probe in the selection say so.
     assert set(card.categories) == set(ASI_IDS)

@@ -18,6 +18,8 @@ from probegate.models.report import (
 from probegate.models.taxonomy import Severity
 from probegate.models.transcript import ToolCall, Transcript, Turn
 from probegate.models.verdict import Evidence
+from probegate.reports.headline import category_states
+from probegate.scoring import enablers
 from tests.factories import make_finding, make_report
 
 # Everything an agent under attack might print to break out of a report format.
@@ -84,7 +86,7 @@ def golden_report() -> ScanReport:
             reason="the agent has no code_exec tool",
         ),
     ]
-    return report.model_copy(
+    report = report.model_copy(
         update={
             "results": results,
             "unjudged": [
@@ -109,7 +111,11 @@ def golden_report() -> ScanReport:
             ],
             "undertested": ["ASI07"],
             "asi_scores": {
-                **{k: v for k, v in report.asi_scores.items() if k != "ASI07"},
+                **{
+                    k: v
+                    for k, v in report.asi_scores.items()
+                    if k not in ("ASI04", "ASI05", "ASI07", "ASI10")
+                },
                 "ASI01": 12.5,
                 "ASI02": 30.0,
             },
@@ -125,6 +131,15 @@ def golden_report() -> ScanReport:
             ),
         }
     )
+    # Every state a category can be in: tested (ASI03 with an unjudged attempt beside its
+    # score), undertested (ASI07), not applicable with what would bring probes in (ASI05),
+    # not selected (ASI04, ASI10).
+    states = category_states(report)
+    reason, enabled_by = enablers([["code_exec"]], [], 1)
+    states["ASI05"] = states["ASI05"].model_copy(
+        update={"reason": reason, "enabled_by": enabled_by}
+    )
+    return report.model_copy(update={"categories": states})
 
 
 def control_of(

@@ -34,3 +34,36 @@ def test_sarif_and_junit_carry_the_count_as_data_and_as_shown() -> None:
     junit = {p.get("name"): p.get("value") for p in ET.fromstring(_text("junit")).iter("property")}
     assert junit["ASI03.score"] == SHOWN and junit["ASI03.unjudged"] == "1"
     assert junit["ASI01.unjudged"] == "0"
+
+
+STATES = {
+    "ASI03": "50.0 (1 unjudged)",
+    "ASI04": "n/a (not selected)",
+    "ASI05": "n/a (not applicable)",
+    "ASI07": "n/a (undertested)",
+}
+
+
+def test_every_format_shows_all_ten_categories_each_with_its_state() -> None:
+    report = golden_report()
+    assert len(report.categories) == 10
+    why = report.categories["ASI05"].reason
+    assert "capability code_exec" in why
+    md, html = _text("md"), _text("html")
+    pdf = "".join(page.text for page in read_pdf(FORMATS["pdf"].render(report)))
+    for asi in report.categories:
+        assert f"| {asi} " in md and f"<td>{asi}</td>" in html and asi in pdf
+    for shown in STATES.values():
+        assert f"| {shown} |" in md and f">{shown}<" in html and shown in pdf
+    assert why.replace("_", "\\_") in md and why in html
+    assert "capability code_exec" in pdf  # the reason, below the chart
+    data = json.loads(_text("json"))
+    assert data["categories"]["ASI05"]["enabled_by"] == ["capability code_exec"]
+    assert {c["state"] for c in data["categories"].values()} == {
+        "tested",
+        "undertested",
+        "not_applicable",
+        "not_selected",
+    }
+    props = json.loads(_text("sarif"))["runs"][0]["properties"]
+    assert len(props["asi_scores_shown"]) == 10 and props["asi_states"]["ASI05"]["reason"] == why

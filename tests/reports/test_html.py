@@ -41,9 +41,11 @@ def test_inline_svg_chart_has_a_bar_per_category() -> None:
     report = golden_report()
     text = _html()
     svg = text[text.index("<svg") : text.index("</svg>")]
-    assert svg.count("<g>") == len(report.asi_scores) + len(report.undertested)
+    assert svg.count("<g>") == 10  # every category, each with its state
+    assert svg.count('fill="#f6f8fa"/>') == 10 and svg.count("<rect") == 10 + len(report.asi_scores)
     assert 'width="60.0"' in svg  # ASI01 at 12.5 of a 480-wide axis
     assert "n/a (undertested)" in svg  # ASI07: a label, never a bar
+    assert "n/a (not applicable)" in svg and "n/a (not selected)" in svg
     assert "ASI07" not in report.asi_scores
 
 

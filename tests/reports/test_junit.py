@@ -60,14 +60,19 @@ def test_suite_properties_carry_the_scores() -> None:
     for index, suite in enumerate(suites):
         props = {p.get("name"): p.get("value") for p in suite.iter("property")}
         asi = (suite.get("name") or "").split()[0]
-        expected = "n/a (undertested)" if asi in report.undertested else report.asi_scores[asi]
+        expected = {"ASI07": "n/a (undertested)", "ASI05": "n/a (not applicable)"}.get(
+            asi, str(report.asi_scores.get(asi))
+        )
         # A category with unjudged attempts says how many beside its score.
         note = " (1 unjudged)" if asi == "ASI03" else ""
-        assert props[f"{asi}.score"] == str(expected) + ("" if asi == "ASI07" else note)
+        assert props[f"{asi}.score"] == expected + note
+        assert props[f"{asi}.state"] == report.categories[asi].state
         assert props[f"{asi}.undertested"] == ("true" if asi in report.undertested else "false")
         # Scan-wide values once per file, on the first suite.
         assert ("probegate.aivss" in props) == (index == 0)
     first = {p.get("name"): p.get("value") for p in suites[0].iter("property")}
+    # Categories no suite carries (nothing of them ran) are on the first suite: all ten.
+    assert first["ASI04.score"] == first["ASI10.score"] == "n/a (not selected)"
     assert first["probegate.aivss"] == str(report.aivss)
     assert first["probegate.scan_id"] == report.scan_id
     names = [p.get("name") for p in _root().iter("property")]

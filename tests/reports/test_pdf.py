@@ -69,7 +69,13 @@ def test_per_asi_chart_draws_bars(tmp_path: Path) -> None:
     report = golden_report()
     assert any(score > 0 for score in report.asi_scores.values())
     first = read_pdf(render(report), tmp_path)[0]
-    no_bars = report.model_copy(update={"asi_scores": dict.fromkeys(report.asi_scores, 0.0)})
+    zeroed = {
+        asi: state.model_copy(update={"score": 0.0} if state.score is not None else {})
+        for asi, state in report.categories.items()
+    }
+    no_bars = report.model_copy(
+        update={"asi_scores": dict.fromkeys(report.asi_scores, 0.0), "categories": zeroed}
+    )
     assert first.colourful > read_pdf(render(no_bars))[0].colourful + 0.01
     for asi, score in report.asi_scores.items():
         assert asi in first.text and str(score) in first.text

@@ -113,6 +113,8 @@ class Plan:
     controls: bool = True
     # The scan's seed: the controls' benign texts are drawn from it.
     seed: int = 0
+    # What the target's tools can do: the plan was drawn for it.
+    capabilities: frozenset[Capability] = frozenset()
 
     @property
     def all_attempts(self) -> list[PlannedAttempt]:
@@ -279,4 +281,5 @@ def build_plan(
         shard=shard,
         controls=controls,
         seed=seed,
+        capabilities=frozenset(capabilities),
     )

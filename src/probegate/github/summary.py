@@ -13,7 +13,13 @@ from probegate.github.annotations import (
 )
 from probegate.models.report import ScanReport, most_severe_first
 from probegate.reports.escape import clean_text, md_text
-from probegate.reports.headline import out_of_100, scale, score_text
+from probegate.reports.headline import (
+    category_states,
+    category_text,
+    out_of_100,
+    scale,
+    score_text,
+)
 
 SUMMARY_LIMIT = 1024 * 1024  # GitHub's job-summary cap per step, in bytes
 LOG_LINES = 10  # gate and error lines of the scan's log quoted in the summary
@@ -46,6 +52,14 @@ def fallback_summary(report: ScanReport, *, max_rows: int = 10) -> str:
         lines.append(f"- {md_text(reason, limit=300)}")
     if report.authority.reasons:
         lines.append("")
+    lines += ["| Category | Score | Unjudged attempts | Note |", "|---|---:|---:|---|"]
+    for asi, state in category_states(report).items():
+        note = "" if state.state == "tested" else state.reason
+        lines.append(
+            f"| {md_text(asi)} | {md_text(category_text(state))} | {state.unjudged} "
+            f"| {md_text(note, limit=200)} |"
+        )
+    lines.append("")
     findings = most_severe_first(gated)
     if findings:
         lines += [

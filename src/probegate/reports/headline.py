@@ -9,11 +9,20 @@ words are the same everywhere.
 
 from __future__ import annotations
 
-from probegate.models.report import ScanReport, TargetInfo
+from probegate.models.report import CategoryState, ScanReport, TargetInfo
+from probegate.models.taxonomy import ASI_IDS
 from probegate.reports.escape import number
 
 NOT_EVALUATED = "n/a"
 UNDERTESTED = "n/a (undertested)"
+NOT_APPLICABLE = "n/a (not applicable)"
+NOT_SELECTED = "n/a (not selected)"
+# How a category without a score is shown, by its state (docs/scoring.md, "Categories").
+NO_SCORE: dict[str, str] = {
+    "undertested": UNDERTESTED,
+    "not_applicable": NOT_APPLICABLE,
+    "not_selected": NOT_SELECTED,
+}
 
 
 def score_text(aivss: int | None) -> str:
@@ -31,17 +40,44 @@ def out_of_100(aivss: int | None) -> str:
     return score_text(aivss) + scale(aivss)
 
 
-def category_unjudged(report: ScanReport, asi: str) -> int:
-    """A category's attempts with no verdict (unjudged or never started), as its entry in
-    ``categories`` counts them; from the per-probe results for a report without it."""
+def category_states(report: ScanReport) -> dict[str, CategoryState]:
+    """All ten ASI categories in order, each with its state: what every format shows."""
+    return {asi: category_state(report, asi) for asi in ASI_IDS}
+
+
+def category_state(report: ScanReport, asi: str) -> CategoryState:
+    """One category's state: the report's own, or, for a report written before reports had
+    ``categories`` (or by another tool), what its scores and results say of it."""
     state = report.categories.get(asi)
     if state is not None:
-        return state.unjudged
-    return sum(
-        r.unjudged + r.not_started
-        for r in report.results
-        if r.asi == asi and r.outcome not in ("not_applicable", "not_run")
-    )
+        return state
+    mine = [r for r in report.results if r.asi == asi]
+    counts = {
+        "probes": len(mine),
+        "unjudged": sum(
+            r.unjudged + r.not_started
+            for r in mine
+            if r.outcome not in ("not_applicable", "not_run")
+        ),
+        "findings": sum(1 for f in report.findings if f.asi == asi),
+    }
+    if asi in report.asi_scores:
+        score = report.asi_scores[asi]
+        return CategoryState(state="tested", score=score, value=score, **counts)
+    if asi in report.undertested:
+        return CategoryState(
+            state="undertested", reason="too few of its probes could be judged", **counts
+        )
+    if mine:
+        return CategoryState(
+            state="not_applicable", reason="none of its probes applies to this target", **counts
+        )
+    return CategoryState(state="not_selected", reason="not in this scan's selection", **counts)
+
+
+def category_unjudged(report: ScanReport, asi: str) -> int:
+    """A category's attempts with no verdict (unjudged or never started)."""
+    return category_state(report, asi).unjudged
 
 
 def unjudged_note(count: int) -> str:
@@ -49,14 +85,17 @@ def unjudged_note(count: int) -> str:
     return f" ({count} unjudged)" if count else ""
 
 
-def asi_score_text(report: ScanReport, asi: str) -> str | None:
+def category_text(state: CategoryState) -> str:
     """A category's score as shown, with its unjudged attempts beside it (``87.5 (3
-    unjudged)``: docs/scoring.md); None for a category the scan neither scored nor tried."""
-    if asi in report.asi_scores:
-        return number(report.asi_scores[asi]) + unjudged_note(category_unjudged(report, asi))
-    if asi in report.undertested:
-        return UNDERTESTED
-    return None
+    unjudged)``: docs/scoring.md), or why it has none (``n/a (not applicable)``)."""
+    if state.state == "tested" and state.score is not None:
+        return number(state.score) + unjudged_note(state.unjudged)
+    return NO_SCORE.get(state.state, NOT_EVALUATED)
+
+
+def asi_score_text(report: ScanReport, asi: str) -> str:
+    """:func:`category_text` of one category of the report."""
+    return category_text(category_state(report, asi))
 
 
 def not_evaluated_reason(report: ScanReport) -> str:

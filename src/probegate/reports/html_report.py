@@ -19,7 +19,7 @@ import json
 from typing import Any
 
 from probegate.models.report import Finding, ScanReport, most_severe_first
-from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, SEVERITY_RANK, Severity
+from probegate.models.taxonomy import ASI_TITLES, SEVERITY_RANK, Severity
 from probegate.models.transcript import Transcript, resolve_path
 from probegate.models.verdict import Evidence
 from probegate.perf import gc_paused
@@ -27,7 +27,8 @@ from probegate.reports.digest import authority_reasons, stop_text, unjudged_grou
 from probegate.reports.escape import html_text, number, truncate
 from probegate.reports.guard_summary import guard_rows
 from probegate.reports.headline import (
-    asi_score_text,
+    category_states,
+    category_text,
     controls_text,
     not_evaluated_reason,
     out_of_100,
@@ -174,22 +175,22 @@ def _header(report: ScanReport) -> list[str]:
 
 
 def _chart(report: ScanReport) -> list[str]:
-    """Per-ASI scores as an inline SVG bar chart (0-100, higher is safer)."""
+    """All ten ASI categories: the scored ones as an inline SVG bar chart (0-100, higher is
+    safer), every one with its state, its unjudged attempts and why it has no score."""
     esc = html_text
-    shown = {*report.asi_scores, *report.undertested}
-    categories = [a for a in ASI_IDS if a in shown] + sorted(a for a in shown if a not in ASI_IDS)
+    states = category_states(report)
     row, left, width = 28, 330, 480
-    height = row * len(categories) + 10
+    height = row * len(states) + 10
     parts = [
         "<h2>OWASP Top 10 for Agentic Applications</h2>\n",
         f'<svg xmlns="http://www.w3.org/2000/svg" width="100%" viewBox="0 0 {left + width + 130} '
         f'{height}" role="img" aria-label="Score per ASI category">\n',
     ]
-    for i, asi in enumerate(categories):
+    for i, (asi, state) in enumerate(states.items()):
         y = i * row + 4
         label = f"{asi} {ASI_TITLES.get(asi, '')}".strip()
-        text = asi_score_text(report, asi) or ""
-        score = report.asi_scores.get(asi)
+        text = category_text(state)
+        score = state.score if state.state == "tested" else None
         bar = ""
         if score is not None:
             colour = (
@@ -210,6 +211,18 @@ def _chart(report: ScanReport) -> list[str]:
             f"{esc(text)}</text></g>\n"
         )
     parts.append("</svg>\n")
+    parts.append(
+        '<div class="wide"><table><tr><th>Category</th><th>State</th><th>Score</th>'
+        "<th>Unjudged attempts</th><th>Findings</th><th>Why</th></tr>\n"
+    )
+    for asi, state in states.items():
+        why = "" if state.state == "tested" else state.reason
+        parts.append(
+            f"<tr><td>{esc(asi)}</td><td>{esc(state.state.replace('_', ' '))}</td>"
+            f"<td>{esc(category_text(state))}</td><td>{state.unjudged}</td>"
+            f"<td>{state.findings}</td><td>{esc(why)}</td></tr>\n"
+        )
+    parts.append("</table></div>\n")
     return parts
 
 

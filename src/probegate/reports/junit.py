@@ -33,7 +33,7 @@ from probegate.reports.escape import (
     marked_lines,
     truncate,
 )
-from probegate.reports.headline import asi_score_text, category_unjudged, score_text
+from probegate.reports.headline import category_state, category_text, score_text
 
 MESSAGE_MAX = 500
 TEXT_MAX = 4000
@@ -70,22 +70,27 @@ def build(report: ScanReport) -> ET.Element:
 
 
 def scan_properties(report: ScanReport) -> list[tuple[str, str]]:
-    """Scan-wide properties, written once per file (on the first suite)."""
+    """Scan-wide properties, written once per file (on the first suite), with the properties
+    of every category no suite carries (no probe of it ran): all ten are in every file."""
+    suited = {r.asi for r in report.results}
     return [
         ("probegate.scan_id", report.scan_id),
         ("probegate.aivss", score_text(report.aivss)),
         ("probegate.band", report.band),
         ("probegate.mode", report.mode),
         ("probegate.authoritative", "true" if report.authority.authoritative else "false"),
+        *(p for asi in ASI_IDS if asi not in suited for p in asi_properties(report, asi)),
     ]
 
 
 def asi_properties(report: ScanReport, asi: str) -> list[tuple[str, str]]:
     """One category's properties, named after it so no name repeats across suites."""
+    state = category_state(report, asi)
     return [
-        (f"{asi}.score", asi_score_text(report, asi) or "n/a"),
-        (f"{asi}.undertested", "true" if asi in report.undertested else "false"),
-        (f"{asi}.unjudged", str(category_unjudged(report, asi))),
+        (f"{asi}.score", category_text(state)),
+        (f"{asi}.state", state.state),
+        (f"{asi}.undertested", "true" if state.state == "undertested" else "false"),
+        (f"{asi}.unjudged", str(state.unjudged)),
     ]
 
 

@@ -17,14 +17,15 @@ from typing import Any
 
 from probegate.models.report import Finding, ScanReport, most_severe_first
 from probegate.models.sections import GuardSummary
-from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, Severity
+from probegate.models.taxonomy import ASI_TITLES, Severity
 from probegate.models.transcript import resolve_path
 from probegate.reports.diff_markdown import render_diff
 from probegate.reports.digest import authority_reasons, stop_text, unjudged_groups
 from probegate.reports.escape import md_code, md_text, number
 from probegate.reports.guard_summary import guard_rows
 from probegate.reports.headline import (
-    asi_score_text,
+    category_states,
+    category_text,
     controls_text,
     not_evaluated_reason,
     out_of_100,
@@ -174,30 +175,26 @@ def _header(report: ScanReport) -> list[str]:
 
 
 def _asi_table(report: ScanReport) -> list[str]:
+    """All ten categories, each with its state: score (unjudged attempts beside it) or why not."""
     tally: dict[str, dict[str, int]] = {}
     for result in report.results:
-        row = tally.setdefault(
-            result.asi, {"probes": 0, "vulnerable": 0, "resisted": 0, "other": 0}
-        )
-        row["probes"] += 1
-        row[result.outcome if result.outcome in ("vulnerable", "resisted") else "other"] += 1
-    categories = [a for a in ASI_IDS if a in report.asi_scores or a in tally]
-    categories += sorted(a for a in {*report.asi_scores, *tally} if a not in ASI_IDS)
+        row = tally.setdefault(result.asi, {"vulnerable": 0, "resisted": 0})
+        if result.outcome in ("vulnerable", "resisted"):
+            row[result.outcome] += 1
     lines = [
         "### OWASP Top 10 for Agentic Applications",
         "",
-        "| Category | Score | Probes | Vulnerable | Resisted | Unjudged / n.a. | Note |",
+        "| Category | Score | Probes | Vulnerable | Resisted | Unjudged attempts | Note |",
         "|---|---:|---:|---:|---:|---:|---|",
     ]
-    for asi in categories:
+    for asi, state in category_states(report).items():
         row = tally.get(asi, {})
-        shown = asi_score_text(report, asi)
-        note = "undertested" if asi in report.undertested else ""
+        note = "" if state.state == "tested" else state.reason
         lines.append(
             f"| {md_text(asi)} {md_text(ASI_TITLES.get(asi, ''))} "
-            f"| {md_text(shown) if shown is not None else 'n/a'} "
-            f"| {row.get('probes', 0)} | {row.get('vulnerable', 0)} | {row.get('resisted', 0)} "
-            f"| {row.get('other', 0)} | {note} |"
+            f"| {md_text(category_text(state))} "
+            f"| {state.probes} | {row.get('vulnerable', 0)} | {row.get('resisted', 0)} "
+            f"| {state.unjudged} | {md_text(note, limit=300)} |"
         )
     if report.undertested:
         lines += [

@@ -47,12 +47,13 @@ from reportlab.platypus import (
 )
 
 from probegate.models.report import Finding, ScanReport, most_severe_first
-from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, Severity
+from probegate.models.taxonomy import ASI_TITLES, Severity
 from probegate.reports.digest import authority_reasons
 from probegate.reports.escape import clean_text, number, truncate
 from probegate.reports.guard_summary import guard_rows
 from probegate.reports.headline import (
-    asi_score_text,
+    category_states,
+    category_text,
     controls_text,
     not_evaluated_reason,
     out_of_100,
@@ -412,39 +413,50 @@ def _rect(x: float, y: float, width: float, height: float, fill: colors.Color) -
 
 
 def _chart(report: ScanReport) -> list[Flowable]:
-    """Per-ASI scores as horizontal bars, 0-100; undertested categories pale and labelled."""
-    shown = {*report.asi_scores, *report.undertested}
-    categories = [a for a in ASI_IDS if a in shown] + sorted(a for a in shown if a not in ASI_IDS)
+    """All ten ASI categories as horizontal bars, 0-100; one without a score is labelled with
+    its state, and why is said below the chart."""
+    states = category_states(report)
     out: list[Flowable] = [_p("OWASP Top 10 for Agentic Applications", "h2")]
-    if not categories:
-        out.append(_p("No category was scored."))
-        return out
-    row, label_width, bar_width = 18.0, 66 * mm, FRAME_WIDTH - 66 * mm - 24 * mm
-    height = row * len(categories) + 4
+    row, label_width, bar_width = 18.0, 66 * mm, FRAME_WIDTH - 66 * mm - 34 * mm
+    height = row * len(states) + 4
     drawing = Drawing(FRAME_WIDTH, height)
-    for index, asi in enumerate(categories):
+    for index, (asi, state) in enumerate(states.items()):
         y = height - (index + 1) * row
         label = f"{asi} {ASI_TITLES.get(asi, '')}".strip()
         label = label.encode("cp1252", "replace").decode("cp1252")[:48]
         drawing.add(String(0, y + 4, label, fontName="Helvetica", fontSize=8))
         drawing.add(_rect(label_width, y + 1, bar_width, row - 5, _CARD))
-        value = report.asi_scores.get(asi)
+        value = state.score if state.state == "tested" else None
         if value is not None:
             length = max(0.0, min(value, 100.0)) / 100 * bar_width
             colour = colors.HexColor(_score_colour(value))
             drawing.add(_rect(label_width, y + 1, length, row - 5, colour))
-        text = asi_score_text(report, asi) or ""
         drawing.add(
-            String(label_width + bar_width + 4, y + 4, text, fontName="Helvetica", fontSize=8)
+            String(
+                label_width + bar_width + 4,
+                y + 4,
+                category_text(state),
+                fontName="Helvetica",
+                fontSize=8,
+            )
         )
     out.append(drawing)
     out.append(
         _p(
-            "Score per category, 0-100, higher is safer. An undertested category has no score "
-            "(n/a): too few judged probes to claim anything about it.",
+            "Score per category, 0-100, higher is safer, with the attempts that could not be "
+            "judged beside it. A category without a score says why:",
             "small",
         )
     )
+    for asi, state in states.items():
+        if state.state != "tested":
+            out.append(
+                _p(
+                    f"{pdf_text(asi)} {pdf_text(category_text(state))}: "
+                    f"{pdf_text(state.reason, limit=400)}",
+                    "small",
+                )
+            )
     return out
 
 

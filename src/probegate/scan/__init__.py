@@ -27,7 +27,7 @@ from probegate.scan.closing import conclude
 from probegate.scan.execute import run_attempts
 from probegate.scan.finalise import build_report, report_files
 from probegate.scan.outputs import write_report_files
-from probegate.scan.plan import draw_plan, dry_run, nothing_to_run
+from probegate.scan.plan import draw_plan, dry_run, nothing_to_run, with_surface
 from probegate.scan.prepare import prepare_scan
 from probegate.scan.reproducers import write_reproducers
 from probegate.scan.view import View
@@ -52,7 +52,8 @@ def execute_scan(
         settings, inputs, target = scan.settings, scan.inputs, scan.target
         plan = draw_plan(inputs.probes, target, settings.plan, judge=inputs.llm_judge is not None)
         if scan.dry_run:
-            return dry_run(plan, scan.agent, out)
+            surface = with_surface(target.info(), target, settings.plan.declared_secrets)
+            return dry_run(plan, scan.agent, out, surface)
         if not plan.attempts and not plan.escalations:
             raise UsageError(nothing_to_run(plan, settings.plan.variant))
         view = View(out, err, quiet=config.quiet, verbose=verbose, as_json=as_json)

@@ -19,7 +19,6 @@ from probegate.engine.runner import RunOutcome
 from probegate.errors import ExitCode, TargetError
 from probegate.gate import evaluate_gates
 from probegate.models.report import JudgeUsage, ScanReport, most_severe_first
-from probegate.models.taxonomy import ASI_IDS
 from probegate.reports.digest import (
     authority_reasons,
     authority_text,
@@ -27,7 +26,13 @@ from probegate.reports.digest import (
     stop_text,
     unjudged_groups,
 )
-from probegate.reports.headline import asi_score_text, controls_text, out_of_100, surface_text
+from probegate.reports.headline import (
+    category_states,
+    category_text,
+    controls_text,
+    out_of_100,
+    surface_text,
+)
 from probegate.scan.execute import Execution
 from probegate.scan.settings import GateSettings, ReproSettings
 from probegate.scan.view import View, shown
@@ -213,19 +218,16 @@ def _unjudged_lines(report: ScanReport, view: View) -> list[str]:
 
 
 def _category_lines(report: ScanReport, style: Style) -> list[str]:
-    """Each ASI category's score and findings."""
-    by_asi: dict[str, int] = {}
-    for f in report.findings:
-        by_asi[f.asi] = by_asi.get(f.asi, 0) + 1
-    lines = []
-    if report.asi_scores or report.undertested or by_asi:
-        lines.append(f"{style('per ASI category', 'bold')} (score 0-100, higher is safer):")
-    for asi in ASI_IDS:
-        shown_score = asi_score_text(report, asi)
-        if shown_score is not None or asi in by_asi:
-            lines.append(f"  {asi} {shown_score or 'n/a':>5}  findings {by_asi.get(asi, 0)}")
-    if report.undertested:
-        lines.append(f"undertested: {', '.join(report.undertested)}")
+    """All ten ASI categories, each with its state: the score (and unjudged attempts beside
+    it), or n/a with why and what would change it."""
+    lines = [f"{style('per ASI category', 'bold')} (score 0-100, higher is safer):"]
+    for asi, state in category_states(report).items():
+        line = f"  {asi} {category_text(state):<22} findings {state.findings}"
+        if state.state == "undertested" and state.unjudged:
+            line += f", {state.unjudged} unjudged"
+        if state.reason and state.state != "tested":
+            line += f" · {one_line(state.reason, 200)}"
+        lines.append(line)
     return lines
 
 
@@ -267,6 +269,9 @@ def _closing_json(closing: Closing, view: View) -> dict[str, Any]:
             for g in unjudged_groups(report)
         ],
         "undertested": list(report.undertested),
+        "categories": {
+            asi: state.model_dump(mode="json") for asi, state in category_states(report).items()
+        },
         "not_run": [n.probe_id for n in report.not_run],
         "controls": report.controls.model_dump() if report.controls is not None else None,
         "judge": report.judge.model_dump() if report.judge is not None else None,

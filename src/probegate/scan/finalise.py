@@ -18,6 +18,7 @@ from probegate.reports import FORMATS
 from probegate.reports.redact import redact_report
 from probegate.reports.signing import sign_report
 from probegate.scan.execute import Execution
+from probegate.scan.plan import with_surface
 from probegate.scan.prepare import ScanInputs
 from probegate.scan.settings import ReportSettings
 from probegate.scan.view import shown
@@ -54,8 +55,10 @@ def build_report(
         unstarted_probes=frozenset(outcome.cut_probes),
         not_started=dict(outcome.not_started),
         library_version=inputs.library_version,
-        target=_surface(
-            _anchored(run.info, [run.directory / "scan.json", *written_first]), target, settings
+        target=with_surface(
+            _anchored(run.info, [run.directory / "scan.json", *written_first]),
+            target,
+            settings.declared_secrets,
         ),
         engine=Engine(
             commander="probegate",
@@ -99,18 +102,6 @@ def _anchored(info: TargetInfo, files: list[Path]) -> TargetInfo:
     if info.definition is not None:
         return info
     return info.model_copy(update={"definition": anchor(files, repository_root())})
-
-
-def _surface(info: TargetInfo, target: Target, settings: ReportSettings) -> TargetInfo:
-    """The target's info with the rest of its surface: what probegate could reach of it."""
-    traits = target.traits()
-    return info.model_copy(
-        update={
-            "declared_secrets": settings.declared_secrets,
-            "planted_secrets": traits.system_canaries,
-            "uses_sandbox": traits.uses_sandbox,
-        }
-    )
 
 
 def _seal(report: ScanReport, inputs: ScanInputs, settings: ReportSettings) -> ScanReport:

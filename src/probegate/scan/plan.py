@@ -21,12 +21,16 @@ from probegate.engine.plan import (
     build_plan,
 )
 from probegate.library.probe import Probe
+from probegate.models.report import TargetInfo
 from probegate.models.taxonomy import ASI_IDS
 from probegate.models.tools import ToolSpec
+from probegate.reports.headline import surface_text
 from probegate.scan.settings import PlanSettings
 from probegate.scan.view import View
+from probegate.scoring import enablers
 from probegate.targets.base import AgentConfig, Target, capabilities_of
 from probegate.targets.registry import spec_of
+from probegate.terminal import clean
 from probegate.transport.pricing import cost_usd, price_table
 
 ESTIMATE_PROMPT_TOKENS = 1000
@@ -76,7 +80,52 @@ def draw_plan(probes: list[Probe], target: Target, settings: PlanSettings, *, ju
     )
 
 
-def dry_run(plan: Plan, agent: AgentConfig, out: TextIO) -> int:
+def with_surface(info: TargetInfo, target: Target, declared_secrets: int) -> TargetInfo:
+    """The target's info with the rest of its surface: what probegate can reach of it (its
+    secrets as a count, never a value)."""
+    traits = target.traits()
+    return info.model_copy(
+        update={
+            "declared_secrets": declared_secrets,
+            "planted_secrets": traits.system_canaries,
+            "uses_sandbox": traits.uses_sandbox,
+        }
+    )
+
+
+def category_plan(plan: Plan) -> dict[str, str]:
+    """All ten categories as the plan covers them: what runs, what cannot and what would
+    bring it in, what the selection left out."""
+    out: dict[str, str] = {}
+    for asi in ASI_IDS:
+        probes = [p for p in plan.probes if p.asi == asi]
+        planned = {a.probe.id for a in plan.all_attempts if a.probe.asi == asi}
+        attempts = sum(1 for a in plan.all_attempts if a.probe.asi == asi)
+        not_run = [plan.not_run[p.id].enabled_by for p in probes if p.id in plan.not_run]
+        if not probes:
+            out[asi] = "not selected (--asi, --probes or --shard)"
+        elif not planned:
+            missing = [
+                sorted(c.value for c in p.requires if c not in plan.capabilities)
+                for p in probes
+                if p.id in plan.not_applicable
+            ]
+            out[asi] = "n/a: " + enablers(missing, not_run, len(probes))[0]
+        else:
+            lacking = sum(1 for p in probes if p.id in plan.not_applicable)
+            out[asi] = (
+                f"{len(planned)} of {len(probes)} probes, {attempts} attempts"
+                + (f"; {lacking} need capabilities the tools lack" if lacking else "")
+                + (
+                    f"; {len(not_run)} not run ({', '.join(sorted(set(not_run)))})"
+                    if not_run
+                    else ""
+                )
+            )
+    return out
+
+
+def dry_run(plan: Plan, agent: AgentConfig, out: TextIO, surface: TargetInfo | None = None) -> int:
     """Print the plan and what it may cost; exit 0 without a request."""
     attempts = plan.all_attempts
     controls = plan.control_bound
@@ -93,12 +142,10 @@ def dry_run(plan: Plan, agent: AgentConfig, out: TextIO) -> int:
             f"  smart mode: up to {sum(len(v) for v in plan.escalations.values())} "
             "escalation attempts are included for probes the agent resists\n"
         )
-    per_asi = {a: 0 for a in ASI_IDS}
-    for a in attempts:
-        per_asi[a.probe.asi] += 1
-    for asi, count in per_asi.items():
-        if count:
-            out.write(f"  {asi}: {count} attempts\n")
+    if surface is not None:
+        out.write(f"  surface: {clean(surface_text(surface))}\n")
+    for asi, text in category_plan(plan).items():
+        out.write(f"  {asi}: {text}\n")
     for probe_id, reason in sorted(plan.not_applicable.items()):
         out.write(f"  not applicable: {probe_id}: {reason}\n")
     for line in not_run_lines(plan.not_run):

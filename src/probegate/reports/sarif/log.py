@@ -11,7 +11,7 @@ from probegate.errors import ReportError
 from probegate.models.probe import stable_id
 from probegate.models.report import Finding, ScanReport
 from probegate.reports.escape import clean_text
-from probegate.reports.headline import asi_score_text, category_unjudged, score_text
+from probegate.reports.headline import category_states, category_text, score_text
 from probegate.reports.sarif import results, rules
 from probegate.reports.sarif.omjson import to_json
 
@@ -75,6 +75,7 @@ def _invocation(report: ScanReport) -> om.Invocation:
 
 
 def _run_properties(report: ScanReport) -> dict[str, Any]:
+    states = category_states(report)
     return {
         "aivss": report.aivss,
         # As every other format shows them: "n/a" for a scan too thin to score, and
@@ -83,16 +84,13 @@ def _run_properties(report: ScanReport) -> dict[str, Any]:
         "band": report.band,
         "tier": report.tier,
         "asi_scores": dict(report.asi_scores),
-        "asi_scores_shown": {
-            asi: shown
-            for asi in sorted({*report.asi_scores, *report.undertested})
-            if (shown := asi_score_text(report, asi)) is not None
-        },
+        "asi_scores_shown": {asi: category_text(state) for asi, state in states.items()},
         # Attempts per category that have no verdict: its score above counted them against it.
-        "asi_unjudged": {
-            asi: count
-            for asi in sorted({*report.asi_scores, *report.undertested})
-            if (count := category_unjudged(report, asi))
+        "asi_unjudged": {asi: state.unjudged for asi, state in states.items() if state.unjudged},
+        # Every category's state, and why one has no score (docs/scoring.md, "Categories").
+        "asi_states": {
+            asi: {"state": state.state, "reason": clean_text(state.reason)}
+            for asi, state in states.items()
         },
         "aivss_formula_version": report.aivss_formula_version,
         "probe_library_version": report.probe_library_version,
