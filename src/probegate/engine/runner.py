@@ -74,6 +74,9 @@ class Progress:
     phase_total: int = 0
     # Controls run so far (engine/controls.py): counted apart, they are not attempts.
     controls: int = 0
+    # What the scan has sent and spent so far (the request limiter's count, resumed included).
+    requests: int = 0
+    cost_usd: float = 0.0
 
 
 @dataclass
@@ -340,6 +343,8 @@ class Runner:
                         phase_done=len(results) - phase.start,
                         phase_total=phase.total,
                         controls=len(controls),
+                        requests=self.limiter.state.requests,
+                        cost_usd=self.limiter.state.cost_usd,
                     )
                 )
 

@@ -110,6 +110,7 @@ def run_attempts(
         )
     cancel = threading.Event()
     progress = ProgressPrinter(view.err, quiet=view.quiet)
+    progress.start()
     try:
         with _stop_on_signals(cancel) as received:
             outcome = runner.run(
