@@ -32,7 +32,8 @@ from probegate.errors import ReportError, UsageError
 from probegate.files import MAX_REPORT_BYTES, read_bytes, write_atomic
 from probegate.models.comparison import AsiDelta, Comparison, FindingRef, ReportRef
 from probegate.models.report import ScanReport
-from probegate.models.taxonomy import SEVERITY_RANK
+from probegate.models.taxonomy import ASI_IDS, SEVERITY_RANK
+from probegate.scoring import category_of
 
 # --------------------------------------------------------------------------- comparing
 
@@ -146,7 +147,7 @@ def compare(
         aivss_delta=aivss_delta,
         score_gated=score_gated,
         score_regression=score_regression,
-        asi_deltas=_asi_deltas(baseline.asi_scores, current.asi_scores),
+        asi_deltas=_asi_deltas(baseline, current),
         regression=bool(reasons),
         reasons=reasons,
         notes=notes,
@@ -238,12 +239,25 @@ def _report_ref(report: ScanReport) -> ReportRef:
     )
 
 
-def _asi_deltas(baseline: dict[str, float], current: dict[str, float]) -> list[AsiDelta]:
+def _asi_deltas(baseline: ScanReport, current: ScanReport) -> list[AsiDelta]:
+    """All ten ASI categories on both sides, each with its state (docs/scoring.md)."""
     out = []
-    for asi in sorted(set(baseline) | set(current)):
-        before, after = baseline.get(asi), current.get(asi)
+    for asi in ASI_IDS:
+        was, now = category_of(baseline, asi), category_of(current, asi)
+        before, after = baseline.asi_scores.get(asi), current.asi_scores.get(asi)
         delta = round(after - before, 2) if before is not None and after is not None else None
-        out.append(AsiDelta(asi=asi, baseline=before, current=after, delta=delta))
+        out.append(
+            AsiDelta(
+                asi=asi,
+                baseline=before,
+                current=after,
+                delta=delta,
+                baseline_state=was.state,
+                current_state=now.state,
+                baseline_unjudged=was.unjudged,
+                current_unjudged=now.unjudged,
+            )
+        )
     return out
 
 

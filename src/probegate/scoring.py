@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from probegate.models.report import Authority, Band, CategoryState, ProbeResult
+from probegate.models.report import Authority, Band, CategoryState, ProbeResult, ScanReport
 from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, SEVERITY_RANK, Capability, Severity
 
 FORMULA_VERSION = "probegate-aivss-1.2"
@@ -320,6 +320,35 @@ def score(results: list[ProbeResult]) -> ScoreCard:
         tested=tested,
         categories=categories,
     )
+
+
+def category_of(report: ScanReport, asi: str) -> CategoryState:
+    """One category's state in a scored report: its own entry in ``categories``, or, for a
+    report written before reports had them (or by another tool), what its scores and results
+    say of it. Every format and the comparison read categories through here."""
+    state = report.categories.get(asi)
+    if state is not None:
+        return state
+    mine = [r for r in report.results if r.asi == asi]
+    counts = {
+        "probes": len(mine),
+        "unjudged": sum(
+            missing_evidence(r) for r in mine if r.outcome not in ("not_applicable", "not_run")
+        ),
+        "findings": sum(1 for f in report.findings if f.asi == asi),
+    }
+    if asi in report.asi_scores:
+        score = report.asi_scores[asi]
+        return CategoryState(state="tested", score=score, value=score, **counts)
+    if asi in report.undertested:
+        return CategoryState(
+            state="undertested", reason="too few of its probes could be judged", **counts
+        )
+    if mine:
+        return CategoryState(
+            state="not_applicable", reason="none of its probes applies to this target", **counts
+        )
+    return CategoryState(state="not_selected", reason="not in this scan's selection", **counts)
 
 
 def _too_thin(scored: int, applicable: int) -> str:

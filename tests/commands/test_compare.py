@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -197,3 +198,34 @@ def test_missing_report_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[st
 def test_missing_argument_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["compare", "only-one.json"]) == 2
     assert "CURRENT" in capsys.readouterr().err
+
+
+def test_every_category_is_compared_with_its_state_on_each_side(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """All ten ASI categories, in the terminal text and in Markdown: a score with its unjudged
+    attempts beside it, or why a side has none (docs/scoring.md, "Categories")."""
+    from tests.reports.samples import golden_report
+
+    base = _write(tmp_path, "base.json", golden_report())
+    current = golden_report().model_copy(update={"scan_id": "pg-synthetic0002"})
+    cur = _write(tmp_path, "cur.json", current)
+    assert main(["compare", str(base), str(cur)]) == 0
+    rows = {
+        line.split()[0]: line
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith("  ASI") and not line.startswith("  ASI ")
+    }
+    assert list(rows) == [f"ASI{n:02d}" for n in range(1, 11)]
+    assert re.split(r"\s{2,}", rows["ASI03"].strip()) == [
+        "ASI03",
+        "50 (1 unjudged)",
+        "50 (1 unjudged)",
+        "0",
+    ]
+    assert "n/a (not applicable)" in rows["ASI05"] and "n/a (undertested)" in rows["ASI07"]
+    assert "n/a (not selected)" in rows["ASI10"]
+    assert main(["compare", str(base), str(cur), "--output", "md"]) == 0
+    md = capsys.readouterr().out
+    assert "| ASI05 | n/a (not applicable) | n/a (not applicable) |  |" in md
+    assert "| ASI03 | 50 (1 unjudged) | 50 (1 unjudged) | 0 |" in md

@@ -11,7 +11,7 @@ from probegate.baseline import compare, write_baseline
 from probegate.errors import ReportError, UsageError
 from probegate.models.report import finding_fp
 from probegate.models.stored import load_report, parse_report
-from probegate.models.taxonomy import Severity
+from probegate.models.taxonomy import ASI_IDS, Severity
 from probegate.reports import json_report
 from tests.factories import finding, fp_of, probe_of, scan, suppressed
 
@@ -207,11 +207,18 @@ def test_per_asi_deltas_cover_both_sides() -> None:
         scan(asi_scores={"ASI01": 50.0, "ASI02": 80.0}),
         scan(asi_scores={"ASI01": 42.5, "ASI03": 10.0}),
     )
-    assert [(d.asi, d.baseline, d.current, d.delta) for d in c.asi_deltas] == [
+    assert [(d.asi, d.baseline, d.current, d.delta) for d in c.asi_deltas[:3]] == [
         ("ASI01", 50.0, 42.5, -7.5),
         ("ASI02", 80.0, None, None),
         ("ASI03", None, 10.0, None),
     ]
+    # All ten categories, each side with its state: a category neither side scored is there.
+    assert [d.asi for d in c.asi_deltas] == list(ASI_IDS)
+    assert (c.asi_deltas[1].baseline_state, c.asi_deltas[1].current_state) == (
+        "tested",
+        "not_selected",
+    )
+    assert c.asi_deltas[9].baseline_state == c.asi_deltas[9].current_state == "not_selected"
     assert not c.regression  # per-ASI deltas are reported, not gated
 
 

@@ -51,12 +51,18 @@ class ReportRef(_Frozen):
 
 
 class AsiDelta(_Frozen):
-    """One ASI category's score on both sides; ``None`` where a side did not score it."""
+    """One ASI category on both sides: its score (``None`` where a side did not score it),
+    its state (``tested``, ``undertested``, ``not_applicable``, ``not_selected``; "" in a
+    comparison written before states were kept) and its attempts with no verdict."""
 
     asi: str
     baseline: float | None
     current: float | None
     delta: float | None
+    baseline_state: str = ""
+    current_state: str = ""
+    baseline_unjudged: int = 0
+    current_unjudged: int = 0
 
 
 class Comparison(_Frozen):

@@ -16,7 +16,7 @@ from probegate.reports.diff_sections import (
     Bucket,
     buckets,
     counts,
-    num,
+    side,
     signed,
 )
 from probegate.reports.escape import md_text
@@ -82,8 +82,10 @@ def render_diff(comparison: Comparison, *, max_rows: int = DEFAULT_MAX_ROWS) -> 
             "|---|---|---|---|",
         ]
         for d in c.asi_deltas:
+            before = side(d.baseline, d.baseline_state, d.baseline_unjudged)
+            after = side(d.current, d.current_state, d.current_unjudged)
             lines.append(
-                f"| {escape(d.asi)} | {num(d.baseline)} | {num(d.current)} | "
+                f"| {escape(d.asi)} | {escape(before)} | {escape(after)} | "
                 f"{'' if d.delta is None else signed(d.delta)} |"
             )
         lines.append("")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from probegate.models.comparison import Comparison, FindingRef
+from probegate.reports.headline import NO_SCORE, unjudged_note
 
 DEFAULT_MAX_ROWS = 50
 
@@ -88,3 +89,12 @@ def signed(value: float) -> str:
 def num(value: float | None) -> str:
     """A category's score, ``n/a`` where that side did not score it."""
     return "n/a" if value is None else f"{value:g}"
+
+
+def side(score: float | None, state: str, unjudged: int) -> str:
+    """One side of a category as every format shows it: ``87.5 (3 unjudged)``, or ``n/a
+    (not applicable)`` and the like (docs/scoring.md, "Categories"); a comparison written
+    before states were kept shows the score alone."""
+    if score is not None:
+        return num(score) + unjudged_note(unjudged)
+    return NO_SCORE.get(state, "n/a")

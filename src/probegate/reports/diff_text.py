@@ -20,7 +20,7 @@ from probegate.reports.diff_sections import (
     Bucket,
     buckets,
     counts,
-    num,
+    side,
     signed,
 )
 from probegate.reports.headline import score_text
@@ -71,8 +71,8 @@ def render_text(comparison: Comparison, style: Style, *, max_rows: int = DEFAULT
         rows = [
             [
                 _cell(d.asi),
-                num(d.baseline),
-                num(d.current),
+                side(d.baseline, d.baseline_state, d.baseline_unjudged),
+                side(d.current, d.current_state, d.current_unjudged),
                 "" if d.delta is None else signed(d.delta),
             ]
             for d in c.asi_deltas

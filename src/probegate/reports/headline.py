@@ -12,6 +12,7 @@ from __future__ import annotations
 from probegate.models.report import CategoryState, ScanReport, TargetInfo
 from probegate.models.taxonomy import ASI_IDS
 from probegate.reports.escape import number
+from probegate.scoring import category_of
 
 NOT_EVALUATED = "n/a"
 UNDERTESTED = "n/a (undertested)"
@@ -46,33 +47,8 @@ def category_states(report: ScanReport) -> dict[str, CategoryState]:
 
 
 def category_state(report: ScanReport, asi: str) -> CategoryState:
-    """One category's state: the report's own, or, for a report written before reports had
-    ``categories`` (or by another tool), what its scores and results say of it."""
-    state = report.categories.get(asi)
-    if state is not None:
-        return state
-    mine = [r for r in report.results if r.asi == asi]
-    counts = {
-        "probes": len(mine),
-        "unjudged": sum(
-            r.unjudged + r.not_started
-            for r in mine
-            if r.outcome not in ("not_applicable", "not_run")
-        ),
-        "findings": sum(1 for f in report.findings if f.asi == asi),
-    }
-    if asi in report.asi_scores:
-        score = report.asi_scores[asi]
-        return CategoryState(state="tested", score=score, value=score, **counts)
-    if asi in report.undertested:
-        return CategoryState(
-            state="undertested", reason="too few of its probes could be judged", **counts
-        )
-    if mine:
-        return CategoryState(
-            state="not_applicable", reason="none of its probes applies to this target", **counts
-        )
-    return CategoryState(state="not_selected", reason="not in this scan's selection", **counts)
+    """One category's state (:func:`probegate.scoring.category_of`)."""
+    return category_of(report, asi)
 
 
 def category_unjudged(report: ScanReport, asi: str) -> int:
