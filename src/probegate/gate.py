@@ -35,7 +35,7 @@ from probegate.errors import ExitCode, UsageError
 from probegate.models.comparison import Comparison
 from probegate.models.report import Finding, ProbeResult, ScanReport, most_severe_first
 from probegate.models.taxonomy import SEVERITY_RANK, Severity
-from probegate.reports.digest import authority_reasons, group_unjudged
+from probegate.reports.digest import authority_reasons, group_unjudged, replies_read
 from probegate.reports.headline import score_text
 from probegate.scoring import missing_evidence
 
@@ -195,7 +195,9 @@ def _missing_evidence(report: ScanReport, threshold: int) -> list[ProbeResult]:
 def _missing_text(report: ScanReport, probes: list[ProbeResult], fail_on: Severity) -> str:
     """Which probes left the gate open and why, by cause, with what decides them."""
     ids = {r.probe_id for r in probes}
-    groups = group_unjudged(u for u in report.unjudged if u.probe_id in ids)
+    groups = group_unjudged(
+        (u for u in report.unjudged if u.probe_id in ids), replies_read=replies_read(report)
+    )
     never = sorted(r.probe_id for r in probes if r.not_started or not r.attempts)
     attempts = sum(max(missing_evidence(r), 0 if r.attempts else 1) for r in probes)
     causes = [
