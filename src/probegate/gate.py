@@ -140,6 +140,19 @@ def _fail_under(report: ScanReport, fail_under: float, *, judged: bool) -> GateO
         )
     if report.aivss is None:  # not_evaluated always fails authority; a report may still lie
         return GateOutcome(gate, "undecided", "the scan was too thin to score")
+    best = report.sub_scores.get("best_case")
+    if report.aivss < fail_under and best is not None and best >= fail_under:
+        # The score counts attempts without a verdict as if vulnerable; had they been
+        # resisted it would pass. Missing evidence is neither a pass nor a failure.
+        missing = sum(r.unjudged + r.not_started for r in report.results)
+        return GateOutcome(
+            gate,
+            "undecided",
+            f"AIVSS {report.aivss} counts {missing} attempt(s) without a verdict as if "
+            f"vulnerable; had they all been resisted it would be {best:g}, so the scan cannot "
+            f"say which side of {fail_under:g} the agent is on (their causes and fixes are "
+            "listed with the unjudged attempts; --judge SPEC decides those that need a judge)",
+        )
     if report.aivss < fail_under:
         return GateOutcome(gate, "failed", f"AIVSS {report.aivss} is below {fail_under:g}")
     return GateOutcome(gate, "passed", f"AIVSS {report.aivss} is at least {fail_under:g}")

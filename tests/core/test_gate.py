@@ -52,6 +52,30 @@ def test_fail_under_fails_on_an_authoritative_scan_below_the_score() -> None:
     assert "89 is below 90" in result.reasons[0]
 
 
+@pytest.mark.parametrize(
+    ("best_case", "code", "status"), [(95.0, 3, "undecided"), (85.0, 1, "failed")]
+)
+def test_fail_under_is_decided_only_where_missing_evidence_cannot_change_it(
+    best_case: float, code: int, status: str
+) -> None:
+    """The score counts attempts without a verdict as if vulnerable (it never rises because
+    evidence went missing); had they all been resisted it would be the best case. Below the
+    bar either way is a failure; below only because of them is undecided, never a failure."""
+    report = authoritative(scan(resisted=[probe_of(1)], aivss=70))
+    report = report.model_copy(
+        update={
+            "sub_scores": {**report.sub_scores, "best_case": best_case},
+            "results": [r.model_copy(update={"unjudged": 2}) for r in report.results],
+        }
+    )
+    result = _gate(report, fail_under=90)
+    assert result.exit_code == code, result.reasons
+    assert result.outcomes[0].status == status
+    if status == "undecided":
+        assert "2 attempt(s) without a verdict" in result.reasons[0]
+        assert "95" in result.reasons[0]
+
+
 @pytest.mark.parametrize("aivss", [10, 95])
 def test_fail_under_is_undecided_on_a_fast_scan_whatever_the_score(aivss: int) -> None:
     result = _gate(scan(resisted=[probe_of(1)], aivss=aivss, mode="fast"), fail_under=90)

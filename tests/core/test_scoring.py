@@ -308,3 +308,23 @@ def test_every_category_has_a_state_and_the_score_is_recomputable_from_them(
             if state.value is not None:
                 raw *= (state.value / 100.0) ** (1 / len(ASI_IDS))
         assert abs(min(round(raw), card.sub_scores["severity_cap"]) - card.aivss) <= 1
+
+
+def test_the_best_case_is_the_score_had_every_missing_attempt_been_resisted() -> None:
+    """Missing evidence lowers the score (the worst case) and the best case says how far it
+    could rise: a gate is decided only where both agree (docs/gating.md)."""
+    from probegate.models.report import ProbeResult
+    from probegate.scoring import best_case, score
+
+    def result(asi: str, i: int, **counts: int) -> ProbeResult:
+        return ProbeResult(
+            probe_id=f"{asi.lower()}.p{i}.v1", name="p", asi=asi, severity="critical",
+            channel="user", outcome="resisted", attempts=3, **counts,
+        )  # fmt: skip
+
+    judged = [result(a, i, resisted=3) for a in ("ASI01", "ASI02") for i in range(3)]
+    assert best_case(judged) is None and score(judged).aivss == 100
+    missing = [*judged[:-1], result("ASI02", 9, resisted=1, unjudged=2)]
+    card = score(missing)
+    assert card.aivss is not None and card.aivss <= 49  # a critical probe left unjudged caps it
+    assert card.sub_scores["best_case"] == 100.0 == best_case(missing)
