@@ -33,6 +33,7 @@ from probegate.engine.journal import Journal
 from probegate.engine.plan import SEED_VARIANT, Plan, PlannedAttempt, control_for
 from probegate.judge.attempt import LlmJudge, judge_attempt
 from probegate.library.oracles.base import JudgeContext
+from probegate.library.probe import Probe
 from probegate.models.bounds import TRANSCRIPT_MAX
 from probegate.models.canaries import make_canaries
 from probegate.models.probe import Fixtures
@@ -278,178 +279,191 @@ class Runner:
         cancel: threading.Event | None = None,
     ) -> RunOutcome:
         start = time.monotonic()
-        previous = dict(done or {})
-        results: dict[str, Attempt] = {
-            k: _in_memory(a) for k, a in previous.items() if not is_control(a)
-        }
+        run = self._begin(plan, dict(done or {}), journal, on_progress)
+        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="attempt")
+        try:
+            while (run.queue or run.running or run.escalations) and self._step(run, pool, cancel):
+                pass
+        except BaseException:
+            self._halt([], {}, hard=True, reason="cancelled")
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=run.stop != CANCELLED, cancel_futures=run.stop == CANCELLED)
+        return self._end(run, start)
+
+    def _begin(
+        self,
+        plan: Plan,
+        previous: dict[str, Attempt],
+        journal: Journal | None,
+        on_progress: Callable[[Progress], None] | None,
+    ) -> _Run:
+        """The run's state, with a resumed scan's attempts and spend counted in."""
+        results = {k: _in_memory(a) for k, a in previous.items() if not is_control(a)}
         # A control's transcript is kept: its finding shows it (one per probe and repeat).
-        controls: dict[str, Attempt] = {k: a for k, a in previous.items() if is_control(a)}
+        controls = {k: a for k, a in previous.items() if is_control(a)}
         # A resumed scan spends from the same budget: what the journal says was spent counts.
         self.limiter.preload(
             requests=sum(a.requests for a in previous.values()),
             cost_usd=sum(a.cost_usd for a in previous.values()),
         )
         if self.record_dir is not None:
-            info = self.target.info()
-            if self.redactor is not None:
-                text = self.redactor.text
-                info = info.model_copy(
-                    update={"ref": text(info.ref), "inferred_goal": text(info.inferred_goal)}
-                )
-            write_manifest(
-                self.record_dir,
-                seed=self.seed,
-                info=info,
-                tools=self.tools,
-                tool_calls_visible=self.tool_calls_visible,
-                uses_sandbox=self.uses_sandbox,
-                system_canaries=self.plants_secrets,
-            )
-        probes = {p.id: p for p in plan.probes}
+            self._write_manifest(self.record_dir)
         # What only each probe's attack brings: evidence carrying it needs no control.
         self.artefacts = {p.id: attacker_artefacts(p) for p in plan.probes}
-        queue: list[PlannedAttempt] = [a for a in plan.attempts if a.attempt_id not in results]
+        run = _Run(
+            probes={p.id: p for p in plan.probes},
+            queue=[a for a in plan.attempts if a.attempt_id not in results],
+            results=results,
+            controls=controls,
+            escalations=dict(plan.escalations),
+            outcome=RunOutcome(attempts=results, controls=controls, planned=len(plan.attempts)),
+            journal=journal,
+            on_progress=on_progress,
+        )
         # Controls go first: a vulnerable verdict without its control counts for nothing.
-        wanted: set[str] = set()
-
-        def want_control(attempt: Attempt) -> None:
-            if not self.controls or attempt.outcome is not Outcome.VULNERABLE:
-                return
-            key = control_id_of(attempt)
-            if key not in controls and key not in wanted:
-                wanted.add(key)
-                queue.insert(0, control_for(probes[attempt.probe_id], attempt.repeat, self.seed))
-
         for a in sorted(results.values(), key=lambda a: a.attempt_id, reverse=True):
-            want_control(a)
-        escalations = dict(plan.escalations)
-        total = len(plan.attempts)
-        outcome = RunOutcome(attempts=results, controls=controls, planned=total)
-        counts = {"vulnerable": 0, "unjudged": 0, "transport": 0}
+            self._want_control(run, a)
         for a in results.values():
-            _count(counts, a)
+            run.count(a)
+        return run
 
-        phase = _Phase()
-
-        def report() -> None:
-            if on_progress is not None:
-                on_progress(
-                    Progress(
-                        len(results),
-                        total,
-                        counts["vulnerable"],
-                        counts["unjudged"],
-                        phase=phase.name,
-                        phase_done=len(results) - phase.start,
-                        phase_total=phase.total,
-                        controls=len(controls),
-                        requests=self.limiter.state.requests,
-                        cost_usd=self.limiter.state.cost_usd,
-                    )
-                )
-
-        stop: str | None = None
-        spend = _Spend()
-        retries = _ControlRetries()
-        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="attempt")
-        running: dict[Future[Attempt | None], PlannedAttempt] = {}
-        try:
-            while queue or running or escalations:
-                if stop is None and self.limiter.expired():
-                    stop = "deadline"
-                    outcome.stop_message = (
-                        f"the scan's deadline of {self.limiter.deadline:g}s passed"
-                    )
-                    outcome.drop(self._halt(queue, escalations, hard=True, reason=stop))
-                if not queue and not running and escalations and stop is None:
-                    queue.extend(self._escalate(escalations, results, controls))
-                    total += len(queue)
-                    outcome.planned = total
-                    if not queue:
-                        break
-                    phase = _Phase("escalating", len(results), len(queue))
-                if cancel is not None and cancel.is_set() and stop is None:
-                    stop = CANCELLED
-                    outcome.stop_message = "interrupted"
-                    outcome.drop(self._halt(queue, escalations, hard=True, reason=stop))
-                    self._settle(running, results, controls, journal, outcome)
-                    break
-                # Two per worker keeps every worker busy while the main thread journals.
-                while queue and len(running) < self.concurrency * 2 and stop is None:
-                    if self.limiter.soft_stop():
-                        stop = "budget"
-                        outcome.stop_message = "the budget reached its soft cap"
-                        break
-                    # Near a budget, admit only what is likely to finish under the soft cap;
-                    # with nothing running, go on one at a time until the cap itself.
-                    ahead = len(running) + 1
-                    if running and not self.limiter.admits(
-                        ahead * spend.requests_per_attempt(queue[0]), ahead * spend.cost_per_attempt
-                    ):
-                        break
-                    planned = queue.pop(0)
-                    running[pool.submit(self._run_unless_stopped, planned)] = planned
-                if stop is not None:
-                    outcome.drop(self._halt(queue, escalations, hard=False, reason=stop))
-                if not running:
-                    break
-                # Wake to poll for an interrupt, and at the deadline: attempts still running
-                # then are cut short.
-                polls = [self.limiter.remaining()]
-                polls.append(CANCEL_POLL_SECONDS if cancel is not None else None)
-                finished, _ = wait(
-                    running,
-                    timeout=min((t for t in polls if t is not None), default=None),
-                    return_when=FIRST_COMPLETED,
-                )
-                for fut in finished:
-                    queued = running.pop(fut)
-                    attempt = fut.result()
-                    if attempt is None:
-                        if not queued.is_control:
-                            outcome.drop([queued.probe.id])
-                        continue
-                    spend.add(attempt)
-                    if queued.is_control:
-                        if stop is None and retries.again(attempt, self.fatal):
-                            outcome.control_reruns += 1
-                            queue.insert(0, queued)
-                            continue
-                        attempt = retries.settled(attempt)
-                    if journal is not None:
-                        journal.record(attempt)
-                    if queued.is_control:
-                        controls[attempt.attempt_id] = attempt
-                    else:
-                        results[attempt.attempt_id] = _in_memory(attempt)
-                        _count(counts, attempt)
-                        want_control(attempt)
-                    report()
-                if stop is None and self.fatal is not None:
-                    stop = "early_stop"
-                    outcome.stop_message = f"the target cannot be used: {self.fatal}"
-                if stop is None and _hopeless(len(results), counts["transport"]):
-                    stop = "early_stop"
-                    outcome.stop_message = (
-                        "almost nothing could be judged; first reasons: " + _reasons(results)
-                    )
-                if stop is not None:
-                    outcome.drop(self._halt(queue, escalations, hard=stop != "budget", reason=stop))
-        except BaseException:
-            self._halt([], {}, hard=True, reason="cancelled")
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-        pool.shutdown(wait=stop != CANCELLED, cancel_futures=stop == CANCELLED)
-        if stop is None and self.limiter.expired():  # the last attempts ran into it
-            stop = "deadline"
-            outcome.stop_message = f"the scan's deadline of {self.limiter.deadline:g}s passed"
-        outcome.stopped_reason = stop or "completed"
-        if self.controls:
-            why = f"the scan stopped: {outcome.stop_message}" if stop else "no control ran"
-            outcome.attempts = apply_controls(
-                results, controls, why_missing=why, artefacts=self.artefacts
+    def _write_manifest(self, record_dir: Path) -> None:
+        info = self.target.info()
+        if self.redactor is not None:
+            text = self.redactor.text
+            info = info.model_copy(
+                update={"ref": text(info.ref), "inferred_goal": text(info.inferred_goal)}
             )
-        if stop is None:
+        write_manifest(
+            record_dir,
+            seed=self.seed,
+            info=info,
+            tools=self.tools,
+            tool_calls_visible=self.tool_calls_visible,
+            uses_sandbox=self.uses_sandbox,
+            system_canaries=self.plants_secrets,
+        )
+
+    def _want_control(self, run: _Run, attempt: Attempt) -> None:
+        """Queue the control of a vulnerable attempt, once per probe and repeat, first."""
+        if not self.controls or attempt.outcome is not Outcome.VULNERABLE:
+            return
+        key = control_id_of(attempt)
+        if key not in run.controls and key not in run.wanted:
+            run.wanted.add(key)
+            run.queue.insert(
+                0, control_for(run.probes[attempt.probe_id], attempt.repeat, self.seed)
+            )
+
+    def _step(self, run: _Run, pool: ThreadPoolExecutor, cancel: threading.Event | None) -> bool:
+        """One turn of the main thread: stop, escalate or admit, then wait for attempts and
+        keep what finished. False when the run is over."""
+        if run.stop is None and self.limiter.expired():
+            self._stop(run, "deadline", f"the scan's deadline of {self.limiter.deadline:g}s passed")
+        if not run.queue and not run.running and run.escalations and run.stop is None:
+            run.queue.extend(self._escalate(run.escalations, run.results, run.controls))
+            if not run.queue:
+                return False
+            run.phase = _Phase("escalating", len(run.results), len(run.queue))
+            run.outcome.planned += len(run.queue)
+        if cancel is not None and cancel.is_set() and run.stop is None:
+            self._stop(run, CANCELLED, "interrupted")
+            self._settle(run.running, run.results, run.controls, run.journal, run.outcome)
+            return False
+        self._admit(run, pool)
+        if run.stop is not None:
+            run.outcome.drop(self._halt(run.queue, run.escalations, hard=False, reason=run.stop))
+        if not run.running:
+            return False
+        self._collect(run, cancel)
+        return True
+
+    def _collect(self, run: _Run, cancel: threading.Event | None) -> None:
+        """Wait for attempts to finish and keep them; stop when the target is unusable."""
+        # Wake to poll for an interrupt, and at the deadline: attempts still running then are
+        # cut short.
+        polls = [self.limiter.remaining(), CANCEL_POLL_SECONDS if cancel is not None else None]
+        finished, _ = wait(
+            run.running,
+            timeout=min((t for t in polls if t is not None), default=None),
+            return_when=FIRST_COMPLETED,
+        )
+        for fut in finished:
+            self._keep(run, run.running.pop(fut), fut.result())
+        if run.stop is None and self.fatal is not None:
+            run.stop = "early_stop"
+            run.outcome.stop_message = f"the target cannot be used: {self.fatal}"
+        if run.stop is None and _hopeless(len(run.results), run.counts["transport"]):
+            run.stop = "early_stop"
+            run.outcome.stop_message = "almost nothing could be judged; first reasons: " + _reasons(
+                run.results
+            )
+        if run.stop is not None:
+            hard = run.stop != "budget"
+            run.outcome.drop(self._halt(run.queue, run.escalations, hard=hard, reason=run.stop))
+
+    def _stop(self, run: _Run, reason: str, message: str) -> None:
+        """Stop for ``reason`` at once: attempts in flight end at their next request."""
+        run.stop = reason
+        run.outcome.stop_message = message
+        run.outcome.drop(self._halt(run.queue, run.escalations, hard=True, reason=reason))
+
+    def _admit(self, run: _Run, pool: ThreadPoolExecutor) -> None:
+        """Start queued attempts: two per worker keeps every worker busy while the main thread
+        journals; near a budget, only what is likely to finish under its soft cap."""
+        while run.queue and len(run.running) < self.concurrency * 2 and run.stop is None:
+            if self.limiter.soft_stop():
+                run.stop = "budget"
+                run.outcome.stop_message = "the budget reached its soft cap"
+                return
+            # With nothing running, go on one at a time until the cap itself.
+            ahead = len(run.running) + 1
+            if run.running and not self.limiter.admits(
+                ahead * run.spend.requests_per_attempt(run.queue[0]),
+                ahead * run.spend.cost_per_attempt,
+            ):
+                return
+            planned = run.queue.pop(0)
+            run.running[pool.submit(self._run_unless_stopped, planned)] = planned
+
+    def _keep(self, run: _Run, queued: PlannedAttempt, attempt: Attempt | None) -> None:
+        """A finished attempt: journaled, counted and its control wanted; a control that could
+        not reach the agent is queued again (CONTROL_RETRIES)."""
+        if attempt is None:
+            if not queued.is_control:
+                run.outcome.drop([queued.probe.id])
+            return
+        run.spend.add(attempt)
+        if queued.is_control:
+            if run.stop is None and run.retries.again(attempt, self.fatal):
+                run.outcome.control_reruns += 1
+                run.queue.insert(0, queued)
+                return
+            attempt = run.retries.settled(attempt)
+        if run.journal is not None:
+            run.journal.record(attempt)
+        if queued.is_control:
+            run.controls[attempt.attempt_id] = attempt
+        else:
+            run.results[attempt.attempt_id] = _in_memory(attempt)
+            run.count(attempt)
+            self._want_control(run, attempt)
+        run.report(self.limiter)
+
+    def _end(self, run: _Run, start: float) -> RunOutcome:
+        """The outcome: why the run stopped, and each verdict after its control."""
+        outcome = run.outcome
+        if run.stop is None and self.limiter.expired():  # the last attempts ran into it
+            run.stop = "deadline"
+            outcome.stop_message = f"the scan's deadline of {self.limiter.deadline:g}s passed"
+        outcome.stopped_reason = run.stop or "completed"
+        if self.controls:
+            why = f"the scan stopped: {outcome.stop_message}" if run.stop else "no control ran"
+            outcome.attempts = apply_controls(
+                run.results, run.controls, why_missing=why, artefacts=self.artefacts
+            )
+        if run.stop is None:
             outcome.undecided = _undecided(outcome.attempts)
         outcome.duration_seconds = round(time.monotonic() - start, 3)
         return outcome
@@ -610,6 +624,51 @@ class _Spend:
     @property
     def cost_per_attempt(self) -> float:
         return self.cost_usd / self.attempts if self.attempts else 0.0
+
+
+@dataclass
+class _Run:
+    """One run of a plan as the main thread sees it; only the main thread touches it."""
+
+    probes: dict[str, Probe]
+    queue: list[PlannedAttempt]
+    results: dict[str, Attempt]
+    controls: dict[str, Attempt]
+    escalations: dict[str, tuple[PlannedAttempt, ...]]
+    outcome: RunOutcome
+    journal: Journal | None
+    on_progress: Callable[[Progress], None] | None
+    running: dict[Future[Attempt | None], PlannedAttempt] = field(default_factory=dict)
+    # Controls queued, by control id, so each is queued once.
+    wanted: set[str] = field(default_factory=set)
+    counts: dict[str, int] = field(
+        default_factory=lambda: {"vulnerable": 0, "unjudged": 0, "transport": 0}
+    )
+    phase: _Phase = field(default_factory=_Phase)
+    stop: str | None = None
+    spend: _Spend = field(default_factory=_Spend)
+    retries: _ControlRetries = field(default_factory=_ControlRetries)
+
+    def count(self, attempt: Attempt) -> None:
+        _count(self.counts, attempt)
+
+    def report(self, limiter: RequestLimiter) -> None:
+        if self.on_progress is None:
+            return
+        self.on_progress(
+            Progress(
+                len(self.results),
+                self.outcome.planned,
+                self.counts["vulnerable"],
+                self.counts["unjudged"],
+                phase=self.phase.name,
+                phase_done=len(self.results) - self.phase.start,
+                phase_total=self.phase.total,
+                controls=len(self.controls),
+                requests=limiter.state.requests,
+                cost_usd=limiter.state.cost_usd,
+            )
+        )
 
 
 def _stopped(reason: str) -> str:
