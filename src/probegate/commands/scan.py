@@ -381,48 +381,16 @@ def _config_from_args(args: argparse.Namespace) -> tuple[ScanConfig, list[str]]:
     invocation = _invocation(args)
     named: str | None = args.target
     kind = named if named in positional_kinds() else None
-    config_path: Path | None = Path(args.config) if args.config else None
-    if named and kind is None:
-        if config_path is not None:
-            raise UsageError("give either a config file or --config, not both")
-        config_path = Path(named)
-        meant = closest(named, positional_kinds())
-        if meant is not None and not config_path.exists():
-            raise UsageError(
-                f"{named}: no such config file, nor a bundled agent (did you mean {meant!r}?)"
-            )
     given: dict[str, str | None] = {f.key: getattr(args, f.key) for f in target_flags()}
-    if named is None and config_path is None:
-        if Path(DEFAULT_CONFIG).exists():
-            config_path = Path(DEFAULT_CONFIG)
-            # --resume SCAN_ID finds the same file from wherever it is run
-            invocation["config"] = str(config_path.resolve())
-        elif not any(given[f.key] for f in selecting_flags()):
-            kinds = ", ".join(f"'{k}'" for k in positional_kinds())
-            options = "/".join(f.flag for f in selecting_flags())
-            raise UsageError(
-                f"no target: give {kinds}, a config file, or {options} (no ./probegate.yml here)"
-            )
+    config_path = _config_path(args, kind, given)
+    if config_path is not None and named is None and not args.config:
+        # ./probegate.yml: --resume SCAN_ID finds the same file from wherever it is run
+        invocation["config"] = str(config_path.resolve())
     outside = bool(args.allow_outside_config)
     file_data: dict[str, Any] = (
         read_config_file(config_path, allow_outside=outside) if config_path else {}
     )
-    flags: dict[str, Any] = {k: getattr(args, k, None) for k in _SCAN_FLAGS}
-    for key in ("baseline", "suppressions", "signing_key", "record"):
-        if flags[key] is not None:  # flag paths are relative to where the user stands
-            flags[key] = str(Path(flags[key]).resolve())
-    flags["quiet"] = True if args.quiet else None  # the global -q; else the file decides
-    flags["asi"] = args.asi
-    flags["probes"] = args.probes
-    # flag paths are relative to where the user stands; config-file paths to the file
-    flags["probe_dirs"] = (
-        [str(Path(d).resolve()) for d in args.probe_dir] if args.probe_dir else None
-    )
-    flags["output"] = args.output
-    if args.tolerance is not None:
-        flags["tolerance"] = args.tolerance
-    if args.allow_mismatch is not None:
-        flags["allow_mismatch"] = args.allow_mismatch
+    flags = _scan_flags(args)
     source = str(config_path) if config_path else "command line"
     replaced = [f"scan.{k} ({flag_name(k)})" for k in scan_settings_replaced(file_data, flags)]
     file_target = file_data.get("target")
@@ -438,6 +406,55 @@ def _config_from_args(args: argparse.Namespace) -> tuple[ScanConfig, list[str]]:
     flags["base_dir"] = config_path.parent.resolve() if config_path else Path.cwd()
     flags["invocation"] = invocation
     return build_config(file_data, flags, source=source), replaced
+
+
+def _config_path(
+    args: argparse.Namespace, kind: str | None, given: dict[str, str | None]
+) -> Path | None:
+    """The config file a scan reads: the one named (positionally or with --config), else
+    ./probegate.yml when no bundled agent is named; None when the flags alone say it all."""
+    named: str | None = args.target
+    config_path: Path | None = Path(args.config) if args.config else None
+    if named and kind is None:
+        if config_path is not None:
+            raise UsageError("give either a config file or --config, not both")
+        meant = closest(named, positional_kinds())
+        if meant is not None and not Path(named).exists():
+            raise UsageError(
+                f"{named}: no such config file, nor a bundled agent (did you mean {meant!r}?)"
+            )
+        return Path(named)
+    if named is None and config_path is None:
+        if Path(DEFAULT_CONFIG).exists():
+            return Path(DEFAULT_CONFIG)
+        if not any(given[f.key] for f in selecting_flags()):
+            kinds = ", ".join(f"'{k}'" for k in positional_kinds())
+            options = "/".join(f.flag for f in selecting_flags())
+            raise UsageError(
+                f"no target: give {kinds}, a config file, or {options} (no ./probegate.yml here)"
+            )
+    return config_path
+
+
+def _scan_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The scan settings given as flags, None where not given (the file decides). Paths in
+    flags are relative to where the user stands; in the config file, to the file."""
+    flags: dict[str, Any] = {k: getattr(args, k, None) for k in _SCAN_FLAGS}
+    for key in ("baseline", "suppressions", "signing_key", "record"):
+        if flags[key] is not None:
+            flags[key] = str(Path(flags[key]).resolve())
+    flags["quiet"] = True if args.quiet else None  # the global -q; else the file decides
+    flags["asi"] = args.asi
+    flags["probes"] = args.probes
+    flags["probe_dirs"] = (
+        [str(Path(d).resolve()) for d in args.probe_dir] if args.probe_dir else None
+    )
+    flags["output"] = args.output
+    if args.tolerance is not None:
+        flags["tolerance"] = args.tolerance
+    if args.allow_mismatch is not None:
+        flags["allow_mismatch"] = args.allow_mismatch
+    return flags
 
 
 def _say_replaced(config: ScanConfig, replaced: list[str]) -> None:

@@ -203,6 +203,22 @@ def apply_flags(
     out = dict(target)
     if positional is not None:
         out = {"kind": positional}
+    _apply_endpoint(out, given)
+    if given.get(API_KEY_ENV.key):
+        out[API_KEY_ENV.key] = given[API_KEY_ENV.key]
+    for spec in TARGETS:
+        for flag in spec.flags:
+            _apply_kind_flag(out, spec, flag, given.get(flag.key))
+    _check_flags_apply(out, given)
+    if source is not None and positional is None:
+        _check_kind_kept(target, out, given, source)
+    _check_keys_taken(out, given, target if source is not None else {}, source)
+    return out
+
+
+def _apply_endpoint(out: dict[str, Any], given: Mapping[str, str | None]) -> None:
+    """``--endpoint`` keeps the section's kind unless ``--protocol`` names one (the first
+    endpoint kind by default when the section names none)."""
     endpoint, protocol = given.get(ENDPOINT.key), given.get(PROTOCOL.key)
     if endpoint:
         out["endpoint"] = endpoint
@@ -210,20 +226,27 @@ def apply_flags(
             _set_protocol(out, protocol or protocols()[0])
     elif protocol:
         _set_protocol(out, protocol)
-    if given.get(API_KEY_ENV.key):
-        out[API_KEY_ENV.key] = given[API_KEY_ENV.key]
-    for spec in TARGETS:
-        for flag in spec.flags:
-            value = given.get(flag.key)
-            if not value:
-                continue
-            if spec.wraps and flag.selects:
-                behind = out.get("kind")
-                if behind is not None and behind not in spec.kinds:
-                    out.setdefault("behind", behind)
-            out[flag.key] = value
-            if flag.selects:
-                out["kind"] = spec.kind
+
+
+def _apply_kind_flag(
+    out: dict[str, Any], spec: TargetSpec[Any], flag: TargetFlag, value: str | None
+) -> None:
+    """One kind's flag: its key, and the kind itself for a selecting flag; a wrapping kind's
+    selecting flag keeps what was named so far as the agent behind it."""
+    if not value:
+        return
+    if spec.wraps and flag.selects:
+        behind = out.get("kind")
+        if behind is not None and behind not in spec.kinds:
+            out.setdefault("behind", behind)
+    out[flag.key] = value
+    if flag.selects:
+        out["kind"] = spec.kind
+
+
+def _check_flags_apply(out: Mapping[str, Any], given: Mapping[str, str | None]) -> None:
+    """A flag for a kind the command line does not end up naming is an error: the API key
+    flag off the network, a wrapping kind's own setting without that kind."""
     key_env = given.get(API_KEY_ENV.key)
     kind = out.get("kind", DEFAULT_KIND)
     wrapping = any(spec.wraps and kind in spec.kinds for spec in TARGETS)
@@ -241,10 +264,6 @@ def apply_flags(
                 f"{given_own[0].flag} sets up a {spec.kind} target: give {selector} too "
                 f"(or a config file with kind: {spec.kind})"
             )
-    if source is not None and positional is None:
-        _check_kind_kept(target, out, given, source)
-    _check_keys_taken(out, given, target if source is not None else {}, source)
-    return out
 
 
 def target_keys_replaced(
