@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
@@ -161,117 +161,152 @@ def _written_since(info: os.stat_result, since: Path | None) -> bool:
 def finish(opts: FinishOptions, env: Mapping[str, str], out: TextIO) -> int:
     """Publish the run and return the Action's exit code. Prints only workflow commands."""
     workspace = Path(env.get("GITHUB_WORKSPACE") or Path.cwd())
-    problems: list[str] = []  # the Action could not do its job: exit 4 unless already failing
-    notes: list[str] = []  # worth a warning, not a failure
+    _announce_inputs(opts, out)
+    if opts.skipped and not opts.input_error:
+        return _skip(opts, env, out)
+    run = _read_run(opts)
+    code = combine_exit_codes(opts.scan_rc, opts.compare_rc)
+    if run.problems and code == ExitCode.PASSED:
+        code = ExitCode.INTERNAL  # a run the Action could not read is never green
+    scan = run.scan
+    plan = plan_annotations(scan) if scan is not None and opts.annotations else None
+    if workspace_relative(opts.output_dir, workspace) is None:
+        run.notes.append(
+            f"output-dir {opts.output_dir} is outside the workspace {workspace}: "
+            "later steps cannot read the reports"
+        )
+    _hand_over_files(opts, workspace, run.notes)
+    summary_path = env.get("GITHUB_STEP_SUMMARY")
+    if opts.job_summary and summary_path:
+        try:
+            _append_summary(Path(summary_path), opts, run.files, scan, code, plan, run.problems)
+        except OSError as exc:
+            run.problems.append(f"cannot write the job summary: {exc.strerror or exc}")
+            code = _failed_if_passing(code)
+    problem = _write_outputs(env, _step_outputs(opts, run, code, workspace))
+    if problem:
+        run.problems.append(problem)
+        code = _failed_if_passing(code)
+    if plan is not None:
+        for annotation in plan.shown:
+            out.write(annotation.command() + "\n")
+    for note in run.notes:
+        out.write(workflow_command("warning", note, {"title": "probegate action"}) + "\n")
+    for problem in run.problems:
+        out.write(workflow_command("error", problem, {"title": "probegate action"}) + "\n")
+    out.flush()
+    return code
+
+
+@dataclass
+class _Run:
+    """What the run left in the output directory, read back as the Action publishes it."""
+
+    files: dict[str, Path] = field(default_factory=dict)
+    scan: ScanReport | None = None
+    comparison: Comparison | None = None
+    # The Action could not do its job: exit 4 unless already failing.
+    problems: list[str] = field(default_factory=list)
+    # Worth a warning, not a failure.
+    notes: list[str] = field(default_factory=list)
+
+
+def _announce_inputs(opts: FinishOptions, out: TextIO) -> None:
+    """What the inputs step found: an error, a missing baseline, deprecated inputs."""
     if opts.input_error:
         out.write(workflow_command("error", opts.input_error, {"title": "probegate inputs"}) + "\n")
     if opts.missing_baseline:
-        out.write(
-            workflow_command(
-                "notice",
-                missing_baseline_note(opts.missing_baseline),
-                {"title": "probegate baseline"},
-            )
-            + "\n"
-        )
+        note = missing_baseline_note(opts.missing_baseline)
+        out.write(workflow_command("notice", note, {"title": "probegate baseline"}) + "\n")
     for notice in opts.notices:
         out.write(workflow_command("notice", notice, {"title": "probegate inputs"}) + "\n")
-    if opts.skipped and not opts.input_error:
-        return _skip(opts, env, out)
 
-    files: dict[str, Path] = {}
+
+def _read_run(opts: FinishOptions) -> _Run:
+    """The files this run wrote (never one left by an earlier step), and the report and
+    comparison in them read by the strict stored-report readers."""
+    run = _Run()
     published = [(key, FORMATS[key].filename) for key in PUBLISHED_FORMATS]
     for key, name in (*published, ("diff_json", DIFF_JSON), ("diff_md", DIFF_MD)):
         path = opts.output_dir / name
         if _fresh(path, opts.since):
-            files[key] = path
-
-    scan: ScanReport | None = None
-    if "json" in files:
+            run.files[key] = path
+    if "json" in run.files:
         try:
-            scan = load_report(files["json"])
+            run.scan = load_report(run.files["json"])
         except ReportError as exc:
-            problems.append(exc.message)
+            run.problems.append(exc.message)
     elif opts.command == "scan" and opts.scan_rc in (
         ExitCode.PASSED,
         ExitCode.GATE_FAILED,
         ExitCode.UNDECIDED,
     ):
         stored = opts.output_dir / FORMATS["json"].filename
-        notes.append(f"the scan wrote no {stored} (was --dry-run given?)")
-
-    comparison: Comparison | None = None
-    if opts.baseline and "diff_json" in files:
+        run.notes.append(f"the scan wrote no {stored} (was --dry-run given?)")
+    if opts.baseline and "diff_json" in run.files:
         try:
-            comparison = load_comparison(files["diff_json"])
+            run.comparison = load_comparison(run.files["diff_json"])
         except ReportError as exc:
-            problems.append(exc.message)
+            run.problems.append(exc.message)
+    return run
 
-    code = combine_exit_codes(opts.scan_rc, opts.compare_rc)
-    if problems and code == ExitCode.PASSED:
-        code = ExitCode.INTERNAL  # a run the Action could not read is never green
-    plan = plan_annotations(scan) if scan is not None and opts.annotations else None
-    if workspace_relative(opts.output_dir, workspace) is None:
-        notes.append(
-            f"output-dir {opts.output_dir} is outside the workspace {workspace}: "
-            "later steps cannot read the reports"
-        )
 
+def _hand_over_files(opts: FinishOptions, workspace: Path, notes: list[str]) -> None:
+    """Give what this run wrote to the workspace's owner (the container runs as root)."""
     owner = workspace_owner(workspace)
+    if owner is None:
+        return
     for root in (opts.output_dir, opts.store):
         try:
-            if owner is not None:
-                hand_over(root, opts.since, owner)
+            hand_over(root, opts.since, owner)
         except OSError as exc:
             notes.append(f"cannot hand {root} over to the workspace's owner: {exc.strerror or exc}")
 
-    summary_path = env.get("GITHUB_STEP_SUMMARY")
-    if opts.job_summary and summary_path:
-        try:
-            _append_summary(Path(summary_path), opts, files, scan, code, plan, problems)
-        except OSError as exc:
-            problems.append(f"cannot write the job summary: {exc.strerror or exc}")
-            if code == ExitCode.PASSED:
-                code = ExitCode.INTERNAL
 
-    outputs = {
-        "json-path": published_path(files["json"], workspace) if "json" in files else "",
-        "sarif-path": published_path(files["sarif"], workspace) if "sarif" in files else "",
-        "summary-path": published_path(files["md"], workspace) if "md" in files else "",
-        "junit-path": published_path(files["junit"], workspace) if "junit" in files else "",
+def _step_outputs(opts: FinishOptions, run: _Run, code: int, workspace: Path) -> dict[str, str]:
+    """The step's outputs (action.yml), each empty when the run did not produce it."""
+    files, scan = run.files, run.scan
+
+    def path_of(key: str) -> str:
+        return published_path(files[key], workspace) if key in files else ""
+
+    return {
+        "json-path": path_of("json"),
+        "sarif-path": path_of("sarif"),
+        "summary-path": path_of("md"),
+        "junit-path": path_of("junit"),
         "score": score_text(scan.aivss) if scan else "",
         "band": scan.band if scan else "",
         "authoritative": ("true" if scan.authority.authoritative else "false") if scan else "",
         "findings": str(len(gated_findings(scan))) if scan else "",
-        "new-findings": _new_findings(opts, scan, comparison),
+        "new-findings": _new_findings(opts, scan, run.comparison),
         "skipped": "false",
         "exit-code": str(code),
     }
-    output_path = env.get("GITHUB_OUTPUT")
-    if output_path:
-        try:
-            with open(output_path, "a", encoding="utf-8") as handle:
-                handle.write("".join(output_entry(k, v) for k, v in outputs.items()))
-        except OSError as exc:
-            problems.append(f"cannot write the step outputs: {exc.strerror or exc}")
-            if code == ExitCode.PASSED:
-                code = ExitCode.INTERNAL
 
-    if plan is not None:
-        for annotation in plan.shown:
-            out.write(annotation.command() + "\n")
-    for note in notes:
-        out.write(workflow_command("warning", note, {"title": "probegate action"}) + "\n")
-    for problem in problems:
-        out.write(workflow_command("error", problem, {"title": "probegate action"}) + "\n")
-    out.flush()
-    return code
+
+def _write_outputs(env: Mapping[str, str], outputs: Mapping[str, str]) -> str:
+    """Append the step outputs to $GITHUB_OUTPUT; the problem when that fails, else ""."""
+    output_path = env.get("GITHUB_OUTPUT")
+    if not output_path:
+        return ""
+    try:
+        with open(output_path, "a", encoding="utf-8") as handle:
+            handle.write("".join(output_entry(k, v) for k, v in outputs.items()))
+    except OSError as exc:
+        return f"cannot write the step outputs: {exc.strerror or exc}"
+    return ""
+
+
+def _failed_if_passing(code: int) -> int:
+    """A run whose results could not all be published is never green."""
+    return ExitCode.INTERNAL if code == ExitCode.PASSED else code
 
 
 def _skip(opts: FinishOptions, env: Mapping[str, str], out: TextIO) -> int:
     """Nothing ran, on purpose: say why in the log and the summary; green, ``skipped=true``."""
     out.write(workflow_command("notice", opts.skipped, {"title": "probegate"}) + "\n")
-    code = ExitCode.PASSED
+    code: int = ExitCode.PASSED
     summary_path = env.get("GITHUB_STEP_SUMMARY")
     if opts.job_summary and summary_path:
         lines = ["> **probegate: skipped** (exit code 0: nothing was scanned)"]
@@ -285,14 +320,10 @@ def _skip(opts: FinishOptions, env: Mapping[str, str], out: TextIO) -> int:
             code = ExitCode.INTERNAL
     outputs = {name: "" for name in _OUTPUTS}
     outputs.update({"skipped": "true", "exit-code": str(code)})
-    output_path = env.get("GITHUB_OUTPUT")
-    if output_path:
-        try:
-            with open(output_path, "a", encoding="utf-8") as handle:
-                handle.write("".join(output_entry(k, v) for k, v in outputs.items()))
-        except OSError as exc:
-            out.write(workflow_command("error", f"cannot write the step outputs: {exc}") + "\n")
-            code = ExitCode.INTERNAL
+    problem = _write_outputs(env, outputs)
+    if problem:
+        out.write(workflow_command("error", problem) + "\n")
+        code = ExitCode.INTERNAL
     out.flush()
     return code
 
