@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint bench docs lock clean
+.PHONY: install demo test test-slow lint bench docs lock clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -22,9 +22,13 @@ demo: $(STAMP)
 # and every test keeps to its own tmp_path, ports and cwd. Run one file serially with
 # `$(BIN)/pytest tests/x.py`. Unbuffered, so a CI log shows each line of progress
 # (`[ done/total]`, pyproject.toml) when it is printed, not minutes later; the closing lines
-# give each skip's reason and the slowest tests.
+# give each skip's reason and the slowest tests. Tests marked `slow` (whole scans, real tools,
+# builds: seconds each) run in `make test-slow`; CI runs both (.ci/run).
 test: $(STAMP)
-	PYTHONUNBUFFERED=1 $(BIN)/pytest -n auto --dist worksteal --durations=5
+	PYTHONUNBUFFERED=1 $(BIN)/pytest -n auto --dist worksteal --durations=5 -m "not slow"
+
+test-slow: $(STAMP)
+	PYTHONUNBUFFERED=1 $(BIN)/pytest -n auto --dist worksteal --durations=5 -m slow
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

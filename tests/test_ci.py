@@ -13,17 +13,32 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_the_workflows_test_job_runs_the_ci_script() -> None:
+def test_the_workflows_test_jobs_run_the_ci_script_and_both_halves_of_the_suite() -> None:
     workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "ci.yml").read_text())
-    runs = [str(step.get("run", "")).strip() for step in workflow["jobs"]["test"]["steps"]]
-    assert "bash .ci/run" in runs
-    assert not any("make test" in run for run in runs), runs
+    runs = {
+        job: [str(step.get("run", "")).strip() for step in workflow["jobs"][job]["steps"]]
+        for job in ("test", "test-slow")
+    }
+    assert "bash .ci/run fast" in runs["test"]
+    assert "bash .ci/run slow" in runs["test-slow"]
+    assert not any("make test" in run for job in runs.values() for run in job), runs
+
+
+def test_the_ci_script_runs_every_test_and_make_test_leaves_out_only_the_slow_ones() -> None:
+    """`make test` stays quick by leaving out tests marked slow; `.ci/run` (CI's command) runs
+    them after it, so no test is dropped; a marker spelt wrong is an error (--strict-markers)."""
+    script = (ROOT / ".ci" / "run").read_text()
+    assert script.index("then make test;") < script.index("then make test-slow;")
+    assert '-m "not slow"' in _make_recipe("test")
+    assert "-m slow" in _make_recipe("test-slow")
+    pytest_ini = (ROOT / "pyproject.toml").read_text().split("[tool.pytest.ini_options]")[1]
+    assert "--strict-markers" in pytest_ini and '"slow:' in pytest_ini
 
 
 def test_the_ci_script_installs_every_tool_before_the_tests() -> None:
     script = (ROOT / ".ci" / "run").read_text()
-    assert script.index("npm ci") < script.index("make test")
-    assert script.index("apt-get install") < script.index("make test")
+    assert script.index("npm ci") < script.index("then make test")
+    assert script.index("apt-get install") < script.index("then make test")
     assert "shellcheck" in script
 
 

@@ -159,6 +159,7 @@ def _tty_scan(env: dict[str, str], cwd: Path) -> str:
     return b"".join(chunks).decode("utf-8", "replace")
 
 
+@pytest.mark.slow
 def test_colour_on_a_terminal_only_and_never_with_no_color(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TERM")}
     coloured = _tty_scan({**env, "TERM": "xterm"}, tmp_path)

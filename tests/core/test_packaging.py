@@ -75,6 +75,7 @@ def test_license_file_is_the_apache_2_text() -> None:
     assert PYPROJECT["project"]["license"] == "Apache-2.0"
 
 
+@pytest.mark.slow
 def test_sdist_carries_the_tests_and_what_they_read(dists: tuple[Path, Path]) -> None:
     names = _sdist_names(dists[0])
     for needed in (
@@ -105,6 +106,7 @@ def test_sdist_carries_the_tests_and_what_they_read(dists: tuple[Path, Path]) ->
     assert not [n for n in names if n.startswith((".venv/", "node_modules/", ".probegate/"))]
 
 
+@pytest.mark.slow
 def test_wheel_is_the_package_with_its_license(dists: tuple[Path, Path]) -> None:
     with zipfile.ZipFile(dists[1]) as zf:
         names = set(zf.namelist())
@@ -116,6 +118,7 @@ def test_wheel_is_the_package_with_its_license(dists: tuple[Path, Path]) -> None
     assert not [n for n in names if n.startswith("tests/")]
 
 
+@pytest.mark.slow
 def test_metadata_is_complete(dists: tuple[Path, Path]) -> None:
     meta = _wheel_metadata(dists[1])
     assert meta["Name"] == "probegate" and meta["Version"] == __version__
@@ -132,6 +135,7 @@ def test_metadata_is_complete(dists: tuple[Path, Path]) -> None:
     assert "pdf" in (meta.get_all("Provides-Extra") or [])
 
 
+@pytest.mark.slow
 def test_description_links_work_on_an_index_page(dists: tuple[Path, Path]) -> None:
     meta = _wheel_metadata(dists[1])
     assert meta["Description-Content-Type"] == "text/markdown"

@@ -62,6 +62,7 @@ def _wait_for_journal(cwd: Path, lines: int) -> Path:
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.slow
 def test_interrupt_then_resume_sends_no_completed_attempt_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signum: int
 ) -> None:

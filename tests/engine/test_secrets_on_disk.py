@@ -191,6 +191,7 @@ def test_no_file_a_scan_writes_holds_a_secret(
     )
 
 
+@pytest.mark.slow
 def test_resume_writes_the_report_an_uninterrupted_scan_writes(
     tmp_path: Path, leaky: LeakyAgentServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -220,6 +221,7 @@ def _mk(path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_replay_judges_declared_canaries_as_the_live_scan_did(tmp_path: Path) -> None:
     """The recording holds ``${CANARY_1:base64}``, never the canary; a replay given the same
     declared canaries spells it back and reaches the same verdicts and evidence.
@@ -276,6 +278,7 @@ def test_a_replay_judges_declared_canaries_as_the_live_scan_did(tmp_path: Path) 
     assert "Traceback" not in blind.stderr
 
 
+@pytest.mark.slow
 def test_the_action_publishes_no_secret(tmp_path: Path, leaky: LeakyAgentServer) -> None:
     """The same worst case through entrypoint.sh: the workspace, the step outputs, the job
     summary and the log."""

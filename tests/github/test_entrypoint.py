@@ -40,6 +40,7 @@ def _scan_json(run) -> dict:  # type: ignore[no-untyped-def]
 # --------------------------------------------------------------------------- the gate
 
 
+@pytest.mark.slow
 def test_hardened_full_scan_passes_fail_under_90(tmp_path):
     run = run_action(
         tmp_path,
@@ -107,6 +108,7 @@ def test_demo_fast_fail_under_is_undecided(tmp_path):
     assert "probegate gate: undecided" in run.summary
 
 
+@pytest.mark.slow
 def test_annotations_and_summary_can_be_turned_off(tmp_path):
     run = run_action(
         tmp_path,
@@ -146,6 +148,7 @@ def _baseline(tmp_path, target: str) -> str:
     return "baseline/scan.json"
 
 
+@pytest.mark.slow
 def test_new_findings_against_the_baseline_fail_with_the_diff_in_the_summary(tmp_path):
     baseline = _baseline(tmp_path, "demo-hardened")
     run = run_action(tmp_path, {"PG_TARGET": "demo", "PG_BASELINE": baseline})
@@ -159,6 +162,7 @@ def test_new_findings_against_the_baseline_fail_with_the_diff_in_the_summary(tmp
     assert "regression" in run.summary.lower()
 
 
+@pytest.mark.slow
 def test_same_findings_as_the_baseline_pass(tmp_path):
     baseline = _baseline(tmp_path, "demo")
     run = run_action(tmp_path, {"PG_TARGET": "demo", "PG_BASELINE": baseline})

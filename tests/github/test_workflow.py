@@ -171,6 +171,7 @@ def _report(run: ActionRun) -> dict[str, Any]:
     return data
 
 
+@pytest.mark.slow
 def test_the_first_week_of_a_repository_whose_main_has_findings(
     tmp_path: Path, weak_agent: OpenAIAgentServer
 ) -> None:
@@ -303,6 +304,7 @@ def test_the_fork_guard(tmp_path: Path, head: str, fork_pull_requests: str, scan
         assert "(deleted)" in run.stdout if not head else "mallory/support-agent" in run.stdout
 
 
+@pytest.mark.slow
 def test_a_push_and_a_scheduled_run_are_never_skipped(tmp_path: Path) -> None:
     for event in ("push", "schedule", "workflow_dispatch"):
         run = _fake_run(tmp_path / event, {}, {"GITHUB_EVENT_NAME": event})
@@ -330,6 +332,7 @@ def test_a_bad_fork_setting_or_payload_is_exit_2(
     assert any(needle in a for a in run.annotations), run.stdout
 
 
+@pytest.mark.slow
 def test_a_config_file_as_the_target_input_still_works_with_a_deprecation_notice(
     tmp_path: Path,
 ) -> None:

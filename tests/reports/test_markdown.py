@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from probegate.models.report import Authority
 from probegate.reports import markdown
 from tests.factories import make_finding, make_report
@@ -53,6 +55,7 @@ def test_top_findings_lead_with_the_worst_and_show_evidence() -> None:
     assert "Suppressed findings (1)" in text  # suppressed ones are listed apart, not hidden
 
 
+@pytest.mark.slow
 def test_ten_thousand_findings_stay_under_one_mebibyte() -> None:
     findings = [make_finding(i, agent_text="x" * 400 + " | <b>" * 50) for i in range(10_000)]
     report = make_report(findings)

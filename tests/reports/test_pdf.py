@@ -106,6 +106,7 @@ def test_same_report_same_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     assert render(report) == first
 
 
+@pytest.mark.slow
 def test_scan_and_report_command_write_the_same_pdf(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -156,6 +157,7 @@ def test_unicode_text_reaches_the_page(tmp_path: Path) -> None:
     assert "Le client a reçu [U+4E2D][U+6587] and a zero[U+200B]width space" in text
 
 
+@pytest.mark.slow
 def test_many_findings_stay_within_bounds() -> None:
     """Only the most severe findings are laid out in full; the rest are rows."""
     base = golden_report()

@@ -308,6 +308,7 @@ _ALL_PATHS = _paths(_BASE)[1:]
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
+@pytest.mark.slow
 def test_validator_agrees_with_plain_jsonschema(data: st.DataObject) -> None:
     doc = copy.deepcopy(_BASE)
     for _ in range(data.draw(st.integers(min_value=1, max_value=3))):

@@ -28,6 +28,7 @@ def _problems(path: Path, workdir: Path) -> list[dict[str, object]]:
     return [f for f in github_findings(path, workdir) if f["level"] in ("error", "warning")]
 
 
+@pytest.mark.slow
 def test_the_multitool_catches_what_github_rejects(tmp_path: Path) -> None:
     """The checker itself works: a result without a location is a GH1015 error."""
     require_multitool()
@@ -40,6 +41,7 @@ def test_the_multitool_catches_what_github_rejects(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("build", [golden_report, hostile_report], ids=["golden", "hostile"])
+@pytest.mark.slow
 def test_synthetic_reports_pass_github_rules(build: object, tmp_path: Path) -> None:
     require_multitool()
     path = tmp_path / "scan.sarif"
@@ -47,6 +49,7 @@ def test_synthetic_reports_pass_github_rules(build: object, tmp_path: Path) -> N
     assert _problems(path, tmp_path) == []
 
 
+@pytest.mark.slow
 def test_a_real_demo_scan_passes_github_rules(tmp_path: Path) -> None:
     require_multitool()
     old = os.getcwd()

@@ -67,6 +67,7 @@ def test_signatures_cover_canonical_json_without_signatures(keys: tuple[bytes, b
     assert verify_report(reordered, secret=SECRET, pinned_public_keys=[keys[1]]).ok
 
 
+@pytest.mark.slow
 def test_every_changed_byte_is_caught(keys: tuple[bytes, bytes]) -> None:
     """Flip the lowest bit of each byte of the signed file: no variant verifies.
 

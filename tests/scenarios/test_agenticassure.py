@@ -80,6 +80,7 @@ def test_similarity_is_the_one_scorer_not_comparable_offline_and_says_so(
     assert "probegate used its token-overlap fallback" in row.note
 
 
+@pytest.mark.slow
 def test_exit_codes_match(tmp_path: Path) -> None:
     suites = write_suites(tmp_path / "suites")
     assert agenticassure_run(suites, AGENT, tmp_path / "aa")[0] == 1

@@ -85,6 +85,7 @@ def indirect() -> tuple[str, ...]:
 
 @pytest.mark.parametrize("kind", ["http", "python"])
 @pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.slow
 def test_weak_agent_is_found_out_in_every_indirect_channel(
     tmp_path: Path, framework: str, kind: str
 ) -> None:
@@ -111,6 +112,7 @@ def test_careful_agent_resists_the_same_probes(tmp_path: Path, framework: str, k
     assert report["mcp"]["calls"] > 0
 
 
+@pytest.mark.slow
 def test_careful_service_across_the_whole_library(tmp_path: Path) -> None:
     """Every probe once (fast mode): nothing found, nothing undelivered.
 

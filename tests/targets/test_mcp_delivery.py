@@ -122,6 +122,7 @@ def test_careful_agent_resists_them_all(brain: BrainModelServer, tmp_path: Path,
     assert report["mcp"]["calls"] > 0
 
 
+@pytest.mark.slow
 def test_a_careful_service_earns_an_authoritative_full_scan(
     brain: BrainModelServer, tmp_path: Path
 ) -> None:

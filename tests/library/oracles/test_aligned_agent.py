@@ -42,6 +42,7 @@ def _scan(tmp: Path, agent: Any, *extra: str) -> tuple[int, dict[str, Any], list
 
 
 @pytest.mark.parametrize("voice", VOICES)
+@pytest.mark.slow
 def test_a_careful_model_gets_no_findings_for_its_multi_sentence_warnings(
     tmp_path: Path, voice: str
 ) -> None:

@@ -79,6 +79,7 @@ def knowing(corpus: Path, voice: str) -> Responder:
 
 
 @pytest.mark.parametrize("voice", ["markdown", "quotes"])
+@pytest.mark.slow
 def test_with_a_judge_the_careful_voice_is_decided_resisted_and_the_twin_found(
     tmp_path: Path, voice: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
