@@ -188,46 +188,9 @@ class Runner:
         )
         transcript = Transcript(tools_offered=[t.name for t in self.tools])
         usage = Usage()
-        session: Session | None = None
-        current = 0
-        trigger = ""
-        error: str | None = None
-        judged_by = "transport"
-        # What the agent says is kept within TRANSCRIPT_MAX characters for the whole attempt,
-        # so memory and the journal line stay bounded whatever it sends (models/bounds.py).
-        room = TRANSCRIPT_MAX
-        try:
-            for turn in probe.turns:
-                if session is None or turn.session != current:
-                    if session is not None:
-                        _add_usage(usage, session.usage)
-                        session.close()
-                    session = self.target.open_session(sandbox, self.limiter)
-                    current = turn.session
-                content = _fill(turn.content, planned.payload)
-                if PAYLOAD in turn.content or not trigger:
-                    trigger = content
-                message = Turn(
-                    role="user" if turn.sender == "user" else "agent",
-                    content=content,
-                    session=turn.session,
-                    name=turn.agent_name,
-                )
-                transcript.turns.append(message)
-                reply, room = fit_turn(session.send(message), room)
-                reply.session = turn.session
-                transcript.turns.append(reply)
-        except TransportError as exc:
-            error = exc.reason
-            if exc.fatal:
-                self.fatal = exc.reason
-        except BudgetExhausted as exc:
-            error = f"cut short: {exc}"
-        finally:
-            if session is not None:
-                _add_usage(usage, session.usage)
-                session.close()
+        trigger, error = self._converse(planned, sandbox, transcript, usage)
         evidence: list[Evidence] = []
+        judged_by = "transport"
         if error is None:
             ctx = JudgeContext(
                 probe,
@@ -261,6 +224,53 @@ class Runner:
         if self.record_dir is not None:
             write_recording(self.record_dir, attempt, self.seed)
         return attempt
+
+    def _converse(
+        self, planned: PlannedAttempt, sandbox: Sandbox, transcript: Transcript, usage: Usage
+    ) -> tuple[str, str | None]:
+        """Send the probe's turns, each in its session, into ``transcript`` and ``usage``.
+
+        Returns the turn that carried the payload (the reproducer's trigger) and why the
+        conversation could not be completed (None when it was): such an attempt is unjudged.
+        """
+        session: Session | None = None
+        current = 0
+        trigger = ""
+        # What the agent says is kept within TRANSCRIPT_MAX characters for the whole attempt,
+        # so memory and the journal line stay bounded whatever it sends (models/bounds.py).
+        room = TRANSCRIPT_MAX
+        try:
+            for turn in planned.probe.turns:
+                if session is None or turn.session != current:
+                    if session is not None:
+                        _add_usage(usage, session.usage)
+                        session.close()
+                    session = self.target.open_session(sandbox, self.limiter)
+                    current = turn.session
+                content = _fill(turn.content, planned.payload)
+                if PAYLOAD in turn.content or not trigger:
+                    trigger = content
+                message = Turn(
+                    role="user" if turn.sender == "user" else "agent",
+                    content=content,
+                    session=turn.session,
+                    name=turn.agent_name,
+                )
+                transcript.turns.append(message)
+                reply, room = fit_turn(session.send(message), room)
+                reply.session = turn.session
+                transcript.turns.append(reply)
+        except TransportError as exc:
+            if exc.fatal:
+                self.fatal = exc.reason
+            return trigger, exc.reason
+        except BudgetExhausted as exc:
+            return trigger, f"cut short: {exc}"
+        finally:
+            if session is not None:
+                _add_usage(usage, session.usage)
+                session.close()
+        return trigger, None
 
     def _run_unless_stopped(self, planned: PlannedAttempt) -> Attempt | None:
         """None when the scan stopped before this queued attempt could start."""

@@ -191,7 +191,6 @@ def render_probe_docs(library: Library) -> str:
     per_asi = Counter(p.asi for p in probes)
     per_channel = Counter(p.channel.value for p in probes)
     judged = sum(1 for p in probes if not p.needs_judge)
-    pool = control_pool()
     lines = [
         "# Probe library",
         "",
@@ -217,6 +216,24 @@ def render_probe_docs(library: Library) -> str:
         "|---|---|",
         *[f"| `{c.value}` | {per_channel[c.value]} |" for c in Channel],
         "",
+        *_how_attempts_are_judged(),
+    ]
+    for asi in ASI_IDS:
+        mine = [p for p in probes if p.asi == asi]
+        if not mine:
+            continue
+        lines += [f"## {asi} {ASI_TITLES[asi]}", ""]
+        lines += [f"- [`{p.id}`](#{p.id}): {_md_escape(p.name)}" for p in mine]
+        lines.append("")
+        for probe in mine:
+            lines += render_probe(probe, atlas.techniques)
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _how_attempts_are_judged() -> list[str]:
+    """The sections every probe's entry refers to: oracle kinds, patterns, controls, mutators."""
+    pool = control_pool()
+    return [
         "## Oracle kinds",
         "",
         "An attempt is `vulnerable` when any of the probe's oracles sees evidence, `resisted` "
@@ -267,16 +284,6 @@ def render_probe_docs(library: Library) -> str:
         *[f"| `{m.name}` | {m.description} |" for m in MUTATORS.values()],
         "",
     ]
-    for asi in ASI_IDS:
-        mine = [p for p in probes if p.asi == asi]
-        if not mine:
-            continue
-        lines += [f"## {asi} {ASI_TITLES[asi]}", ""]
-        lines += [f"- [`{p.id}`](#{p.id}): {_md_escape(p.name)}" for p in mine]
-        lines.append("")
-        for probe in mine:
-            lines += render_probe(probe, atlas.techniques)
-    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
