@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from probegate.errors import ReportError, UsageError
@@ -74,46 +75,8 @@ def compare(
             f"{'; '.join(mismatch)}: only the {len(common)} probe(s) present in both scans "
             "are compared, and the score delta is not gated"
         )
-
-    def in_scope(ref: FindingRef) -> bool:
-        return common is None or ref.probe_id in common
-
-    judged_resisted = {r.probe_id for r in current.results if r.outcome == "resisted"}
-    new: list[FindingRef] = []
-    new_suppressed: list[FindingRef] = []
-    persisting: list[FindingRef] = []
-    fixed: list[FindingRef] = []
-    unconfirmed: list[FindingRef] = []
-    not_compared: list[FindingRef] = []
-    for fp, ref in cur_by_fp.items():
-        if not in_scope(ref):
-            not_compared.append(ref)
-        elif fp in base_by_fp:
-            persisting.append(ref)
-        elif ref.suppressed:
-            new_suppressed.append(ref)
-        else:
-            new.append(ref)
-    for fp, ref in base_by_fp.items():
-        if fp in cur_by_fp:
-            continue
-        if not in_scope(ref):
-            not_compared.append(ref)
-        elif ref.probe_id in judged_resisted:
-            fixed.append(ref)
-        else:
-            unconfirmed.append(ref)
-
-    if current.expired_suppressions:
-        notes.append(
-            f"{len(current.expired_suppressions)} suppression(s) expired and count again: "
-            + ", ".join(current.expired_suppressions)
-        )
-    if current.stale_suppressions:
-        notes.append(
-            f"{len(current.stale_suppressions)} stale suppression(s) match no finding: "
-            + ", ".join(current.stale_suppressions)
-        )
+    buckets = _sort_findings(base_by_fp, cur_by_fp, current, common)
+    notes += _suppression_notes(current)
 
     scored = current.aivss is not None and baseline.aivss is not None
     aivss_delta = (current.aivss or 0) - (baseline.aivss or 0) if scored else 0
@@ -124,8 +87,8 @@ def compare(
     score_regression = score_gated and -aivss_delta > tolerance
 
     reasons: list[str] = []
-    if new:
-        reasons.append(f"{len(new)} new finding(s) not in the baseline")
+    if buckets.new:
+        reasons.append(f"{len(buckets.new)} new finding(s) not in the baseline")
     if score_regression:
         reasons.append(
             f"AIVSS dropped by {-aivss_delta} (from {baseline.aivss} to {current.aivss}), "
@@ -138,12 +101,12 @@ def compare(
         tolerance=tolerance,
         mismatch=mismatch,
         common_probes_only=common is not None,
-        new=_sorted(new),
-        new_suppressed=_sorted(new_suppressed),
-        fixed=_sorted(fixed),
-        persisting=_sorted(persisting),
-        unconfirmed=_sorted(unconfirmed),
-        not_compared=_sorted(not_compared),
+        new=_sorted(buckets.new),
+        new_suppressed=_sorted(buckets.new_suppressed),
+        fixed=_sorted(buckets.fixed),
+        persisting=_sorted(buckets.persisting),
+        unconfirmed=_sorted(buckets.unconfirmed),
+        not_compared=_sorted(buckets.not_compared),
         aivss_delta=aivss_delta,
         score_gated=score_gated,
         score_regression=score_regression,
@@ -152,6 +115,67 @@ def compare(
         reasons=reasons,
         notes=notes,
     )
+
+
+@dataclass
+class _Buckets:
+    """The findings of a comparison, each in exactly one bucket (the module docstring says
+    what each means)."""
+
+    new: list[FindingRef] = field(default_factory=list)
+    new_suppressed: list[FindingRef] = field(default_factory=list)
+    persisting: list[FindingRef] = field(default_factory=list)
+    fixed: list[FindingRef] = field(default_factory=list)
+    unconfirmed: list[FindingRef] = field(default_factory=list)
+    not_compared: list[FindingRef] = field(default_factory=list)
+
+
+def _sort_findings(
+    base_by_fp: dict[str, FindingRef],
+    cur_by_fp: dict[str, FindingRef],
+    current: ScanReport,
+    common: set[str] | None,
+) -> _Buckets:
+    """Both scans' findings in their buckets; ``common``, when the scans differ in what they
+    measure, is the probes both ran, and a finding on any other probe is not compared."""
+    out = _Buckets()
+    for fp, ref in cur_by_fp.items():
+        if common is not None and ref.probe_id not in common:
+            out.not_compared.append(ref)
+        elif fp in base_by_fp:
+            out.persisting.append(ref)
+        elif ref.suppressed:
+            out.new_suppressed.append(ref)
+        else:
+            out.new.append(ref)
+    judged_resisted = {r.probe_id for r in current.results if r.outcome == "resisted"}
+    for fp, ref in base_by_fp.items():
+        if fp in cur_by_fp:
+            continue
+        if common is not None and ref.probe_id not in common:
+            out.not_compared.append(ref)
+        elif ref.probe_id in judged_resisted:
+            out.fixed.append(ref)
+        else:
+            out.unconfirmed.append(ref)
+    return out
+
+
+def _suppression_notes(current: ScanReport) -> list[str]:
+    """Suppressions that stopped doing what they were written for: expired, or matching no
+    finding."""
+    notes = []
+    if current.expired_suppressions:
+        notes.append(
+            f"{len(current.expired_suppressions)} suppression(s) expired and count again: "
+            + ", ".join(current.expired_suppressions)
+        )
+    if current.stale_suppressions:
+        notes.append(
+            f"{len(current.stale_suppressions)} stale suppression(s) match no finding: "
+            + ", ".join(current.stale_suppressions)
+        )
+    return notes
 
 
 def check_comparable(

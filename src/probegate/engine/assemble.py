@@ -7,7 +7,7 @@ never averaged.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -33,6 +33,7 @@ from probegate.models.report import (
     FindingControl,
     JudgeUsage,
     NotRunProbe,
+    ProbeOutcome,
     ProbeResult,
     ScanReport,
     SourceLocation,
@@ -101,37 +102,17 @@ def _probe_result(
     capabilities: set[Capability],
     not_started: int = 0,
 ) -> ProbeResult:
-    if not_applicable is not None or not_run is not None:
-        return ProbeResult(
-            probe_id=probe.id,
-            name=probe.name,
-            asi=probe.asi,
-            severity=probe.severity,
-            channel=probe.channel.value,
-            outcome="not_applicable" if not_applicable is not None else "not_run",
-            reason=not_applicable or (not_run.reason if not_run is not None else ""),
-            missing=sorted(c.value for c in probe.requires if c not in capabilities)
-            if not_applicable is not None
-            else [],
-            enabled_by=not_run.enabled_by if not_run is not None and not_applicable is None else "",
+    """One probe's tallies, outcome and reason; a probe left out by design has no attempts."""
+    if not_applicable is not None:
+        return _not_applicable(probe, not_applicable, not_run, capabilities)
+    if not_run is not None:
+        return _without_attempts(
+            probe, "not_run", reason=not_run.reason, enabled_by=not_run.enabled_by
         )
-    vul = sum(1 for a in attempts if a.outcome is Outcome.VULNERABLE)
-    res = sum(1 for a in attempts if a.outcome is Outcome.RESISTED)
-    unj = sum(1 for a in attempts if a.outcome is Outcome.UNJUDGED)
+    verdicts = Counter(a.outcome for a in attempts)
+    vul, res = verdicts[Outcome.VULNERABLE], verdicts[Outcome.RESISTED]
     same = sum(1 for a in attempts if a.reason == SAME_WITHOUT_ATTACK)
-    outcome = "vulnerable" if vul else "resisted" if res else "unjudged"
-    reason = ""
-    if outcome == "unjudged":
-        reason = next((a.reason for a in attempts if a.reason), "") or (
-            NEVER_STARTED if not_started else "not run"
-        )
-    elif outcome == "resisted" and same:
-        reason = f"{SAME_WITHOUT_ATTACK} ({same} of {len(attempts)} attempts)"
-    elif outcome == "resisted":
-        aside = sum(1 for a in attempts if a.reason.startswith(SET_ASIDE))
-        if aside:
-            reason = f"{SET_ASIDE}: a match the agent negated or deferred, or code never "
-            reason += f"rendered ({aside} of {len(attempts)} attempts)"
+    outcome: ProbeOutcome = "vulnerable" if vul else "resisted" if res else "unjudged"
     return ProbeResult(
         probe_id=probe.id,
         name=probe.name,
@@ -142,10 +123,67 @@ def _probe_result(
         attempts=len(attempts),
         vulnerable=vul,
         resisted=res,
-        unjudged=unj,
+        unjudged=verdicts[Outcome.UNJUDGED],
         same_without_attack=same,
         not_started=not_started,
+        reason=_outcome_reason(outcome, attempts, same=same, not_started=not_started),
+    )
+
+
+def _not_applicable(
+    probe: Probe, reason: str, not_run: NotRun | None, capabilities: set[Capability]
+) -> ProbeResult:
+    """A probe whose requirements the target's tools lack, with the capabilities it misses;
+    this wins over not run, so a probe left out for both reasons is listed once."""
+    return _without_attempts(
+        probe,
+        "not_applicable",
+        reason=reason or (not_run.reason if not_run is not None else ""),
+        missing=sorted(c.value for c in probe.requires if c not in capabilities),
+    )
+
+
+def _without_attempts(
+    probe: Probe,
+    outcome: ProbeOutcome,
+    *,
+    reason: str,
+    missing: list[str] | None = None,
+    enabled_by: str = "",
+) -> ProbeResult:
+    return ProbeResult(
+        probe_id=probe.id,
+        name=probe.name,
+        asi=probe.asi,
+        severity=probe.severity,
+        channel=probe.channel.value,
+        outcome=outcome,
         reason=reason,
+        missing=missing or [],
+        enabled_by=enabled_by,
+    )
+
+
+def _outcome_reason(
+    outcome: ProbeOutcome, attempts: list[Attempt], *, same: int, not_started: int
+) -> str:
+    """Why a probe ended as it did, when its tallies alone would mislead a reader: an
+    unjudged probe's first cause, and a resisted one whose resistance came from the control
+    (the same without the attack) or from matches set aside."""
+    if outcome == "unjudged":
+        return next((a.reason for a in attempts if a.reason), "") or (
+            NEVER_STARTED if not_started else "not run"
+        )
+    if outcome != "resisted":
+        return ""
+    if same:
+        return f"{SAME_WITHOUT_ATTACK} ({same} of {len(attempts)} attempts)"
+    aside = sum(1 for a in attempts if a.reason.startswith(SET_ASIDE))
+    if not aside:
+        return ""
+    return (
+        f"{SET_ASIDE}: a match the agent negated or deferred, or code never "
+        f"rendered ({aside} of {len(attempts)} attempts)"
     )
 
 
@@ -294,50 +332,67 @@ def assemble(
         if result.outcome == "vulnerable":
             findings.append(_finding(probe, result, mine, meta, capabilities, controls))
     all_attempts = list(attempts.values())
-    unjudged = [
-        UnjudgedAttempt(attempt_id=a.attempt_id, probe_id=a.probe_id, reason=a.reason)
-        for a in all_attempts
-        if a.outcome is Outcome.UNJUDGED
-    ]
-    judged_by = {a.judged_by for a in all_attempts if a.outcome is not Outcome.UNJUDGED}
-    cut_mid = [a for a in all_attempts if a.reason.startswith("cut short")]
-    agents = meta.planned_probes | {a.probe_id for a in all_attempts}
-    agents_cut = (meta.unstarted_probes | {a.probe_id for a in cut_mid}) & agents
-    tally = Tally(
-        completed=len(all_attempts),
-        cut_mid_attempt=len(cut_mid),
-        agents_planned=len(agents),
-        agents_cut_short=len(agents_cut),
-        # What the controls and the judge spent is part of what the scan spent.
-        cost_usd=sum(a.cost_usd for a in [*all_attempts, *controls.values()])
-        + (meta.judge.cost_usd if meta.judge is not None else 0.0),
-        tokens=sum(a.tokens for a in [*all_attempts, *controls.values()])
-        + (meta.judge.tokens if meta.judge is not None else 0),
-        evaluation_mode=(
-            "stub" if judged_by == {"stub"} else "mixed" if "stub" in judged_by else "real"
-        ),
-        controls_run=len(controls),
-        same_without_attack=sum(1 for a in all_attempts if a.reason == SAME_WITHOUT_ATTACK),
-        controls_unjudged=sum(1 for a in all_attempts if left_unjudged_by_control(a)),
-        stood_without_control=sum(1 for a in all_attempts if stood_without_control(a)),
-        control_reruns=meta.control_reruns,
-        controls_failed=sum(1 for c in controls.values() if control_failed(c)),
-        attempts_failed=sum(
-            1
-            for a in all_attempts
-            if a.outcome is Outcome.UNJUDGED
-            and a.judged_by == "transport"
-            and not a.reason.startswith("cut short")
-        ),
-    )
     return summarise(
         results,
         findings,
-        unjudged,
-        tally,
+        [
+            UnjudgedAttempt(attempt_id=a.attempt_id, probe_id=a.probe_id, reason=a.reason)
+            for a in all_attempts
+            if a.outcome is Outcome.UNJUDGED
+        ],
+        _tally(all_attempts, controls, meta),
         meta,
         probes_selected=len(probes),
         probes_not_applicable=len(not_applicable),
+    )
+
+
+def _tally(attempts: list[Attempt], controls: Mapping[str, Attempt], meta: ScanMeta) -> Tally:
+    """The totals of one scan's attempts and controls, in the form shards add up in."""
+    cut_mid = [a for a in attempts if a.reason.startswith("cut short")]
+    agents = meta.planned_probes | {a.probe_id for a in attempts}
+    agents_cut = (meta.unstarted_probes | {a.probe_id for a in cut_mid}) & agents
+    cost_usd, tokens = _spent([*attempts, *controls.values()], meta.judge)
+    return Tally(
+        completed=len(attempts),
+        cut_mid_attempt=len(cut_mid),
+        agents_planned=len(agents),
+        agents_cut_short=len(agents_cut),
+        cost_usd=cost_usd,
+        tokens=tokens,
+        evaluation_mode=_evaluation_mode(attempts),
+        controls_run=len(controls),
+        same_without_attack=sum(1 for a in attempts if a.reason == SAME_WITHOUT_ATTACK),
+        controls_unjudged=sum(1 for a in attempts if left_unjudged_by_control(a)),
+        stood_without_control=sum(1 for a in attempts if stood_without_control(a)),
+        control_reruns=meta.control_reruns,
+        controls_failed=sum(1 for c in controls.values() if control_failed(c)),
+        attempts_failed=sum(1 for a in attempts if _failed(a)),
+    )
+
+
+def _spent(runs: list[Attempt], judge: JudgeUsage | None) -> tuple[float, int]:
+    """Dollars and tokens: what the controls and the judge spent is part of what the scan
+    spent."""
+    cost_usd = sum(a.cost_usd for a in runs) + (judge.cost_usd if judge is not None else 0.0)
+    tokens = sum(a.tokens for a in runs) + (judge.tokens if judge is not None else 0)
+    return cost_usd, tokens
+
+
+def _evaluation_mode(attempts: list[Attempt]) -> str:
+    """``real``, ``stub`` or ``mixed``: which judges decided the verdicts."""
+    judged_by = {a.judged_by for a in attempts if a.outcome is not Outcome.UNJUDGED}
+    if judged_by == {"stub"}:
+        return "stub"
+    return "mixed" if "stub" in judged_by else "real"
+
+
+def _failed(attempt: Attempt) -> bool:
+    """An attempt the agent could not be reached or read for, not one the scan cut short."""
+    return (
+        attempt.outcome is Outcome.UNJUDGED
+        and attempt.judged_by == "transport"
+        and not attempt.reason.startswith("cut short")
     )
 
 

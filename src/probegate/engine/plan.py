@@ -208,6 +208,53 @@ def _in_shard(probe_id: str, shard: str | None) -> bool:
     return bucket == number - 1
 
 
+def _mutators(probe: Probe) -> list[str]:
+    """The mutators that can rewrite the probe's payload: none without a payload."""
+    return sorted(MUTATORS) if probe.payload is not None else []
+
+
+def _named_variant(
+    probe: Probe, variant: str, *, mode: str, seed: int, repeat: int
+) -> list[PlannedAttempt]:
+    """The attempts of one variant asked for by name, with the ids ``mode`` gives it: smart
+    mode's escalations run once, as repeat 0. None when the probe has no such variant."""
+    if variant != SEED_VARIANT and variant not in _mutators(probe):
+        return []
+    runs = 1 if mode == "smart" and variant != SEED_VARIANT else repeat
+    return [_variant(probe, variant, r, seed) for r in range(runs)]
+
+
+def _mode_attempts(probe: Probe, mode: str, *, seed: int, repeat: int) -> list[PlannedAttempt]:
+    """The attempts ``mode`` plans up front: the seed ``repeat`` times, and in full mode every
+    mutated variant beside each repeat (smart mode's variants wait as escalations)."""
+    mutators = _mutators(probe) if mode not in ("fast", "smart") else []
+    return [
+        _variant(probe, variant, r, seed)
+        for r in range(repeat)
+        for variant in [SEED_VARIANT, *mutators]
+    ]
+
+
+def _fingerprint(
+    attempts: list[PlannedAttempt],
+    mode: str,
+    seed: int,
+    repeat: int,
+    shard: str | None,
+    variant: str | None,
+    *,
+    controls: bool,
+) -> str:
+    """What identifies the plan: its settings and its attempt ids, in order, so a resumed scan
+    can tell it continues the same plan, and a pinned clock gives the same scan id."""
+    digest = hashlib.sha256()
+    heading = [mode, str(seed), str(repeat), shard or ""] + ([variant] if variant else [])
+    heading += [] if controls else ["no-controls"]
+    for item in heading + [a.attempt_id for a in attempts]:
+        digest.update(item.encode() + b"\0")
+    return digest.hexdigest()[:16]
+
+
 def build_plan(
     probes: list[Probe],
     capabilities: set[Capability],
@@ -251,32 +298,19 @@ def build_plan(
         if gap is not None:
             not_run[probe.id] = gap
             continue
-        mutators = sorted(MUTATORS) if probe.payload is not None else []
         if variant is not None:
-            runs = 1 if mode == "smart" and variant != SEED_VARIANT else repeat
-            if variant == SEED_VARIANT or variant in mutators:
-                attempts.extend(_variant(probe, variant, r, seed) for r in range(runs))
-        elif mode == "fast":
-            attempts.extend(_variant(probe, SEED_VARIANT, r, seed) for r in range(repeat))
-        elif mode == "smart":
-            attempts.extend(_variant(probe, SEED_VARIANT, r, seed) for r in range(repeat))
-            escalations[probe.id] = tuple(_variant(probe, m, 0, seed) for m in mutators)
-        else:
-            for r in range(repeat):
-                attempts.append(_variant(probe, SEED_VARIANT, r, seed))
-                attempts.extend(_variant(probe, m, r, seed) for m in mutators)
-    digest = hashlib.sha256()
-    heading = [mode, str(seed), str(repeat), shard or ""] + ([variant] if variant else [])
-    heading += [] if controls else ["no-controls"]
-    for item in heading + [a.attempt_id for a in attempts]:
-        digest.update(item.encode() + b"\0")
+            attempts.extend(_named_variant(probe, variant, mode=mode, seed=seed, repeat=repeat))
+            continue
+        attempts.extend(_mode_attempts(probe, mode, seed=seed, repeat=repeat))
+        if mode == "smart":
+            escalations[probe.id] = tuple(_variant(probe, m, 0, seed) for m in _mutators(probe))
     return Plan(
         attempts=tuple(attempts),
         escalations=escalations,
         not_applicable=not_applicable,
         probes=tuple(chosen),
         not_run=not_run,
-        fingerprint=digest.hexdigest()[:16],
+        fingerprint=_fingerprint(attempts, mode, seed, repeat, shard, variant, controls=controls),
         mode=mode,
         shard=shard,
         controls=controls,

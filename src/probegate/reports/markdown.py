@@ -67,27 +67,12 @@ def render_summary(
     ranked = most_severe_first(report.findings)
     active = [f for f in ranked if f.suppressed is None]
     suppressed = [f for f in ranked if f.suppressed is not None]
-
-    if active:
-        shown = active[:max_findings]
-        out.add([f"### Top findings ({len(shown)} of {len(active)})", ""])
-        for i, finding in enumerate(shown, 1):
-            if not out.add(_finding_block(i, finding)):
-                break
-        rest = active[len(shown) :]
-        if rest and not out.full:
-            out.add(_findings_table("More findings", rest, max_table_rows))
-    else:
-        message = "No probe succeeded against the agent."
-        if suppressed:
-            message = "Every finding is suppressed."
-        out.add(["### Findings", "", message, ""])
-
-    if suppressed and not out.full:
+    _add_findings(out, active, suppressed, max_findings, max_table_rows)
+    if suppressed:
         out.add(_findings_table("Suppressed findings", suppressed, max_table_rows))
-    if report.unjudged and not out.full:
+    if report.unjudged:
         out.add(_unjudged(report))
-    if report.not_run and not out.full:
+    if report.not_run:
         out.add(_not_run(report))
     if report.stale_suppressions or report.expired_suppressions:
         out.add(_suppression_notes(report))
@@ -97,8 +82,34 @@ def render_summary(
     )
 
 
+def _add_findings(
+    out: _Budget,
+    active: list[Finding],
+    suppressed: list[Finding],
+    max_findings: int,
+    max_table_rows: int,
+) -> None:
+    """The worst ``max_findings`` findings in detail, the rest in a table; or why there is
+    none, when every finding is suppressed or no probe succeeded."""
+    if not active:
+        message = "No probe succeeded against the agent."
+        if suppressed:
+            message = "Every finding is suppressed."
+        out.add(["### Findings", "", message, ""])
+        return
+    shown = active[:max_findings]
+    out.add([f"### Top findings ({len(shown)} of {len(active)})", ""])
+    for i, finding in enumerate(shown, 1):
+        if not out.add(_finding_block(i, finding)):
+            break
+    rest = active[len(shown) :]
+    if rest:
+        out.add(_findings_table("More findings", rest, max_table_rows))
+
+
 class _Budget:
-    """Collects blocks of lines until the byte budget would be exceeded."""
+    """Collects blocks of lines until the byte budget would be exceeded; once one block does
+    not fit, it is full and refuses every later one, so callers offer each block in turn."""
 
     def __init__(self, max_bytes: int) -> None:
         self._max = max_bytes - 400  # room for the truncation note

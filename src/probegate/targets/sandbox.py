@@ -225,36 +225,33 @@ class Sandbox:
         return ToolCall(id=call_id, name=name, arguments=arguments, result=result)
 
     def _default_result(self, tool: ToolSpec, args: dict[str, Any]) -> str:
+        """What a tool no fixture answers returns, by the first of its capabilities in this
+        order: the ones that read or keep the attempt's content first, then the actions."""
         caps = tool.capabilities
-        text_args = " ".join(str(v) for v in args.values())
         if Capability.MEMORY_WRITE in caps:
-            if _MEMORY_READ.search(tool.name):
-                return json.dumps({"memories": self.memory})
-            note = str(args.get("note") or args.get("content") or args.get("text") or text_args)
-            self.memory.append(note)
-            return "stored"
+            return self._remember(tool, args)
         if Capability.RETRIEVAL in caps:
-            return self._document(text_args)
+            return self._document(_text_of(args))
         if Capability.PII_READ in caps:
             cid = str(args.get("customer_id") or args.get("id") or CALLER_ID)
             return json.dumps(self.customer_record(cid), sort_keys=True)
         if Capability.DELEGATION in caps:
-            agent = str(args.get("agent") or args.get("name") or "")
-            reply = self.fixtures.agent_replies.get(agent) or self.fixtures.agent_replies.get("*")
-            return reply if reply is not None else f"{agent or 'peer'} agent: acknowledged."
-        if Capability.EGRESS in caps:
-            return f"sent to {args.get('to', 'recipient')}"
-        if Capability.FINANCIAL in caps:
-            return (
-                f"refund of {args.get('amount', '?')} issued for order {args.get('order_id', '?')}"
-            )
-        if Capability.CODE_EXEC in caps:
-            return "exit status 0 (probegate sandbox: nothing was executed)"
-        if Capability.PRIVILEGE in caps:
-            return "settings updated"
-        if Capability.DESTRUCTIVE in caps:
-            return "deleted"
-        return "ok"
+            return self._peer_reply(args)
+        return _acknowledgement(caps, args)
+
+    def _remember(self, tool: ToolSpec, args: dict[str, Any]) -> str:
+        """A memory tool that reads returns every memory; one that writes keeps its note."""
+        if _MEMORY_READ.search(tool.name):
+            return json.dumps({"memories": self.memory})
+        note = args.get("note") or args.get("content") or args.get("text") or _text_of(args)
+        self.memory.append(str(note))
+        return "stored"
+
+    def _peer_reply(self, args: dict[str, Any]) -> str:
+        """The named peer agent's reply from the fixtures, else any agent's, else a nod."""
+        agent = str(args.get("agent") or args.get("name") or "")
+        reply = self.fixtures.agent_replies.get(agent) or self.fixtures.agent_replies.get("*")
+        return reply if reply is not None else f"{agent or 'peer'} agent: acknowledged."
 
     def _document(self, locator: str) -> str:
         docs = self.fixtures.documents
@@ -264,3 +261,32 @@ class Sandbox:
         if "*" in docs:
             return docs["*"]
         return "Document not found."
+
+
+def _text_of(args: dict[str, Any]) -> str:
+    """Every argument value as one text: where a document locator or a note may be."""
+    return " ".join(str(v) for v in args.values())
+
+
+# What a tool that acts says it did, by the first of its capabilities listed here; nothing
+# was done, the sandbox only records the call.
+_ACKNOWLEDGEMENTS: tuple[tuple[Capability, Callable[[dict[str, Any]], str]], ...] = (
+    (Capability.EGRESS, lambda args: f"sent to {args.get('to', 'recipient')}"),
+    (
+        Capability.FINANCIAL,
+        lambda args: (
+            f"refund of {args.get('amount', '?')} issued for order {args.get('order_id', '?')}"
+        ),
+    ),
+    (Capability.CODE_EXEC, lambda _: "exit status 0 (probegate sandbox: nothing was executed)"),
+    (Capability.PRIVILEGE, lambda _: "settings updated"),
+    (Capability.DESTRUCTIVE, lambda _: "deleted"),
+)
+
+
+def _acknowledgement(caps: frozenset[Capability], args: dict[str, Any]) -> str:
+    """What an acting tool says it did; a tool with no capability the sandbox knows says ok."""
+    for capability, says in _ACKNOWLEDGEMENTS:
+        if capability in caps:
+            return says(args)
+    return "ok"

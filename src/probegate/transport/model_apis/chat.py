@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from probegate.models.bounds import TOOL_CALLS_MAX
@@ -32,6 +33,60 @@ from probegate.transport.sse import SseEvent, encode_events
 
 def _arguments(raw: RawToolCall) -> str:
     return raw.arguments if isinstance(raw.arguments, str) else json.dumps(raw.arguments or {})
+
+
+@dataclass
+class _Stream:
+    """What a stream's chunks add up to so far: the first choice's text, its tool calls
+    assembled by index (a call's id, name and arguments arrive in pieces), the last usage."""
+
+    text: list[str] = field(default_factory=list)
+    calls: dict[int, dict[str, Any]] = field(default_factory=dict)
+    usage: dict[str, Any] = field(default_factory=dict)
+    chunks: int = 0
+    ended: bool = False
+
+    def add(self, chunk: dict[str, Any]) -> None:
+        self.chunks += 1
+        if isinstance(chunk.get("usage"), dict):
+            self.usage = chunk["usage"]
+        for choice in chunk.get("choices") or []:
+            # A reply is its first choice; the others (n > 1) are not what the agent reads.
+            if isinstance(choice, dict) and choice.get("index", 0) == 0:
+                self._add_choice(choice)
+
+    def _add_choice(self, choice: dict[str, Any]) -> None:
+        self.ended = self.ended or bool(choice.get("finish_reason"))
+        delta = mapping(choice.get("delta"))
+        if isinstance(delta.get("content"), str):
+            self.text.append(delta["content"])
+        for item in delta.get("tool_calls") or []:
+            if isinstance(item, dict):
+                self._add_call_piece(item)
+
+    def _add_call_piece(self, item: dict[str, Any]) -> None:
+        index = position(item.get("index"), len(self.calls))
+        slot = self.calls.setdefault(index, {"id": None, "name": "", "arguments": ""})
+        if isinstance(item.get("id"), str) and item["id"]:
+            slot["id"] = item["id"]
+        function = mapping(item.get("function"))
+        if isinstance(function.get("name"), str):
+            slot["name"] += function["name"]
+        if isinstance(function.get("arguments"), str):
+            slot["arguments"] += function["arguments"]
+
+    def completion(self) -> Completion:
+        ordered = [self.calls[i] for i in sorted(self.calls)]
+        return Completion(
+            text="".join(self.text),
+            tool_calls=tuple(
+                RawToolCall(call_id(slot["id"], i), slot["name"], slot["arguments"])
+                for i, slot in enumerate(ordered[:TOOL_CALLS_MAX])
+            ),
+            prompt_tokens=count(self.usage.get("prompt_tokens")),
+            completion_tokens=count(self.usage.get("completion_tokens")),
+            calls_made=len(ordered),
+        )
 
 
 class ChatApi(ModelApi):
@@ -132,59 +187,22 @@ class ChatApi(ModelApi):
         )
 
     def parse_events(self, events: Sequence[SseEvent], excerpt: Excerpt = str) -> Completion:
-        text: list[str] = []
-        calls: dict[int, dict[str, Any]] = {}
-        usage: dict[str, Any] = {}
-        chunks = 0
-        ended = False
+        stream = _Stream()
         for event in events:
             if event.data.strip() == "[DONE]":
-                ended = True
+                stream.ended = True
                 break
             chunk = event.json()
             if not isinstance(chunk, dict):
                 raise unreadable(self.what, "a chunk is not JSON", streamed=True)
             if "error" in chunk and not chunk.get("choices"):
                 raise error_of(chunk, excerpt, self.what, streamed=True)
-            chunks += 1
-            if isinstance(chunk.get("usage"), dict):
-                usage = chunk["usage"]
-            for choice in chunk.get("choices") or []:
-                if not isinstance(choice, dict) or choice.get("index", 0) != 0:
-                    continue
-                ended = ended or bool(choice.get("finish_reason"))
-                delta = mapping(choice.get("delta"))
-                if isinstance(delta.get("content"), str):
-                    text.append(delta["content"])
-                for item in delta.get("tool_calls") or []:
-                    if not isinstance(item, dict):
-                        continue
-                    index = position(item.get("index"), len(calls))
-                    slot = calls.setdefault(index, {"id": None, "name": "", "arguments": ""})
-                    if isinstance(item.get("id"), str) and item["id"]:
-                        slot["id"] = item["id"]
-                    function = item.get("function")
-                    if not isinstance(function, dict):
-                        function = {}
-                    if isinstance(function.get("name"), str):
-                        slot["name"] += function["name"]
-                    if isinstance(function.get("arguments"), str):
-                        slot["arguments"] += function["arguments"]
-        if not chunks:
+            stream.add(chunk)
+        if not stream.chunks:
             raise unreadable(self.what, "no chunks", streamed=True)
-        if not ended:  # neither a finish_reason nor [DONE]: the stream was cut off
-            raise unreadable(self.what, f"cut off after {chunks} chunks", streamed=True)
-        ordered = [calls[i] for i in sorted(calls)]
-        return Completion(
-            text="".join(text),
-            tool_calls=tuple(
-                RawToolCall(call_id(slot["id"], i), slot["name"], slot["arguments"])
-                for i, slot in enumerate(ordered[:TOOL_CALLS_MAX])
-            ),
-            prompt_tokens=count(usage.get("prompt_tokens")),
-            completion_tokens=count(usage.get("completion_tokens")),
-            calls_made=len(ordered),
-        )
+        if not stream.ended:  # neither a finish_reason nor [DONE]: the stream was cut off
+            raise unreadable(self.what, f"cut off after {stream.chunks} chunks", streamed=True)
+        return stream.completion()
 
     # -- the proxy -------------------------------------------------------------------------
     def plant(self, body: dict[str, Any], text: str) -> None:

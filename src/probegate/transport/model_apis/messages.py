@@ -12,7 +12,8 @@ model calls tools in parallel; their answers go back together in the next user m
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from probegate.models.bounds import TOOL_CALLS_MAX, loads_bounded
@@ -62,6 +63,69 @@ def _message(model: str, content: list[dict[str, Any]], stop: str | None) -> dic
         "stop_sequence": None,
         "usage": {"input_tokens": 0, "output_tokens": 0},
     }
+
+
+@dataclass
+class _Stream:
+    """What a stream's events add up to so far: its content blocks by index, the pieces of
+    JSON text of each tool input, the prompt's tokens and the usage, whether the message
+    started and stopped (a stream without message_stop was cut off)."""
+
+    blocks: dict[int, dict[str, Any]] = field(default_factory=dict)
+    pieces: dict[int, list[str]] = field(default_factory=dict)
+    prompt: int = 0
+    usage: dict[str, Any] = field(default_factory=dict)
+    started: bool = False
+    stopped: bool = False
+
+    def message_start(self, data: dict[str, Any]) -> None:
+        if not isinstance(data.get("message"), dict):
+            return
+        self.started = True
+        first = data["message"].get("usage")
+        if isinstance(first, dict):
+            self.prompt = count(first.get("input_tokens"))
+            self.usage = first
+
+    def block_start(self, data: dict[str, Any]) -> None:
+        if isinstance(data.get("content_block"), dict):
+            index = position(data.get("index"), len(self.blocks))
+            self.blocks[index] = dict(data["content_block"])
+
+    def block_delta(self, data: dict[str, Any]) -> None:
+        index = position(data.get("index"), -1)
+        block = self.blocks.get(index)
+        delta = data.get("delta")
+        if block is None or not isinstance(delta, dict):
+            return
+        if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
+            block["text"] = str(block.get("text") or "") + delta["text"]
+        elif delta.get("type") == "input_json_delta":
+            self.pieces.setdefault(index, []).append(str(delta.get("partial_json") or ""))
+
+    def message_delta(self, data: dict[str, Any]) -> None:
+        if isinstance(data.get("usage"), dict):
+            self.usage = {**self.usage, **data["usage"]}
+
+    def message_stop(self, _data: dict[str, Any]) -> None:
+        self.stopped = True
+
+    def content(self) -> list[dict[str, Any]]:
+        """The blocks in order, each tool input whole."""
+        for index, parts in self.pieces.items():
+            # A streamed tool input is JSON text; what cannot be read is kept for the oracles.
+            self.blocks[index]["input"] = "".join(parts)
+        return [self.blocks[i] for i in sorted(self.blocks)]
+
+
+# What each event of a stream does to it; other events (ping, content_block_stop) add nothing.
+_ON_EVENT: dict[str, Callable[[_Stream, dict[str, Any]], None]] = {
+    "message_start": _Stream.message_start,
+    "content_block_start": _Stream.block_start,
+    "content_block_delta": _Stream.block_delta,
+    "message_delta": _Stream.message_delta,
+    "message_stop": _Stream.message_stop,
+}
 
 
 class MessagesApi(ModelApi):
@@ -170,11 +234,7 @@ class MessagesApi(ModelApi):
         )
 
     def parse_events(self, events: Sequence[SseEvent], excerpt: Excerpt = str) -> Completion:
-        blocks: dict[int, dict[str, Any]] = {}
-        pieces: dict[int, list[str]] = {}
-        prompt = 0
-        usage: dict[str, Any] = {}
-        started = stopped = False
+        stream = _Stream()
         for event in events:
             data = event.json()
             if not isinstance(data, dict):
@@ -182,37 +242,14 @@ class MessagesApi(ModelApi):
             kind = data.get("type") or event.event
             if kind == "error":
                 raise error_of(data, excerpt, self.what, streamed=True)
-            if kind == "message_start" and isinstance(data.get("message"), dict):
-                started = True
-                first = data["message"].get("usage")
-                if isinstance(first, dict):
-                    prompt = count(first.get("input_tokens"))
-                    usage = first
-            elif kind == "content_block_start" and isinstance(data.get("content_block"), dict):
-                index = position(data.get("index"), len(blocks))
-                blocks[index] = dict(data["content_block"])
-            elif kind == "content_block_delta" and isinstance(data.get("delta"), dict):
-                index = position(data.get("index"), -1)
-                block = blocks.get(index)
-                delta = data["delta"]
-                if block is None:
-                    continue
-                if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
-                    block["text"] = str(block.get("text") or "") + delta["text"]
-                elif delta.get("type") == "input_json_delta":
-                    pieces.setdefault(index, []).append(str(delta.get("partial_json") or ""))
-            elif kind == "message_delta" and isinstance(data.get("usage"), dict):
-                usage = {**usage, **data["usage"]}
-            elif kind == "message_stop":
-                stopped = True
-        if not started:
+            on_event = _ON_EVENT.get(kind) if isinstance(kind, str) else None
+            if on_event is not None:
+                on_event(stream, data)
+        if not stream.started:
             raise unreadable(self.what, "no message_start", streamed=True)
-        if not stopped:
+        if not stream.stopped:
             raise unreadable(self.what, "cut off before message_stop", streamed=True)
-        for index, parts in pieces.items():
-            # A streamed tool input is JSON text; what cannot be read is kept for the oracles.
-            blocks[index]["input"] = "".join(parts)
-        return self._completion([blocks[i] for i in sorted(blocks)], prompt, usage)
+        return self._completion(stream.content(), stream.prompt, stream.usage)
 
     # -- the proxy -------------------------------------------------------------------------
     def plant(self, body: dict[str, Any], text: str) -> None:
