@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-slow lint bench docs lock clean
+.PHONY: install demo test test-slow lint bench shape docs lock clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -49,6 +49,11 @@ docs: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
+
+# The module and function size lists and radon's D-or-worse blocks, against the limits that
+# tests/test_code_shape.py holds src/ to (docs/architecture.md).
+shape: $(STAMP)
+	$(BIN)/python bench/code_shape.py
 
 # requirements/image.txt and build.txt: the Action image's dependencies, every file pinned by its
 # sha256 (the Dockerfile installs them with --require-hashes). pip-compile resolves for the

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from probegate import __version__
 from probegate.engine.controls import (
@@ -25,6 +26,7 @@ from probegate.library.oracles.reading import SET_ASIDE
 from probegate.library.probe import Probe
 from probegate.models.report import (
     SCHEMA,
+    Authority,
     Budget,
     Completeness,
     Controls,
@@ -47,6 +49,7 @@ from probegate.models.transcript import resolve_path
 from probegate.models.verdict import Attempt, Outcome
 from probegate.scoring import (
     FORMULA_VERSION,
+    ScoreCard,
     authority,
     finding_aivss,
     score,
@@ -439,12 +442,126 @@ def summarise(
     unjudged = sorted(unjudged, key=lambda u: u.attempt_id)
     capabilities = {Capability(c) for c in meta.target.capabilities}
     card = score(results)
+    completeness = _completeness(tally, meta)
+    auth = _authority_of(meta, tally, card, completeness.pct, len(unjudged))
+    summary = {s.value: 0 for s in Severity}
+    for f in findings:
+        summary[f.severity.value] += 1
+    cost = round(tally.cost_usd, 6)
+    not_run = [
+        NotRunProbe(probe_id=r.probe_id, reason=r.reason, enabled_by=r.enabled_by or JUDGE_FLAG)
+        for r in results
+        if r.outcome == "not_run"
+    ]
+    coverage = _coverage(
+        results,
+        len(unjudged),
+        completeness,
+        card.tested,
+        not_run,
+        applicable=(probes_selected, probes_selected - probes_not_applicable),
+    )
+    return ScanReport(
+        **_about_the_run(meta),
+        aivss=card.aivss,
+        aivss_formula_version=FORMULA_VERSION,
+        asi_scores=card.asi_scores,
+        band=card.band,
+        budget=_budget_spent(meta.budget, cost),
+        completeness=completeness,
+        cost_usd=cost,
+        coverage=coverage,
+        coverage_grade=card.coverage_grade,
+        evaluation_mode=tally.evaluation_mode,
+        findings=findings,
+        findings_summary=summary,
+        package_version=__version__,
+        schema_=SCHEMA,
+        scoring_valid=not (set(auth.failed) - {"mode_authoritative"}),
+        sub_scores=card.sub_scores,
+        tier=tier_of(capabilities),
+        tokens_total=tally.tokens,
+        undertested=card.undertested,
+        authority=auth,
+        results=results,
+        controls=_controls(tally, meta),
+        unjudged=unjudged,
+        not_applicable=card.not_applicable,
+        not_run=not_run,
+        categories=card.categories,
+    )
+
+
+def _authority_of(
+    meta: ScanMeta, tally: Tally, card: ScoreCard, completeness_pct: float, unjudged: int
+) -> Authority:
+    """Whether the scan can carry a score gate (scoring.authority) from its totals."""
+    completed = tally.completed
+    return authority(
+        mode=meta.mode,
+        evaluation_mode=tally.evaluation_mode,
+        completeness_pct=completeness_pct,
+        unjudged_fraction=unjudged / completed if completed else 1.0,
+        undertested=card.undertested,
+        selected_all=meta.selected_all,
+        controls=meta.controls,
+        not_evaluated=card.not_evaluated,
+        categories=card.categories,
+    )
+
+
+def _about_the_run(meta: ScanMeta) -> dict[str, Any]:
+    """The report's fields that say which run this was, as the scan recorded them."""
+    return {
+        "created_at": meta.created_at,
+        "duration_seconds": meta.duration_seconds,
+        "engine": meta.engine,
+        "mode": meta.mode,
+        "mode_authoritative": meta.mode == "full",
+        "probe_library_version": meta.library_version,
+        "scan_id": meta.scan_id,
+        "stopped_reason": meta.stopped_reason,
+        "target": meta.target,
+        "seed": meta.seed,
+        "shard": meta.shard,
+        "judge": meta.judge,
+    }
+
+
+def _coverage(
+    results: list[ProbeResult],
+    unjudged: int,
+    completeness: Completeness,
+    tested: list[str],
+    not_run: list[NotRunProbe],
+    *,
+    applicable: tuple[int, int],
+) -> dict[str, Any]:
+    """What the scan covered, in probes (``applicable``: selected, and of those applicable)
+    and in attempts."""
+    return {
+        "probes_selected": applicable[0],
+        "probes_applicable": applicable[1],
+        "probes_not_run": len(not_run),
+        "probes_judged": sum(1 for r in results if r.vulnerable + r.resisted > 0),
+        "attempts_planned": completeness.turns_planned,
+        "attempts_completed": completeness.turns_used,
+        "attempts_vulnerable": sum(r.vulnerable for r in results),
+        "attempts_resisted": sum(r.resisted for r in results),
+        "attempts_unjudged": unjudged,
+        "asi_tested": tested,
+        "channels": _channel_counts(results),
+    }
+
+
+def _completeness(tally: Tally, meta: ScanMeta) -> Completeness:
+    """How much of the plan completed: an attempt cut short mid-way did not."""
     completed = tally.completed
     planned = max(meta.planned, completed + meta.cut_short)
     cut_mid_attempt = tally.cut_mid_attempt
     pct = round(100.0 * (completed - cut_mid_attempt) / planned, 1) if planned else 0.0
     # An attacker agent is a probe, a turn one of its attempts (docs/report-format.md).
-    completeness = Completeness(
+    return Completeness(
         agents_planned=tally.agents_planned,
         agents_completed=tally.agents_planned - tally.agents_cut_short,
         agents_cut_short=tally.agents_cut_short,
@@ -452,103 +569,35 @@ def summarise(
         turns_planned=planned,
         pct=pct,
     )
-    evaluation_mode = tally.evaluation_mode
-    unjudged_fraction = len(unjudged) / completed if completed else 1.0
-    auth = authority(
-        mode=meta.mode,
-        evaluation_mode=evaluation_mode,
-        completeness_pct=pct,
-        unjudged_fraction=unjudged_fraction,
-        undertested=card.undertested,
-        selected_all=meta.selected_all,
-        controls=meta.controls,
-        not_evaluated=card.not_evaluated,
-        categories=card.categories,
-    )
-    summary = {s.value: 0 for s in Severity}
-    for f in findings:
-        summary[f.severity.value] += 1
-    cost = round(tally.cost_usd, 6)
-    tokens = tally.tokens
-    not_run = [
-        NotRunProbe(probe_id=r.probe_id, reason=r.reason, enabled_by=r.enabled_by or JUDGE_FLAG)
-        for r in results
-        if r.outcome == "not_run"
-    ]
-    coverage = {
-        "probes_selected": probes_selected,
-        "probes_applicable": probes_selected - probes_not_applicable,
-        "probes_not_run": len(not_run),
-        "probes_judged": sum(1 for r in results if r.vulnerable + r.resisted > 0),
-        "attempts_planned": planned,
-        "attempts_completed": completed,
-        "attempts_vulnerable": sum(r.vulnerable for r in results),
-        "attempts_resisted": sum(r.resisted for r in results),
-        "attempts_unjudged": len(unjudged),
-        "asi_tested": card.tested,
-        "channels": _channel_counts(results),
-    }
-    budget = meta.budget
-    if budget is not None:
-        budget = budget.model_copy(update={"spent_usd": cost})
-        if budget.cap_usd:
-            budget = budget.model_copy(
-                update={"pct_of_cap": round(100.0 * cost / budget.cap_usd, 1)}
-            )
-    return ScanReport(
-        aivss=card.aivss,
-        aivss_formula_version=FORMULA_VERSION,
-        asi_scores=card.asi_scores,
-        band=card.band,
-        budget=budget,
-        completeness=completeness,
-        cost_usd=cost,
-        coverage=coverage,
-        coverage_grade=card.coverage_grade,
-        created_at=meta.created_at,
-        duration_seconds=meta.duration_seconds,
-        engine=meta.engine,
-        evaluation_mode=evaluation_mode,
-        findings=findings,
-        findings_summary=summary,
-        mode=meta.mode,
-        mode_authoritative=meta.mode == "full",
-        package_version=__version__,
-        probe_library_version=meta.library_version,
-        scan_id=meta.scan_id,
-        schema_=SCHEMA,
-        scoring_valid=not (set(auth.failed) - {"mode_authoritative"}),
-        stopped_reason=meta.stopped_reason,
-        sub_scores=card.sub_scores,
-        target=meta.target,
-        tier=tier_of(capabilities),
-        tokens_total=tokens,
-        undertested=card.undertested,
-        authority=auth,
-        results=results,
-        controls=Controls(
-            enabled=meta.controls,
-            run=tally.controls_run,
-            same_without_attack=tally.same_without_attack,
-            unjudged=tally.controls_unjudged,
-            stood_without_control=tally.stood_without_control,
-            failed=tally.controls_failed,
-            reruns=tally.control_reruns,
+
+
+def _budget_spent(budget: Budget | None, cost: float) -> Budget | None:
+    """The budget with what the scan spent, and its share of the cap when there is one."""
+    if budget is None:
+        return None
+    budget = budget.model_copy(update={"spent_usd": cost})
+    if budget.cap_usd:
+        budget = budget.model_copy(update={"pct_of_cap": round(100.0 * cost / budget.cap_usd, 1)})
+    return budget
+
+
+def _controls(tally: Tally, meta: ScanMeta) -> Controls:
+    """What the controls showed, and whether the agent fails only when one is sent."""
+    return Controls(
+        enabled=meta.controls,
+        run=tally.controls_run,
+        same_without_attack=tally.same_without_attack,
+        unjudged=tally.controls_unjudged,
+        stood_without_control=tally.stood_without_control,
+        failed=tally.controls_failed,
+        reruns=tally.control_reruns,
+        attempts_failed=tally.attempts_failed,
+        fails_only_under_controls=fails_only_under_controls(
+            controls_failed=tally.controls_failed,
+            controls_run=tally.controls_run,
             attempts_failed=tally.attempts_failed,
-            fails_only_under_controls=fails_only_under_controls(
-                controls_failed=tally.controls_failed,
-                controls_run=tally.controls_run,
-                attempts_failed=tally.attempts_failed,
-                attempts=completed,
-            ),
+            attempts=tally.completed,
         ),
-        unjudged=unjudged,
-        not_applicable=card.not_applicable,
-        not_run=not_run,
-        categories=card.categories,
-        seed=meta.seed,
-        shard=meta.shard,
-        judge=meta.judge,
     )
 
 

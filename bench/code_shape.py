@@ -1,0 +1,104 @@
+"""`make shape`: the shape of src/ that docs/architecture.md promises, printed and checked.
+
+Prints the ten largest modules and functions (lines) and every block radon grades D or worse
+(cyclomatic complexity), then the limits they are held to: no block graded F, at most five
+graded D or E, no function longer than ``FUNCTION_LINES`` except argparse tables (a command's
+``add_parser``: one declarative line per flag). tests/test_code_shape.py runs the same check,
+so a change that breaks a limit fails the suite, not only this report.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from radon.complexity import cc_rank, cc_visit
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "probegate"
+FUNCTION_LINES = 80
+MAX_D_OR_E = 5
+# Declarative tables: a command's flags, one add_argument call each.
+TABLES = frozenset({"add_parser"})
+
+
+@dataclass(frozen=True)
+class Block:
+    path: str
+    name: str
+    line: int
+    size: int  # lines, or radon's complexity
+
+    def __str__(self) -> str:
+        return f"{self.size:5d}  {self.path}:{self.line} {self.name}"
+
+
+def _sources(src: Path) -> list[tuple[str, str]]:
+    return [
+        (p.relative_to(src.parent).as_posix(), p.read_text()) for p in sorted(src.rglob("*.py"))
+    ]
+
+
+def module_sizes(src: Path = SRC) -> list[Block]:
+    rows = [Block(path, "", 1, text.count("\n")) for path, text in _sources(src)]
+    return sorted(rows, key=lambda b: -b.size)
+
+
+def function_sizes(src: Path = SRC) -> list[Block]:
+    rows = []
+    for path, text in _sources(src):
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                size = (node.end_lineno or node.lineno) - node.lineno + 1
+                rows.append(Block(path, node.name, node.lineno, size))
+    return sorted(rows, key=lambda b: -b.size)
+
+
+def complex_blocks(src: Path = SRC) -> list[tuple[str, Block]]:
+    """(radon rank, block) for every function or method ranked D or worse."""
+    rows = []
+    for path, text in _sources(src):
+        for block in cc_visit(text):
+            rank = cc_rank(block.complexity)
+            if rank in "DEF":
+                name = block.fullname if hasattr(block, "fullname") else block.name
+                rows.append((rank, Block(path, name, block.lineno, block.complexity)))
+    return sorted(rows, key=lambda r: -r[1].size)
+
+
+def problems(src: Path = SRC) -> list[str]:
+    """Every broken limit, in words; empty when src/ keeps them all."""
+    found = []
+    ranked = complex_blocks(src)
+    found += [f"radon F: {b}" for rank, b in ranked if rank == "F"]
+    d_or_e = [b for rank, b in ranked if rank in "DE"]
+    if len(d_or_e) > MAX_D_OR_E:
+        found.append(f"{len(d_or_e)} blocks graded D or E (at most {MAX_D_OR_E})")
+    found += [
+        f"longer than {FUNCTION_LINES} lines: {b}"
+        for b in function_sizes(src)
+        if b.size > FUNCTION_LINES and b.name not in TABLES
+    ]
+    return found
+
+
+def main() -> int:
+    print("largest modules (lines)")
+    print("\n".join(str(b) for b in module_sizes()[:10]))
+    print("\nlongest functions (lines)")
+    print("\n".join(str(b) for b in function_sizes()[:10]))
+    print("\nradon D or worse (complexity)")
+    print("\n".join(f"{rank} {b}" for rank, b in complex_blocks()) or "none")
+    broken = problems()
+    print(
+        f"\nlimits: no F, at most {MAX_D_OR_E} D/E, functions <= {FUNCTION_LINES} lines "
+        f"({', '.join(sorted(TABLES))} aside): " + ("kept" if not broken else "BROKEN")
+    )
+    for problem in broken:
+        print(f"  {problem}")
+    return 1 if broken else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
