@@ -289,7 +289,8 @@ def _unleet(text: str, *, numbers_too: bool) -> str:
 
     out: list[str] = []
     for word in text.split(" "):
-        if EMAIL_RE.search(word) or URL_RE.search(word):
+        # A word without a leet digit reads as it stands (most words: skip the address checks).
+        if not _LEET_DIGIT.search(word) or EMAIL_RE.search(word) or URL_RE.search(word):
             out.append(word)
         else:
             out.append(_LEET_TOKEN.sub(token, word))
@@ -487,7 +488,13 @@ def _read(text: str, depth: int) -> list[Intent]:
     return intents
 
 
-def _sentence_intents(s: str) -> list[Intent]:
+def _sentence_intents(s: str) -> tuple[Intent, ...]:
+    """:func:`_clause_intents`, read once per clause: a scan sends the same clauses again and
+    again (repeats, controls, the same fixture around a different canary)."""
+    return _clause_intents_memo(s) if len(s) <= _MEMO_TEXT_MAX else tuple(_clause_intents(s))
+
+
+def _clause_intents(s: str) -> list[Intent]:
     """What one clause asks for, in the order the over-trusting agent acts on it: a memory
     to keep (and nothing else), then what to recall, a message to pass on (which takes the rest
     of the clause), a suppression, then every action the clause names."""
@@ -623,3 +630,10 @@ _ACTIONS: tuple[Callable[[str], list[Intent]], ...] = (
     _deletes,
     _sends,
 )
+
+
+def _clause_intents_tuple(s: str) -> tuple[Intent, ...]:
+    return tuple(_clause_intents(s))
+
+
+_clause_intents_memo = functools.lru_cache(maxsize=4 * _MEMO_ENTRIES)(_clause_intents_tuple)
