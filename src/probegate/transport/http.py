@@ -120,7 +120,10 @@ class _Watchdog:
                     target=self._loop, name="probegate-deadlines", daemon=True
                 )
                 self._thread.start()
-            self._lock.notify()
+            # The loop sleeps until the earliest deadline; only a new earliest one changes
+            # that. Waking it for every request made 64 workers queue on this lock behind it.
+            if self._heap[0][2] is item:
+                self._lock.notify()
         return item
 
     def release(self, item: _Watch) -> None:
