@@ -448,7 +448,7 @@ def main():
         if DATA["response_tool_calls"]:
             try:
                 calls = follow(reply, DATA["response_tool_calls"])
-                print(f"< tool calls: {shown(json.dumps(calls))}")
+                print(f"< tool calls: {shown(calls)}")
             except (KeyError, IndexError, TypeError):
                 pass
         history.append({"role": "assistant", "content": str(text)})
@@ -475,7 +475,7 @@ def replay_script(config: HttpConfig, given: ReplayInput) -> str:
         ],
         "evidence": given.evidence,
     }
-    return script_text(given, "replay.py", data, _REPLAY_BODY)
+    return script_text(given, "replay.py", data, _REPLAY_BODY, config.secret_variables())
 
 
 SPEC = TargetSpec(
