@@ -189,7 +189,6 @@ def test_three_thousand_idle_connections_change_nothing_the_scan_concludes(
     )
     # It was felt (connections closed to make room), and counted apart from the agent's.
     assert report["mcp"]["unauthenticated"]["refused"] > 0
-    assert took < 60, took
 
 
 # --------------------------------------------------------------- each limit, on its own
@@ -281,9 +280,11 @@ class _AnyText(str):
 ANY_TEXT = _AnyText()
 
 
-def test_at_the_cap_silent_connections_make_room_and_the_agent_waits(
+def test_at_the_cap_silent_connections_make_room_and_the_agent_is_answered(
     host: McpHost, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Four connections fill the server; eight more that send nothing are closed after their
+    probation; the agent's, whose request comes with it, takes a silent one's place."""
     monkeypatch.setattr(mcp_server, "connection_cap", lambda: 4)
     monkeypatch.setattr(mcp_connections, "GRACE", 0.3)
     endpoint = host.open(_box())
@@ -291,17 +292,30 @@ def test_at_the_cap_silent_connections_make_room_and_the_agent_waits(
     assert address is not None
     silent = [socket.create_connection(address) for _ in range(12)]
     try:
-        started = time.monotonic()
-        answer = _call(endpoint.url)  # queued until silent ones make room, then answered
+        time.sleep(1)  # past every probation and the grace of the four it kept
+        summary = host.summary()
+        assert summary is not None and summary.unauthenticated.refused == 8
+        answer = _call(endpoint.url)
         assert answer.json()["result"]["isError"] is False
-        assert time.monotonic() - started < 5
         assert endpoint.undelivered is None
+        summary = host.summary()
+        assert summary is not None and summary.unauthenticated.refused == 9  # one made room
+        told = [_peek(sock) for sock in silent]
+        assert sum(b"503 Service Unavailable" in t for t in told) == 9  # each told why
+        assert told.count(b"") == 3  # the three left open
     finally:
         for sock in silent:
             sock.close()
-    summary = host.summary()
-    assert summary is not None and summary.unauthenticated.refused >= 4
     assert (summary.calls, summary.rejected.unknown_endpoint) == (1, 0)
+
+
+def _peek(sock: socket.socket) -> bytes:
+    """What waits on ``sock``, without waiting for more."""
+    sock.setblocking(False)
+    try:
+        return sock.recv(65536, socket.MSG_PEEK)
+    except BlockingIOError:
+        return b""
 
 
 def test_a_tool_call_the_server_could_not_answer_leaves_the_attempt_unjudged(

@@ -6,11 +6,13 @@ scan's file descriptors: accepting fails, the agent's own connections wait or fa
 failure is logged with its traceback, megabytes a second into the job log. So:
 
 - **A cap on open connections**: half the file descriptors the process may open, less one
-  batch of accepts (at most :data:`CONNECTIONS_MAX`). At the cap the server stops accepting:
-  new connections wait in the kernel's queue (an agent's request is late, never lost) while
-  connections that have sent nothing for :data:`GRACE` make room (an HTTP client sends its
-  request within milliseconds of connecting), then those whose request head has taken that
-  long. Each is told so with a JSON-RPC error (HTTP 503), then closed.
+  batch of accepts (at most :data:`CONNECTIONS_MAX`). At the cap, a new connection whose
+  request is already there (an HTTP client sends it with the connection) takes the place of
+  the oldest connection that has sent nothing for :data:`GRACE`; one that has sent nothing is
+  given :data:`PROBATION` to do so, then closed. Past the cap and one batch more, the server
+  stops accepting: new connections wait in the kernel's queue (an agent's request is late,
+  never lost) while connections silent for :data:`GRACE`, then those whose request head has
+  taken that long, are closed to make room. Each is told so with a JSON-RPC error (HTTP 503).
 - **Timeouts**: a request head must arrive within :data:`HEAD_TIMEOUT` of the connection (or
   of the last response); a connection idle after a response is closed after
   :data:`IDLE_TIMEOUT`; the body within :data:`BODY_TIMEOUT` (the router's, mcp_server.py).
@@ -59,11 +61,17 @@ LISTEN_BACKLOG = 4096
 HEAD_TIMEOUT = 10.0
 IDLE_TIMEOUT = 5.0
 BODY_TIMEOUT = 10.0
-# A client sends its request head within milliseconds of connecting: at the cap, a connection
-# this old with no request yet (silent, or a head under way) makes room.
-GRACE = 1.0
+# A client sends its request head within milliseconds of connecting (and one that waited in
+# the kernel's queue has it waiting when accepted): at the cap, a connection this old with no
+# request yet (silent, or a head under way) makes room.
+GRACE = 0.5
 # How often a full server looks for room again.
 SWEEP = 0.1
+# At the cap, how long a new connection that has sent nothing may take to send its request
+# (one that waited in the kernel's queue has it there already), and how many may be on
+# probation at once (raw sockets, within the descriptors the cap leaves).
+PROBATION = 0.05
+ON_PROBATION = 2 * BACKLOG
 LOG_BURST = 5
 LOG_WINDOW = 10.0
 LOG_LINES_MAX = 50
@@ -78,11 +86,12 @@ UNAVAILABLE = -32005
 
 def connection_cap(limit: int | None = None) -> int:
     """How many connections the server holds open: half of what the process may open, less
-    what one batch of accepts and everything else the scan opens may hold."""
+    what one batch of accepts, the connections on probation and everything else the scan
+    opens may hold."""
     if limit is None:
         soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         limit = CONNECTIONS_MAX * 4 if soft == resource.RLIM_INFINITY else soft
-    return max(16, min(CONNECTIONS_MAX, (limit - FD_RESERVE - BACKLOG) // 2))
+    return max(16, min(CONNECTIONS_MAX, (limit - FD_RESERVE - BACKLOG - ON_PROBATION) // 2))
 
 
 def error_bytes(status: int, reason: str, code: int, message: str) -> bytes:
@@ -132,27 +141,37 @@ class Connections:
     def full(self) -> bool:
         return self.accepted >= self.cap
 
+    @property
+    def overfull(self) -> bool:
+        """Past the cap by one batch: accepting waits for room."""
+        return self.accepted >= self.cap + BACKLOG
+
     def admit(self, connection: _Connection) -> None:
         self.open[connection] = None
 
     def discard(self, connection: _Connection) -> None:
         if self.open.pop(connection, False) is None:
             self.accepted -= 1
-            if not self.full:
+            if not self.overfull:
                 self.on_room()
 
-    def make_room(self) -> None:
+    def make_room(self, one: bool = False) -> None:
         """Close what a full server need not keep: connections silent for :data:`GRACE`, then
-        those whose request head has taken that long (a client's request: undelivered)."""
+        (not for ``one``) those whose request head has taken that long (a client's request:
+        undelivered)."""
         now = time.monotonic()
         late = [c for c in self.open if not c.busy and not c.served and now - c.opened > GRACE]
         for connection in late:
             if not connection.talked and connection.readable():
                 continue  # its first bytes are waiting: a client
+            if one and connection.talked:
+                continue
             self.counter.unauthenticated("refused")
             if connection.talked:  # a request under way, if a slow one
                 self.counter.turned_away("closed a connection whose request was late")
             connection.refuse(503, "Service Unavailable", UNAVAILABLE, "too many connections")
+            if one:
+                return
 
 
 class Acceptor:
@@ -176,6 +195,7 @@ class Acceptor:
         self.reading = False
         self.stopped = False
         self._sweep: asyncio.TimerHandle | None = None
+        self._probation: set[socket.socket] = set()
         connections.on_room = self.resume
 
     def resume(self) -> None:
@@ -188,6 +208,9 @@ class Acceptor:
         self._pause()
         if self._sweep is not None:
             self._sweep.cancel()
+        for conn in self._probation:
+            conn.close()
+        self._probation.clear()
 
     def _pause(self) -> None:
         if self.reading:
@@ -196,7 +219,7 @@ class Acceptor:
 
     def _ready(self) -> None:
         for _ in range(BACKLOG):
-            if self.connections.full:
+            if self.connections.overfull or len(self._probation) >= ON_PROBATION:
                 self._pause()
                 self._sweep_later()
                 return
@@ -212,8 +235,34 @@ class Acceptor:
                 self._sweep_later()
                 return
             conn.setblocking(False)
-            self.connections.accepted += 1
-            self.loop.create_task(self._connect(conn))
+            if not self.connections.full or _readable(conn):
+                self._admit(conn)
+            else:  # at the cap, and it has sent nothing yet
+                self._probation.add(conn)
+                self.loop.call_later(PROBATION, self._decide, conn)
+
+    def _admit(self, conn: socket.socket) -> None:
+        if self.connections.full:
+            self.connections.make_room(one=True)
+        self.connections.accepted += 1
+        self.loop.create_task(self._connect(conn))
+
+    def _decide(self, conn: socket.socket) -> None:
+        """The end of a new connection's probation: its request came, or it is closed."""
+        if conn not in self._probation:
+            return  # closed when the server stopped
+        self._probation.discard(conn)
+        if _readable(conn):
+            self._admit(conn)
+        else:
+            self.connections.counter.unauthenticated("refused")
+            with contextlib.suppress(OSError):
+                conn.send(
+                    error_bytes(503, "Service Unavailable", UNAVAILABLE, "too many connections")
+                )
+            conn.close()
+        if not self.connections.overfull and len(self._probation) < ON_PROBATION:
+            self.resume()
 
     async def _connect(self, conn: socket.socket) -> None:
         try:
@@ -231,10 +280,17 @@ class Acceptor:
         if self.stopped:
             return
         self.connections.make_room()
-        if self.connections.full:
+        if self.connections.overfull:
             self._sweep_later()
         else:
             self.resume()
+
+
+def _readable(conn: socket.socket) -> bool:
+    """Whether bytes (or the peer's close) wait on ``conn``."""
+    with contextlib.suppress(OSError, ValueError):
+        return bool(select.select([conn], [], [], 0)[0])
+    return False
 
 
 def _record(message: str) -> logging.LogRecord:
