@@ -1,4 +1,4 @@
-"""One run of a scan at a time.
+"""One run of a scan at a time, and a resumed scan judged under the config it started with.
 
 Real processes: scans run as ``python -m probegate`` against a loopback agent, killed with
 SIGKILL and resumed twice at once (engine/lock.py, docs/targets.md "Resume").
@@ -18,6 +18,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+import yaml
+
+from probegate.cli import main
 from probegate.engine.journal import read_journal
 from probegate.engine.lock import LOCK_FILE
 from tests.engine.test_resume import attempts_of
@@ -112,3 +116,45 @@ def test_two_resumes_at_once_one_is_refused_nothing_doubles_and_the_cap_holds(
     )
     # The lock is released (emptied) when the run ends; the file stays.
     assert (journal.parent / LOCK_FILE).read_bytes() == b""
+
+
+def _edited(config: Path, edit: str) -> None:
+    data = yaml.safe_load(config.read_text())
+    target = data["target"]
+    if edit == "tools":
+        target["tools"][0]["description"] += " (and it refunds orders)"
+    elif edit == "capabilities":
+        target["tools"][0]["capabilities"] = [*target["tools"][0]["capabilities"], "financial"]
+    else:
+        target["canaries"] = ["PGTEST-CANARY-0123456789"]
+    config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("edit", "changed"),
+    [
+        ("tools", "tools"),
+        ("capabilities", "capabilities, tools"),
+        ("canaries", "canaries"),
+    ],
+)
+def test_resume_refuses_an_edited_config_and_names_what_changed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: str, changed: str
+) -> None:
+    with OpenAIAgentServer() as server:
+        config = openai_config(tmp_path, server.endpoint)
+        argv = scan_args(config, tmp_path, "--probes", "asi01.direct-system-prompt-leak.v1")
+        assert main(argv) in (0, 1)
+        scan_id = next((tmp_path / "store" / "scans").iterdir()).name
+        capsys.readouterr()
+        original = config.read_text()
+        _edited(config, edit)
+        assert main([*argv, "--resume", scan_id]) == 2
+        err = capsys.readouterr().err
+        assert f"another config: {changed} changed" in err, err
+        assert "PGTEST-CANARY" not in err
+        # The same config resumes (a completed scan: nothing runs again).
+        config.write_text(original, encoding="utf-8")
+        sent = len(server.bodies)
+        assert main([*argv, "--resume", scan_id]) in (0, 1)
+        assert len(server.bodies) == sent

@@ -8,9 +8,9 @@ whole config (docs/architecture.md, "A scan, stage by stage"):
    built; every secret the scan holds gathered for redaction. Nothing is sent yet.
 2. ``plan``: the attempts drawn (engine/plan.py); a dry run ends here; the notes on what the
    plan cannot cover.
-3. ``execute``: the scan locked (until its report is written), the journal opened or resumed,
-   the attempts run (engine/runner.py) until done, stopped or interrupted (``progress``
-   prints as they complete).
+3. ``execute``: the scan locked (until its report is written), the journal opened or resumed
+   (a resume's config checked against the journal's), the attempts run (engine/runner.py)
+   until done, stopped or interrupted (``progress`` prints as they complete).
 4. ``finalise``: the report assembled, redacted, suppressed, compared with the baseline, signed.
 5. ``outputs`` and ``reproducers``: the stored report, every format asked for, a reproducer per
    finding.
