@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-slow lint bench shape docs lock clean
+.PHONY: install demo test test-slow lint bench shape docs lock clean container-test
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -31,18 +31,26 @@ test-slow: $(STAMP)
 	PYTHONUNBUFFERED=1 $(BIN)/pytest -n auto --dist worksteal --durations=5 -m slow
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench container
+	$(BIN)/ruff format --check src tests bench container
 	$(BIN)/mypy
 	$(BIN)/check-jsonschema --builtin-schema vendor.github-actions action.yml
 	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml examples/*.yml
 	$(BIN)/zizmor --offline --no-progress action.yml .github/workflows/*.yml examples/*.yml
 	$(BIN)/actionlint -no-color .github/workflows/*.yml examples/*.yml
 	$(BIN)/lint-imports --no-cache --no-logo
-	@if command -v shellcheck >/dev/null; then shellcheck entrypoint.sh; \
+	@if command -v shellcheck >/dev/null; then shellcheck entrypoint.sh container/build-base.sh; \
 	elif [ -n "$$CI" ]; then echo "shellcheck is required under CI (apt-get install shellcheck)" >&2; exit 1; \
 	else echo "shellcheck not installed (apt-get install shellcheck): entrypoint.sh not checked"; fi
 	$(BIN)/hadolint Dockerfile
+
+# Builds the Action's image from the Dockerfile and runs it for real with podman: the quick
+# start, a fail-on failure and a cancelled job (container/README.md). Not part of `make test`:
+# it needs root, podman, runc and debootstrap (apt-get install podman runc debootstrap), and
+# minutes. CONTAINER_TEST_FLAGS=--reproducible also builds twice and compares every file.
+CONTAINER_TEST_FLAGS ?=
+container-test: $(STAMP)
+	$(BIN)/python container/container_test.py $(CONTAINER_TEST_FLAGS)
 
 docs: $(STAMP)
 	$(BIN)/python -m probegate.library.docs

@@ -11,6 +11,13 @@
 # Everything the scan prints (it may quote the agent under test) is printed between
 # ::stop-commands::TOKEN and ::TOKEN:: with a random TOKEN, so no line of it is a workflow
 # command. Outside that block this script prints only workflow commands of its own.
+#
+# A cancelled job: GitHub sends SIGINT, then SIGTERM 7.5 s later, to the container's PID 1,
+# which is this script. The first one is passed on to the scan as SIGTERM (a scan stops
+# cleanly on it and writes its partial report, exit 143; SIGINT would be ignored by a
+# background process before the scan sets its handler); later ones are not passed on, so the
+# scan finishes writing. Then the run is published as any other: outputs, job summary, and the
+# files handed to the workspace's owner.
 set -euo pipefail
 exec 2>&1 # one stream: the stop-commands block must cover stderr too, in order
 export PYTHONUNBUFFERED=1
@@ -25,6 +32,39 @@ die() { # $1 is always a fixed string of this script, never an input
 work=$(mktemp -d) || die "cannot create a temporary directory"
 trap 'rm -rf -- "$work"' EXIT
 : >"$work/start" # files older than this are left over from an earlier step
+
+cancelled="" # the first INT or TERM received, by name
+child=""     # the scan's process while it runs
+# shellcheck disable=SC2317 # run by the traps below
+on_signal() { # $1 is INT or TERM
+	if [[ -z $cancelled ]]; then
+		cancelled=$1
+		if [[ -n $child ]]; then kill -TERM "$child" 2>/dev/null || true; fi
+	fi
+}
+trap 'on_signal INT' INT
+trap 'on_signal TERM' TERM
+
+run_logged() { # run "$@" with its output to the log and stdout; its exit status in $child_rc
+	# In the background, so a signal reaches the trap while it runs (bash runs a trap only
+	# after the foreground command ends), and wait again until it has ended.
+	rm -f -- "$work/fifo"
+	mkfifo -- "$work/fifo"
+	tee -a -- "$log" <"$work/fifo" &
+	local tee_pid=$!
+	"$@" >"$work/fifo" 2>&1 &
+	child=$!
+	if [[ -n $cancelled ]]; then kill -TERM "$child" 2>/dev/null || true; fi
+	child_rc=0
+	while :; do
+		wait "$child" && child_rc=0 || child_rc=$?
+		# A signal ends `wait` early (status above 128) with the scan still running (or not
+		# reaped yet: kill -0 finds it, and the next `wait` gives its own status).
+		if ! kill -0 "$child" 2>/dev/null; then break; fi
+	done
+	child=""
+	wait "$tee_pid" || true
+}
 
 input_error=""
 parse_bool() { # parse_bool VARIABLE INPUT_NAME VALUE DEFAULT
@@ -198,14 +238,16 @@ if [[ -z $input_error && -z $skipped && -n $requirements ]]; then
 		fi
 	fi
 fi
-if [[ -z $input_error && -z $skipped ]]; then
+if [[ -n $cancelled ]]; then
+	scan_rc=143 # cancelled before the scan began: nothing to publish but that
+elif [[ -z $input_error && -z $skipped ]]; then
 	set +e
 	if [[ -n $agent_packages ]]; then
-		PYTHONPATH="$agent_packages${PYTHONPATH:+:$PYTHONPATH}" "${cmd[@]}" 2>&1 | tee -a -- "$log"
+		run_logged env "PYTHONPATH=$agent_packages${PYTHONPATH:+:$PYTHONPATH}" "${cmd[@]}"
 	else
-		"${cmd[@]}" 2>&1 | tee -a -- "$log"
+		run_logged "${cmd[@]}"
 	fi
-	scan_rc=${PIPESTATUS[0]}
+	scan_rc=$child_rc
 	# The regression diff for the summary, and the baseline gate, from this run's scan.json.
 	if [[ -n $baseline && $scan_rc =~ ^[013]$ && -f $scan_json && $scan_json -nt $work/start ]]; then
 		probegate compare "${compare_flags[@]}" --output=json "--output-path=$out_dir/baseline-diff.json" \
@@ -241,7 +283,7 @@ set +e
 set -e
 code=""
 if [[ -s $work/result ]]; then code=$(<"$work/result"); fi
-if [[ ! $code =~ ^[0-4]$ ]]; then
+if [[ ! $code =~ ^([0-4]|130|143)$ ]]; then
 	die "the Action's publishing step failed; the scan's own exit code was $scan_rc"
 fi
 exit "$code"

@@ -54,7 +54,8 @@ EXIT_CODES: tuple[ExitMeaning, ...] = (
         ExitCode.USAGE,
         "usage or input error",
         "usage or input error: bad flag, invalid config, probe or report file, unreadable "
-        "path; one clear message, no traceback",
+        "path, a scan another process is running or a resume whose config changed; one clear "
+        "message, no traceback",
     ),
     ExitMeaning(
         ExitCode.UNDECIDED,

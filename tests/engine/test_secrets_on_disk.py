@@ -15,8 +15,10 @@ declared canaries exactly as the live scan did.
 from __future__ import annotations
 
 import base64
+import html
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -26,12 +28,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import re2
 
 from probegate.cli import main
 from probegate.engine.journal import read_journal
 from tests.reports.pdfpages import read_pdf
 from tests.servers.configs import TOOLS, write_config
-from tests.servers.leaky_agent import CARD, EMAIL, LeakyAgentServer
+from tests.servers.leaky_agent import (
+    BLOB_BEFORE,
+    CARD,
+    EMAIL,
+    LeakyAgentServer,
+    spelled_out,
+)
+from tests.servers.leaky_agent import spellings as leaky_spellings
 
 API_KEY = "pgtest-key-Q7w8E9r0T1y2U3i4O5p6"  # shaped like no known key: only naming hides it
 GATEWAY_KEY = "gw-7c1d2e3f4a5b6c7d8e9f"
@@ -310,3 +320,164 @@ def test_the_action_publishes_no_secret(tmp_path: Path, leaky: LeakyAgentServer)
             assert value not in text, f"{name} in the {where}"
     assert leaks_in(workspace, skip={config}) == {}
     assert_private(workspace / ".probegate")
+
+
+# ------------------------------------------------------------- every spelling, every piece
+
+# Secrets with no word in them: a window of a secret that holds a word ("password") is that
+# word in any text, and redaction hides it there too (docs/report-format.md, "Redaction").
+SPELLED = {
+    "API key": "pgtest-key-Q7w8E9r0T1y2U3i4O5p6",
+    "gateway header": "gw-Hq8Zt3Lw9Yc2Nv6B",
+    "declared canary": "Zr4K-q9Wm-T2xV-7hLp",
+    "declared canary from the environment": "ev-Jd5Rk8Qs2Wx4Pm7T",
+    "signing secret": "Hk2-pQ9v-Lx7w-Rt4z-Mb8n-Yc3d-Fg6j-Ws1e",
+    "judge key": "jk-Tq7Xw2Pz9Lm4Rv8N",
+}
+SPELLED_ENV = {
+    "LEAKY_KEY": SPELLED["API key"],
+    "GATEWAY_KEY": SPELLED["gateway header"],
+    "ENV_CANARY": SPELLED["declared canary from the environment"],
+    "PROBEGATE_SIGNING_SECRET": SPELLED["signing secret"],
+    "PROBEGATE_JUDGE_API_KEY": SPELLED["judge key"],
+    "SOURCE_DATE_EPOCH": "1767225600",
+}
+# What the agent puts between characters, and what text has between words.
+_GAPS = re.compile("[\\s\u200b\u200c\u200d.-]+")
+_PLACEHOLDER = re.compile(r"\$\{[^}\s]{1,200}\}")
+_JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
+
+
+def _pure(encoded: str, before: int, size: int, bits: int) -> str:
+    """The characters of a base64/base32 blob that hold only the secret's bits."""
+    return encoded[-(-8 * before // bits) : 8 * (before + size) // bits]
+
+
+def windows_of(value: str) -> set[str]:
+    """Every run of 8 characters (separators aside) of every spelling the agent sends."""
+    out: set[str] = set()
+    for name, text in leaky_spellings(value):
+        if "blob" in name:
+            before = len(BLOB_BEFORE) - int(name.rsplit(" ", 1)[1])
+            text = _pure(text, before, len(value.encode()), 6 if "64" in name else 5)
+        plain = _GAPS.sub("", text.rstrip("="))
+        out |= {plain[i : i + 8] for i in range(len(plain) - 7)}
+    return out
+
+
+WINDOWS = {name: windows_of(value) for name, value in SPELLED.items()}
+_ANY_WINDOW = re2.compile("|".join(re2.escape(w) for ws in WINDOWS.values() for w in ws))
+
+
+def views(text: str) -> list[str]:
+    """The text as its readers see it (HTML entities, JSON escapes resolved), placeholders
+    made inert, and the gaps an agent interleaves with removed."""
+    out = []
+    for view in (text, html.unescape(text), _JSON_ESCAPE.sub(lambda m: chr(int(m[1], 16)), text)):
+        out.append(_GAPS.sub("", _PLACEHOLDER.sub("\0", view)))
+    return out
+
+
+def spelled_hits(text: str) -> dict[str, set[str]]:
+    """The secrets some run of which is in ``text``, with the runs."""
+    found: dict[str, set[str]] = {}
+    for view in views(text):
+        for match in _ANY_WINDOW.finditer(view):
+            for name, runs in WINDOWS.items():
+                if match.group() in runs:
+                    found.setdefault(name, set()).add(match.group())
+    return found
+
+
+def test_no_piece_of_a_secret_in_any_spelling_reaches_a_file_or_an_output(
+    tmp_path: Path,
+) -> None:
+    """The agent spells the API key, its secret header and every secret of the scan out in
+    every spelling, whole, in pieces and interleaved with separators or invisible characters;
+    every file the scan writes, its output, the reproducers' scripts and what they print when
+    run against the same agent hold no run of 8 characters of any of them."""
+    assert all(spelled_hits(spelled_out(v)).get(n) for n, v in SPELLED.items())  # the grep sees
+    held = tuple(v for n, v in SPELLED.items() if n not in ("API key", "gateway header"))
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "prompt.txt").write_text("You are the Acme support agent.\n", encoding="utf-8")
+    key = tmp_path / "keys"
+    assert main(["keys", "generate", "--out-dir", str(key), "--name", "ci"]) == 0
+    env = {**os.environ, **SPELLED_ENV}
+    with LeakyAgentServer(held=held, spelled=True) as server:
+        config = write_config(
+            project,
+            {
+                "kind": "openai",
+                "endpoint": server.endpoint,
+                "model": "leaky-1",
+                "api_key_env": "LEAKY_KEY",
+                "headers_env": {"X-Gateway-Key": "GATEWAY_KEY"},
+                "system_prompt": "prompt.txt",
+                "canaries": [SPELLED["declared canary"]],
+                "canaries_env": ["ENV_CANARY"],
+                "tools": TOOLS,
+            },
+        )
+        argv = [str(Path(sys.executable).parent / "probegate"), "scan", str(config)]
+        argv += ["--asi", "ASI01,ASI03", "--record", str(tmp_path / "rec"), "--output", FORMATS]
+        argv += ["--sign", "--signing-key", str(key / "ci.key"), "--quiet"]
+        proc = subprocess.run(
+            argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False
+        )
+        assert proc.returncode in (0, 1), proc.stderr[-2000:]
+        report = json.loads((tmp_path / "probegate-out" / "scan.json").read_text())
+        assert report["findings"] and server.spelled_replies >= len(SPELLED)
+        dumped = json.dumps(report)
+        for placeholder in ("${API_KEY}", "${HEADER_X_GATEWAY_KEY}", "${CANARY_1}", "${CANARY_2}"):
+            assert placeholder in dumped, placeholder  # they were leaked, and hidden
+
+        # The reproducers, run as a developer would: the scan's variables, and the one the
+        # replay script names for the canary written in the config.
+        outputs = {"scan's output": proc.stdout + proc.stderr}
+        replays = sorted(tmp_path.glob(".probegate/scans/*/pov/*.replay.py"))
+        assert replays
+        path = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+        run_env = {**SPELLED_ENV, "CANARY_1": SPELLED["declared canary"], "PATH": path}
+        run_env |= {"SIGNING_SECRET": SPELLED["signing secret"]}
+        run_env |= {"JUDGE_API_KEY": SPELLED["judge key"]}
+        before = server.spelled_replies
+        for script in replays:
+            done = subprocess.run(
+                [sys.executable, "-I", str(script)],
+                cwd=tmp_path / "..",
+                env=run_env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+            assert done.returncode == 0, done.stderr
+            assert "< " in done.stdout and "note:" not in done.stderr
+            outputs[f"{script.name}'s output"] = done.stdout + done.stderr
+        assert server.spelled_replies > before  # they reached the agent and printed its replies
+        (sh,) = [p for p in replays[0].parent.glob("*.sh") if p.stem + ".replay" == replays[0].stem]
+        done = subprocess.run(
+            [str(sh)], env=run_env, capture_output=True, text=True, timeout=300, check=False
+        )
+        assert done.returncode in (0, 1), done.stderr
+        outputs[f"{sh.name}'s output"] = done.stdout + done.stderr
+
+    files = [p for p in tmp_path.rglob("*") if p.is_file() and not p.is_symlink()]
+    files = [p for p in files if p != config and p.parent != key]
+    assert any(p.name == "journal.jsonl" for p in files) and any(p.suffix == ".pdf" for p in files)
+    leaks: dict[str, dict[str, set[str]]] = {}
+    for path in files:
+        for text in texts_of(path):
+            if found := spelled_hits(text):
+                leaks[str(path.relative_to(tmp_path))] = found
+    for where, text in outputs.items():
+        if found := spelled_hits(text):
+            leaks[where] = found
+    scanned = sum(p.stat().st_size for p in files) + sum(map(len, outputs.values()))
+    print(  # the figure for the record: pytest -s
+        f"\n{len(files)} files and {len(outputs)} outputs, {scanned:,} bytes, "
+        f"{sum(map(len, WINDOWS.values())):,} runs of 8 of {len(SPELLED)} secrets: "
+        f"{sum(len(v) for f in leaks.values() for v in f.values())} hits"
+    )
+    assert leaks == {}

@@ -139,7 +139,12 @@ def assert_only_intended_commands(stdout: str) -> None:
 
 
 def write_fake_probegate(bin_dir: Path) -> Path:
-    """A `probegate` that records its argv (JSON, one line per call) and does what FAKE_* say."""
+    """A `probegate` that records its argv (JSON, one line per call) and does what FAKE_* say.
+
+    With FAKE_SLEEP a scan runs that long unless a signal stops it: then it takes
+    FAKE_STOPPING seconds to write its report (more signals may come meanwhile), writes the
+    FAKE_* files and exits 143. Every signal it gets is one line of FAKE_SIGNAL_LOG.
+    """
     bin_dir.mkdir(parents=True, exist_ok=True)
     script = bin_dir / "probegate"
     script.write_text(
@@ -149,7 +154,19 @@ import json, os, shutil, sys
 from pathlib import Path
 
 
+import signal
+import time
+
 argv = sys.argv[1:]
+received = []
+
+
+def on_signal(signum, frame):
+    received.append(signum)
+    with open(os.environ["FAKE_SIGNAL_LOG"], "a", encoding="utf-8") as handle:
+        handle.write(signal.Signals(signum).name + "\\n")
+
+
 log = os.environ.get("FAKE_ARGV_LOG")
 if log:
     with open(log, "a", encoding="utf-8") as handle:
@@ -158,6 +175,15 @@ sys.stdout.write(os.environ.get("FAKE_STDOUT", ""))
 sys.stdout.flush()
 sys.stderr.write(os.environ.get("FAKE_STDERR", ""))
 sys.stderr.flush()
+if argv and argv[0] == "scan" and os.environ.get("FAKE_SLEEP"):
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    deadline = time.monotonic() + float(os.environ["FAKE_SLEEP"])
+    while not received and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if received:
+        time.sleep(float(os.environ.get("FAKE_STOPPING", "0")))
+        os.environ["FAKE_RC"] = "143"
 if argv and argv[0] == "scan":
     out = next((a.split("=", 1)[1] for a in argv if a.startswith("--output-dir=")), None)
     for variable, name in (("FAKE_SCAN_JSON", "scan.json"), ("FAKE_SUMMARY_MD", "summary.md")):
@@ -183,6 +209,51 @@ def run_action(
     workspace: Path | None = None,
 ) -> ActionRun:
     """Run entrypoint.sh as the container would: cwd = workspace, inputs as PG_* variables."""
+    started = start_action(tmp_path, inputs, fake=fake, env=env, umask=umask, workspace=workspace)
+    return started.finish(timeout=120)
+
+
+@dataclass
+class StartedAction:
+    """entrypoint.sh running (``proc``), and where GitHub would read what it wrote."""
+
+    proc: subprocess.Popen[bytes]
+    workspace: Path
+    github_output: Path
+    step_summary: Path
+    argv_log: Path
+    stdout_path: Path  # files, not pipes: a full pipe would stall the script while it runs
+    stderr_path: Path
+
+    def finish(self, timeout: float) -> ActionRun:
+        self.proc.wait(timeout=timeout)
+        stdout, stderr = self.stdout_path.read_bytes(), self.stderr_path.read_bytes()
+        # The entrypoint sends everything to stdout; stderr staying empty proves it.
+        assert stderr == b"", stderr
+        calls = []
+        if self.argv_log.exists():
+            lines = self.argv_log.read_text(encoding="utf-8").splitlines()
+            calls = [json.loads(line) for line in lines]
+        return ActionRun(
+            rc=self.proc.returncode,
+            stdout=stdout.decode("utf-8", errors="replace"),
+            outputs=parse_github_output(self.github_output.read_text(encoding="utf-8")),
+            summary=self.step_summary.read_text(encoding="utf-8"),
+            workspace=self.workspace,
+            argv_log=calls,
+        )
+
+
+def start_action(
+    tmp_path: Path,
+    inputs: dict[str, str],
+    *,
+    fake: bool = False,
+    env: dict[str, str] | None = None,
+    umask: int | None = None,
+    workspace: Path | None = None,
+) -> StartedAction:
+    """Start entrypoint.sh as :func:`run_action` runs it, without waiting for it."""
     ws = workspace or tmp_path / "workspace"
     ws.mkdir(parents=True, exist_ok=True)
     github_output = tmp_path / "github_output"
@@ -208,23 +279,10 @@ def run_action(
     command = ["bash", str(ENTRYPOINT)]
     if umask is not None:
         command = ["bash", "-c", f'umask {umask:03o}; exec bash "$0"', str(ENTRYPOINT)]
-    proc = subprocess.run(
-        command, cwd=ws, env=full_env, capture_output=True, timeout=120, check=False
-    )
-    stdout = proc.stdout.decode("utf-8", errors="replace")
-    # The entrypoint sends everything to stdout; stderr staying empty proves it.
-    assert proc.stderr == b"", proc.stderr
-    calls = []
-    if argv_log.exists():
-        calls = [json.loads(line) for line in argv_log.read_text(encoding="utf-8").splitlines()]
-    return ActionRun(
-        rc=proc.returncode,
-        stdout=stdout,
-        outputs=parse_github_output(github_output.read_text(encoding="utf-8")),
-        summary=step_summary.read_text(encoding="utf-8"),
-        workspace=ws,
-        argv_log=calls,
-    )
+    stdout_path, stderr_path = tmp_path / "action.stdout", tmp_path / "action.stderr"
+    with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
+        proc = subprocess.Popen(command, cwd=ws, env=full_env, stdout=out, stderr=err)
+    return StartedAction(proc, ws, github_output, step_summary, argv_log, stdout_path, stderr_path)
 
 
 def which(tool: str) -> str | None:

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import subprocess
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -22,9 +25,11 @@ from tests.factories import make_finding, make_report
 from tests.github.helpers import (
     OUTPUT_NAMES,
     VENV_BIN,
+    StartedAction,
     assert_only_intended_commands,
     block_text,
     run_action,
+    start_action,
 )
 from tests.reports.inert import assert_markdown_inert, raw_controls
 from tests.servers.base import Handler, LoopbackServer
@@ -533,3 +538,123 @@ def test_an_unexpected_exit_status_is_an_internal_error(tmp_path):
     run = run_action(tmp_path, {"PG_TARGET": "demo"}, fake=True, env={"FAKE_RC": "137"})
     assert run.rc == 4
     assert run.outputs["exit-code"] == "4"
+
+
+# --------------------------------------------------------------------------- a cancelled job
+
+# GitHub cancels a container action by sending SIGINT to the container's PID 1 (the
+# entrypoint), then SIGTERM 7.5 s later.
+SIGTERM_AFTER = 7.5
+
+
+def _cancel(started: StartedAction, ready: Callable[[], bool]) -> tuple[float, bool]:
+    """Once ``ready()``, SIGINT to the entrypoint, SIGTERM 7.5 s later if it still runs; how
+    long it took to end after SIGINT, and whether SIGTERM was sent."""
+    deadline = time.monotonic() + 60
+    while not ready():
+        assert started.proc.poll() is None, "the run ended before it could be cancelled"
+        assert time.monotonic() < deadline, "the run never got going"
+        time.sleep(0.05)
+    sent = time.monotonic()
+    started.proc.send_signal(signal.SIGINT)
+    try:
+        started.proc.wait(timeout=SIGTERM_AFTER)
+        return time.monotonic() - sent, False
+    except subprocess.TimeoutExpired:
+        started.proc.send_signal(signal.SIGTERM)
+    started.proc.wait(timeout=60)
+    return time.monotonic() - sent, True
+
+
+def test_a_cancelled_job_publishes_the_partial_report_outputs_and_summary(tmp_path):
+    """A real scan of a slow agent, cancelled as GitHub cancels a job: the scan stops on the
+    forwarded signal and writes its partial report; the outputs, the job summary and the
+    workspace files are published, the files handed to the workspace's owner."""
+    ws = tmp_path / "workspace"
+    ws.mkdir()
+    owner = (1001, 1001) if os.geteuid() == 0 else (os.geteuid(), os.getegid())
+    os.chown(ws, *owner)
+    with OpenAIAgentServer(latency=0.3) as agent:
+        config = openai_config(ws, agent.endpoint)
+        started = start_action(
+            tmp_path,
+            {"PG_CONFIG": config.name, "PG_FORMATS": "json,sarif,md,html", "PG_FAIL_ON": "high"},
+            workspace=ws,
+        )
+        journal = ws / ".probegate" / "scans"
+        ready = lambda: sum(1 for p in journal.glob("*/journal.jsonl") for _ in p.open()) > 3  # noqa: E731
+        took, _termed = _cancel(started, ready)
+        run = started.finish(timeout=60)
+    assert run.rc == 143, run.stdout[-3000:]
+    assert took < SIGTERM_AFTER + 5
+    report = _scan_json(run)
+    assert report["stopped_reason"] == "cancelled"
+    assert 0 < report["coverage"]["attempts_completed"] < report["coverage"]["attempts_planned"]
+    assert run.outputs.keys() == OUTPUT_NAMES
+    assert run.outputs["exit-code"] == "143" and run.outputs["json-path"]
+    assert run.outputs["sarif-path"] and run.outputs["summary-path"]
+    assert "probegate gate: cancelled** (exit code 143: the scan was stopped" in run.summary
+    assert "interrupted by SIGTERM" in block_text(run.stdout)
+    assert_only_intended_commands(run.stdout)
+    written = [*(ws / "probegate-out").iterdir(), *(ws / ".probegate").rglob("*")]
+    assert any(p.name == "report.html" for p in written)
+    for path in written:
+        assert (path.lstat().st_uid, path.lstat().st_gid) == owner, path
+
+
+def test_the_first_signal_reaches_the_scan_once_and_the_next_waits_for_it(tmp_path):
+    """SIGINT reaches the scan as SIGTERM (a background process may ignore SIGINT); the SIGTERM
+    7.5 s later finds the scan still writing its report and is not passed on, so the scan ends
+    on its own and the run is published."""
+    ws = tmp_path / "workspace"
+    signals = tmp_path / "signals"
+    reports = tmp_path / "report.json"
+    reports.write_text(json_report.render(make_report([make_finding(1)])).decode())
+    env = {
+        "FAKE_SLEEP": "60",
+        "FAKE_STOPPING": str(SIGTERM_AFTER + 2),
+        "FAKE_SIGNAL_LOG": str(signals),
+        "FAKE_SCAN_JSON": str(reports),
+    }
+    started = start_action(tmp_path, {"PG_TARGET": "demo"}, fake=True, env=env, workspace=ws)
+    took, termed = _cancel(started, lambda: started.argv_log.exists())
+    run = started.finish(timeout=30)
+    assert termed and took > SIGTERM_AFTER + 2  # it waited for the scan past the SIGTERM
+    assert signals.read_text().splitlines() == ["SIGTERM"]  # one signal, passed on once
+    assert run.rc == 143 and run.outputs["exit-code"] == "143"
+    assert run.outputs["json-path"] == "probegate-out/scan.json"
+    assert "probegate gate: cancelled" in run.summary
+    assert_only_intended_commands(run.stdout)
+
+
+class _SlowIndex(Handler):
+    """A package index that takes 3 s to find nothing: pip is busy while the job is cancelled."""
+
+    def do_GET(self) -> None:
+        time.sleep(3)
+        self.send_raw(404, b"not here", content_type="text/plain")
+
+
+def test_a_job_cancelled_before_the_scan_starts_runs_no_scan_and_says_so(tmp_path):
+    ws = tmp_path / "workspace"
+    ws.mkdir()
+    env = {"FAKE_SLEEP": "60", "FAKE_SIGNAL_LOG": str(tmp_path / "signals")}
+    with LoopbackServer() as index:
+        index.httpd.RequestHandlerClass = _SlowIndex
+        (ws / "requirements.txt").write_text(
+            f"--index-url {index.url}/simple\nnothing-here==1.0 --hash=sha256:{'0' * 64}\n"
+        )
+        started = start_action(
+            tmp_path, {"PG_TARGET": "demo", "PG_REQUIREMENTS": "requirements.txt"}, fake=True,
+            env=env, workspace=ws,
+        )  # fmt: skip
+        _cancel(started, lambda: "::group::" in _text(started.stdout_path))
+        run = started.finish(timeout=60)
+    assert run.rc == 143 and run.outputs["exit-code"] == "143"
+    assert [call[0] for call in run.argv_log] == []  # no scan began
+    assert "probegate gate: cancelled" in run.summary
+    assert_only_intended_commands(run.stdout)
+
+
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""

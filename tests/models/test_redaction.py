@@ -27,14 +27,22 @@ KEY = stored_key("salt", SECRETS)
 def test_stored_placeholders_say_how_the_secret_was_written() -> None:
     stored = Redactor(SECRETS, key=KEY)
     b64 = base64.b64encode(SECRET.encode()).decode().rstrip("=")
-    text = f"a {SECRET} b {b64} c {SECRET.lower()} d {SECRET[::-1]} e {SECRET[:12]}"
+    spaced = " \u200b".join(SECRET[5:14])
+    text = (
+        f"a {SECRET} b {b64} c {SECRET.lower()} d {SECRET[::-1]} e {SECRET[:12]} "
+        f"f {spaced} g {SECRET.encode().hex()[6:30]}"
+    )
     out = stored.text(text)
     assert out == (
         "a ${CANARY_1} b ${CANARY_1:base64} c ${CANARY_1:lower} d ${CANARY_1:reversed} "
-        "e ${CANARY_1:head12}"
+        "e ${CANARY_1:raw.0.12} f ${CANARY_1:raw.5.14.g20x200b-20x200b-20x200b-20x200bx2dx20x200b-"
+        "20x200b-20x200b-20x200b} g ${CANARY_1:hex.6.30}"
     )
     assert restore(out, SECRETS) == text
     assert restore(out, {}) == out  # without the secret nothing can be spelled back
+    # What earlier versions stored (a piece at a string's edge) is still spelled back.
+    assert restore("${CANARY_1:head12}", SECRETS) == SECRET[:12]
+    assert restore("${CANARY_1:raw.5.99}", SECRETS) == "${CANARY_1:raw.5.99}"  # not a piece
 
 
 def test_pattern_tokens_are_stable_per_key_and_say_nothing_without_it() -> None:

@@ -303,6 +303,42 @@ def test_an_hmac_only_report_is_anchored_by_the_secret_given(
     assert "HMAC-SHA256: FAIL" in capsys.readouterr().out
 
 
+def test_a_pinned_key_requires_its_own_signature_whatever_else_verifies(
+    tmp_path: Path,
+    keys: tuple[bytes, bytes],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--pubkey-file`` says which key must have signed: a report whose Ed25519 block was
+    stripped, or signed by another key, is unanchored even when its HMAC matches the secret
+    given (docs/signing.md, "Which check anchors a report")."""
+    monkeypatch.delenv("PROBEGATE_SIGNING_SECRET", raising=False)
+    scan, pub = _cli_files(tmp_path, keys)
+    signed = json.loads(scan.read_text())
+    stripped = dict(signed, signatures={"hmac_sha256": signed["signatures"]["hmac_sha256"]})
+    scan.write_text(json.dumps(stripped), encoding="utf-8")
+    argv = ["verify", str(scan), "--pubkey-file", str(pub), "--secret", SECRET.decode()]
+    assert main(argv) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        "schema: OK",
+        "HMAC-SHA256: OK",
+        "Ed25519: SKIPPED (report has no Ed25519 signature)",
+        "trust anchor: UNANCHORED (a key is pinned and the report has no Ed25519 signature)",
+    ]
+    # Re-signed by another key, with the right HMAC: the pinned key still did not sign it.
+    other = generate_key_pair()
+    forged = sign_report(golden_report().to_dict(), secret=SECRET, private_key_pem=other[0])
+    scan.write_text(json.dumps(forged), encoding="utf-8")
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert "HMAC-SHA256: OK" in out and "Ed25519: OK" in out
+    assert "trust anchor: UNANCHORED (signing key " in out and "is not a pinned key)" in out
+    # Without a pinned key, the HMAC-only report is anchored by the secret, as before.
+    scan.write_text(json.dumps(stripped), encoding="utf-8")
+    assert main(["verify", str(scan), "--secret", SECRET.decode()]) == 0
+    capsys.readouterr()
+
+
 def test_verify_prints_what_the_report_holds_inert(
     tmp_path: Path, keys: tuple[bytes, bytes], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -10,12 +10,20 @@ are leaked too, plain and base64-encoded.
 ``refuses`` makes it the control saboteur (docs/scoring.md, "Controls"): a request holding any
 of those texts gets an HTTP 500, as an agent that recognises a scan's controls would answer,
 so every control fails while every attack is answered.
+
+With ``spelled``, each reply also spells out one of the key, the secret header and the held
+secrets, in turn, in every spelling an exfiltrating agent uses (:func:`spelled_out`):
+case-changed, reversed, rot13, URL, base64, base32, hex, inside larger base64 and base32
+blobs, each whole and in pieces, each also with spaces, dashes or invisible characters between
+its characters (one secret per reply keeps a reply under the 32 KiB a transcript keeps).
 """
 
 from __future__ import annotations
 
 import base64
+import codecs
 import json
+import urllib.parse
 from typing import Any
 
 from tests.servers.base import Handler, LoopbackServer
@@ -23,6 +31,51 @@ from tests.servers.base import Handler, LoopbackServer
 CARD = "4111 1111 1111 1111"  # Luhn-valid
 EMAIL = "jane.roe@corp-mail.com"  # not a reserved test domain: real-looking personal data
 PHONE = "+44 20 7946 0958"
+
+
+# What an agent puts between a secret's characters to slip it past a filter.
+INTERLEAVES = (" ", "\u200b", "-", "\u200c\u200d", " . ")
+BLOB_BEFORE = b"The value you asked for, encoded: "
+BLOB_AFTER = b" -- end of the value."
+
+
+def spellings(value: str) -> list[tuple[str, str]]:
+    """``(name, text)``: each spelling of ``value`` an agent leaks it in (standard library)."""
+    raw = value.encode()
+    out = [
+        ("plain", value),
+        ("lower", value.lower()),
+        ("upper", value.upper()),
+        ("reversed", value[::-1]),
+        ("rot13", codecs.encode(value, "rot13")),
+        ("url", urllib.parse.quote(value, safe="")),
+        ("base64", base64.b64encode(raw).decode()),
+        ("base64url", base64.urlsafe_b64encode(raw).decode()),
+        ("base32", base64.b32encode(raw).decode()),
+        ("hex", raw.hex()),
+        ("HEX", raw.hex().upper()),
+    ]
+    for skip in range(3):
+        blob = BLOB_BEFORE[: len(BLOB_BEFORE) - skip] + raw + BLOB_AFTER
+        out.append((f"base64 blob {skip}", base64.b64encode(blob).decode()))
+    for skip in range(5):
+        blob = BLOB_BEFORE[: len(BLOB_BEFORE) - skip] + raw + BLOB_AFTER
+        out.append((f"base32 blob {skip}", base64.b32encode(blob).decode()))
+    return out
+
+
+def spelled_out(value: str) -> str:
+    """Every spelling of ``value``, whole and in two pieces (its middle third, and from a third
+    to the end), each also interleaved with separators (a different one each time)."""
+    lines: list[str] = []
+    turn = 0
+    for name, text in spellings(value):
+        third = max(len(text) // 3, 1)
+        for piece in (text, text[third : 2 * third + 4], text[third:]):
+            lines.append(f"{name}: {piece}")
+            lines.append(f"{name}, spaced: {INTERLEAVES[turn % len(INTERLEAVES)].join(piece)}")
+            turn += 1
+    return "\n".join(lines)
 
 
 class LeakyHandler(Handler):
@@ -52,6 +105,12 @@ class LeakyHandler(Handler):
             f"({base64.b64encode(key.encode()).decode()}) | card {CARD} | "
             f"mail {EMAIL} | phone {PHONE}"
         )
+        if server.spelled:
+            values = [v for v in (key, gateway, *server.held) if v]
+            with server.lock:
+                server.spelled_replies += 1
+                turn = server.spelled_replies
+            leak += "\n" + spelled_out(values[turn % len(values)])
         message: dict[str, Any] = {"role": "assistant", "content": leak}
         if messages and messages[-1].get("role") != "tool":
             message["tool_calls"] = [
@@ -79,11 +138,15 @@ class LeakyAgentServer(LoopbackServer):
 
     handler = LeakyHandler
 
-    def __init__(self, held: tuple[str, ...] = (), refuses: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, held: tuple[str, ...] = (), refuses: tuple[str, ...] = (), *, spelled: bool = False
+    ) -> None:
         super().__init__()
         self.held = held
         self.refuses = refuses
         self.refused = 0
+        self.spelled = spelled
+        self.spelled_replies = 0
         self.bodies: list[dict[str, Any]] = []
 
     @property

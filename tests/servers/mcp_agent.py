@@ -32,10 +32,15 @@ _TLS = ssl.create_default_context()
 
 
 async def _turn(
-    messages: list[dict[str, Any]], mcp_url: str, model: str, http: requests.Session
+    messages: list[dict[str, Any]],
+    mcp_url: str,
+    model: str,
+    http: requests.Session,
+    tolerant: bool = False,
 ) -> str:
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.exceptions import McpError
 
     async with (
         httpx.AsyncClient(verify=_TLS, timeout=30) as client,
@@ -70,8 +75,16 @@ async def _turn(
                 return str(message.get("content") or "")
             for call in calls:
                 function = call["function"]
-                result = await mcp.call_tool(function["name"], json.loads(function["arguments"]))
-                text = "".join(getattr(c, "text", "") for c in result.content)
+                try:
+                    result = await mcp.call_tool(
+                        function["name"], json.loads(function["arguments"])
+                    )
+                except McpError as exc:
+                    if not tolerant:
+                        raise
+                    text = f"ERROR: {exc}"  # told to the model, as frameworks do
+                else:
+                    text = "".join(getattr(c, "text", "") for c in result.content)
                 messages.append({"role": "tool", "tool_call_id": call["id"], "content": text})
     return "I could not finish that."
 
@@ -91,13 +104,22 @@ class _McpAgentHandler(Handler):
             )
         messages.append({"role": "user", "content": str(body.get("input") or "")})
         try:
-            output = asyncio.run(_turn(messages, str(body["mcp_url"]), service.model, service.http))
+            output = asyncio.run(
+                _turn(messages, str(body["mcp_url"]), service.model, service.http, service.tolerant)
+            )
         except Exception as exc:  # the agent failed: a 500, as a deployed service answers
             with service.lock:
-                service.failures.append(f"{type(exc).__name__}: {exc}")
+                service.failures.append(_described(exc))
             self.send_json(500, {"error": type(exc).__name__})
             return
         self.send_json(200, {"output": output})
+
+
+def _described(exc: BaseException) -> str:
+    """The failure and, for a task group's, the failures inside it."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_described(inner) for inner in exc.exceptions)
+    return f"{type(exc).__name__}: {exc}"
 
 
 MODEL_ENV = "PROBEGATE_TEST_MODEL_URL"
@@ -132,8 +154,10 @@ class McpAgentService(LoopbackServer):
 
     handler = _McpAgentHandler
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, *, tolerant: bool = False) -> None:
         super().__init__()
+        # tolerant: a failed tool call is told to the model, which answers anyway.
+        self.tolerant = tolerant
         self.model = model.rstrip("/")
         self.http = requests.Session()
         self.conversations: dict[str, list[dict[str, Any]]] = {}

@@ -203,6 +203,13 @@ def test_secrets_and_control_characters_never_reach_a_message(faults: FaultServe
     assert len(reason) < 300
 
 
+def test_a_piece_or_a_spelled_out_secret_never_reaches_a_message() -> None:
+    secret = "gw-7c1d2e3f4a5b6c7d8e9f"
+    c = client(secrets=[secret])
+    said = f"echo {secret[5:17]} | {' '.join(secret)} | {secret.encode().hex()[:20]}"
+    assert c.scrub(said) == "echo [REDACTED] | [REDACTED] | [REDACTED]"
+
+
 def test_bearer_tokens_are_scrubbed_even_when_not_registered() -> None:
     c = client()
     assert "abcdefgh12345678" not in c.scrub("sent Bearer abcdefgh12345678 to x")

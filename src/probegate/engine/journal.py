@@ -5,7 +5,9 @@ loses at most the attempts still in flight (a killed process's written data stay
 kernel's page cache; only a power cut needs the ``fsync`` done at close); ``--resume`` reads
 the lines back and skips those attempts. Attempts are journaled in the stored form of
 redaction (:mod:`probegate.models.redaction`), already judged; the header keeps the salt of
-the scan's redaction tokens so a resumed scan stores the same value under the same token.
+the scan's redaction tokens so a resumed scan stores the same value under the same token, and
+a digest of each key of the effective config that decides verdicts (:func:`config_digests`),
+so a resumed scan is never judged under a config other than the one it started with.
 
 The file is created 0600 in a 0700 directory and never opened through a symlink. Reading it
 back trusts nothing: a line cut short by a hard kill (also inside a multi-byte character), a
@@ -15,6 +17,8 @@ its attempt simply runs again; the resumed journal starts on a fresh line.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 from dataclasses import dataclass, field
@@ -61,6 +65,25 @@ def read_invocation(store: Path, scan_id: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise UsageError(f"{path}: not a probegate scan invocation")
     return data
+
+
+def config_digests(config: dict[str, Any], salt: str) -> dict[str, str]:
+    """Each key of the effective config that decides verdicts, as a digest keyed with the
+    scan's salt: the header can tell a resumed scan which keys changed without keeping any
+    value (a declared canary is a real secret)."""
+    return {
+        key: hmac.new(salt.encode(), canonical_bytes(value), hashlib.sha256).hexdigest()[:16]
+        for key, value in sorted(config.items())
+    }
+
+
+def changed_keys(header: dict[str, Any], digests: dict[str, str]) -> list[str]:
+    """The keys whose digest differs from the header's (a key only one side has counts too);
+    none for a journal written before the header kept them."""
+    stored = header.get("config")
+    if not isinstance(stored, dict):
+        return []
+    return sorted(k for k in set(stored) | set(digests) if stored.get(k) != digests.get(k))
 
 
 class Journal:

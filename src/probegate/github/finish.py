@@ -51,9 +51,15 @@ _EXIT_PRECEDENCE = (
 # The formats whose files the Action reads back and hands on as step outputs (action.yml).
 PUBLISHED_FORMATS = ("json", "sarif", "junit", "md")
 
+# A scan stopped by Ctrl-C or SIGTERM (a cancelled job): no gate decided, and the Action says so
+# with the scan's own code rather than an internal error.
+CANCELLED = (ExitCode.INTERRUPTED, ExitCode.TERMINATED)
+
 
 def combine_exit_codes(*codes: int | None) -> int:
     """The Action's exit code from the scan's and the comparison's (None = not run)."""
+    if codes and codes[0] in CANCELLED:
+        return ExitCode(codes[0])
     known = [c if c in EXIT_LABELS else ExitCode.INTERNAL for c in codes if c is not None]
     if not known:
         return ExitCode.INTERNAL

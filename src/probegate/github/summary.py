@@ -31,6 +31,13 @@ _DECISIONS: dict[int, str] = {
     ExitCode.PASSED: "passed",
     ExitCode.GATE_FAILED: "failed",
     ExitCode.UNDECIDED: "undecided",
+    ExitCode.INTERRUPTED: "cancelled",
+    ExitCode.TERMINATED: "cancelled",
+}
+# A cancelled job's scan stopped on a signal: not a row of the exit-code table (not a verdict).
+_CANCELLED: dict[int, str] = {
+    ExitCode.INTERRUPTED: "the scan was interrupted (SIGINT); the reports are partial",
+    ExitCode.TERMINATED: "the scan was stopped (SIGTERM, a cancelled job); the reports are partial",
 }
 
 
@@ -91,7 +98,7 @@ def gate_section(
 ) -> str:
     """The gate's decision: exit code, the scan's own gate lines, what was left out."""
     decision = _DECISIONS.get(code, "error")
-    label = EXIT_LABELS.get(code, "unknown")
+    label = EXIT_LABELS.get(code) or _CANCELLED.get(code, "unknown")
     lines = [f"> **probegate gate: {decision}** (exit code {code}: {label})"]
     for message in list(messages)[:LOG_LINES]:
         lines.append(f"> - {md_text(message, limit=300)}")

@@ -314,6 +314,22 @@ def loads_bounded(raw: bytes | str, max_depth: int = PARSE_DEPTH_MAX) -> Any:
         raise ValueError(f"JSON nested deeper than {max_depth} levels") from None
 
 
+def nested_deeper(data: bytes, max_depth: int = PARSE_DEPTH_MAX) -> bool:
+    """Whether JSON text nests deeper than ``max_depth`` (brackets in strings aside): one
+    linear pass, for a reader that refuses such a body instead of cutting it."""
+    if data.count(b"[") + data.count(b"{") <= max_depth:
+        return False
+    depth = 0
+    for token in _JSON_TOKEN.finditer(data):
+        first = token.group()[0]
+        if first == ord('"'):
+            continue
+        depth += 1 if first in _OPENERS else -1
+        if depth > max_depth:
+            return True
+    return False
+
+
 def _flatten(data: bytes, max_depth: int) -> bytes:
     out: list[bytes] = []
     depth = 0

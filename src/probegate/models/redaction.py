@@ -4,10 +4,11 @@ Two sources of sensitive text are replaced by ``${...}`` placeholders:
 
 - named secrets, everything the user handed probegate that must never land in a file (declared
   canaries the agent holds, API keys, secret headers, the signing secret), given as a mapping
-  ``{"CANARY_1": "<value>"}``. Every occurrence is replaced, including its common encodings
-  (URL-encoded, base64, hex, upper/lower case, reversed) and a cut-off piece at the edge of a
-  bounded string, because an exfiltrating agent rarely sends a secret verbatim and subjects are
-  truncated;
+  ``{"CANARY_1": "<value>"}``. Every run of 8 or more characters of the secret, in any spelling
+  :mod:`probegate.models.spellings` knows (case-changed, reversed, rot13, URL, base64, base32,
+  hex, a piece of a larger base64 or base32 blob), also with separators or invisible characters
+  between its characters, is replaced, because an exfiltrating agent rarely sends a secret
+  verbatim and whole (docs/report-format.md, "Redaction": what is covered and what is not);
 - patterns: API keys and tokens (``sk-...``, ``Bearer ...``, AWS, GitHub, Google, Slack, JWT,
   PEM private keys), emails, phone numbers and Luhn-valid card numbers.
 
@@ -22,9 +23,10 @@ Placeholders come in two forms, one per kind of file:
 - The **stored form** is what a scan keeps while it runs: the journal, ``--record``
   recordings and the attempts in memory, so a resumed scan assembles exactly what an
   uninterrupted one does. A named secret becomes ``${NAME}``, or ``${NAME:how}`` when it came
-  encoded or cut off (``${CANARY_1:base64}``, ``${CANARY_1:head12}``): given the same secret,
-  :func:`restore` rebuilds the exact original text, which is what lets a replay judge a declared
-  canary exactly as the live scan did. A pattern match becomes ``${EMAIL#3f9a0c61d2}``, the
+  spelled otherwise, in part or interleaved (``${CANARY_1:base64}``, ``${CANARY_1:raw.3.15}``,
+  ``${CANARY_1:hex.0.46.u20}``: :func:`fragment_tag`): given the same secret, :func:`restore`
+  rebuilds the exact original text, which is what lets a replay judge a declared canary exactly
+  as the live scan did. A pattern match becomes ``${EMAIL#3f9a0c61d2}``, the
   token a keyed hash of the value (:func:`stored_key`): the same value has the same token in
   every file of one scan, also across ``--resume``, and the token alone says nothing about the
   value. Verdicts are judged on the clear text before anything is stored, and a resumed scan
@@ -42,25 +44,24 @@ So ``redacted[start:end]`` is what the evidence was about, now with placeholders
 
 from __future__ import annotations
 
-import base64
+import bisect
 import functools
 import hashlib
 import hmac
 import re
-import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import re2
+
+from probegate.models.spellings import SEPARATORS, Spellings, bare, spellings
 from probegate.models.transcript import Transcript, Turn, resolve_path
 from probegate.models.verdict import SUBJECT_MAX, Attempt, Evidence, truncate
 
 RESERVED_EMAIL_DOMAINS = ("example.com", "example.org", "example.net")
 RESERVED_EMAIL_TLDS = ("test", "invalid", "example", "localhost")
 
-# A piece of a secret shorter than this at a string's edge is too likely to be innocent text;
-# so is a case-changed or reversed spelling of a secret this short.
-_PARTIAL_MIN = 8
 _TOKEN_HEX = 10
 # Every attempt is redacted, and most of its strings are the same from one attempt to the next
 # (roles, tool names, argument keys, fixtures the agent repeats): a Redactor redacts a string
@@ -71,13 +72,22 @@ _MEMO_ENTRIES = 4096
 _MEMO_TEXT_MAX = 1024
 
 # Stored-form placeholders, as written by a stored-form Redactor (see the module docstring).
-_STORED_SECRET = re.compile(r"\$\{([A-Z][A-Z0-9_]*)(?::([A-Za-z0-9+]+))?\}")
-_STORED_TAGGED = re.compile(r"\$\{([A-Z][A-Z0-9_]*):([A-Za-z0-9+]+)\}")
+_STORED_SECRET = re.compile(r"\$\{([A-Z][A-Z0-9_]*)(?::([A-Za-z0-9+.-]+))?\}")
+_STORED_TAGGED = re.compile(r"\$\{([A-Z][A-Z0-9_]*):([A-Za-z0-9+.-]+)\}")
 _STORED_TOKEN = re.compile(r"\$\{([A-Z][A-Z0-9_]*)#([0-9a-f]{" + str(_TOKEN_HEX) + r"})\}")
+# Written by earlier versions for a secret cut off at a string's edge; still read.
 _PARTIAL_TAG = re.compile(r"(head|tail)([1-9][0-9]{0,4})")
-_ENCODING_TAGS = frozenset(
-    {"lower", "upper", "reversed", "url", "url+", "base64", "base64url", "hex", "HEX"}
+# Every spelling's name (those of a secret long enough to have them all).
+_SPELLING_TAGS = frozenset(how for how, _text in spellings("spelling names")) - {""}
+# A fragment: ``spelling.start.end`` in the spelling, then how it was interleaved (fragment_tag).
+_FRAGMENT_TAG = re.compile(
+    r"([a-zA-Z0-9+]+)\.(0|[1-9][0-9]{0,5})\.([1-9][0-9]{0,5})(?:\.([ug])([0-9a-fxr-]*))?"
 )
+_GAP_RUN = re.compile(r"([0-9a-f]{1,6})(?:r([0-9a-f]{1,6}))?")
+# One character that is not a separator: splitting a fragment on it leaves its gaps.
+_KEPT = re.compile("[^" + re.escape(SEPARATORS) + "]")
+# The seed search's memory (RE2's DFA cache): a scan's secrets make a few thousand keys.
+_SEED_MEMORY = 64 << 20
 
 
 def _luhn(digits: str) -> bool:
@@ -213,25 +223,71 @@ _PATTERNS: tuple[_Pattern, ...] = (
 _ANY_QUICK = re.compile("|".join(f"(?:{p.quick.pattern})" for p in _PATTERNS))
 
 
-def _encodings(value: str) -> list[tuple[str, str]]:
-    """``(how, text)`` for the secret and the spellings an agent most often leaks it in.
+def _known_tag(how: str) -> bool:
+    """Whether ``how`` is a tag the stored form writes (or wrote): worth folding."""
+    return (
+        how in _SPELLING_TAGS
+        or _PARTIAL_TAG.fullmatch(how) is not None
+        or _FRAGMENT_TAG.fullmatch(how) is not None
+    )
 
-    ``how`` is the stored form's tag ("" for the secret itself); the order is the priority
-    when two spellings coincide (a secret with nothing to escape is its own URL encoding).
+
+@functools.lru_cache(maxsize=256)
+def _gap_text(gap: str) -> str:
+    return "x".join(
+        f"{ord(char):x}" + (f"r{count:x}" if count > 1 else "") for char, count in _runs(gap)
+    )
+
+
+def _runs(text: str) -> list[tuple[str, int]]:
+    runs: list[tuple[str, int]] = []
+    for char in text:
+        if runs and runs[-1][0] == char:
+            runs[-1] = (char, runs[-1][1] + 1)
+        else:
+            runs.append((char, 1))
+    return runs
+
+
+def _gap_of(text: str) -> str | None:
+    """The separators a gap code stands for; None for a code that is not one."""
+    if not text:
+        return ""
+    out: list[str] = []
+    for run in text.split("x"):
+        m = _GAP_RUN.fullmatch(run)
+        if m is None or int(m.group(1), 16) > 0x10FFFF:
+            return None
+        count = int(m.group(2), 16) if m.group(2) else 1
+        char = chr(int(m.group(1), 16))
+        if char not in SEPARATORS or count < 1:
+            return None
+        out.append(char * count)
+    return "".join(out)
+
+
+def fragment_tag(table: Spellings, text: str, found: tuple[int, int, int, int, int]) -> str:
+    """The stored form's tag for one fragment :meth:`Spellings.find` found in ``text``.
+
+    ``how`` alone for a whole spelling sent as it is (``base64``; "" for the secret itself);
+    ``how.start.end`` for a piece ``spelling[start:end]`` sent as it is (``raw`` names the
+    secret itself). A piece sent with other separators between its characters adds ``.u`` and
+    one gap, when the same separators stand between every two of them, else ``.g`` and one gap
+    per pair, ``-`` between them. A gap is its characters' code points in hex, ``x`` between
+    them, ``rN`` after one repeated N times (hex): ``raw.0.23.u200b`` is the secret with a
+    zero-width space between every two of its characters.
     """
-    raw = value.encode("utf-8")
-    out = [("", value)]
-    if len(value) >= _PARTIAL_MIN:
-        out += [("lower", value.lower()), ("upper", value.upper()), ("reversed", value[::-1])]
-    out += [
-        ("url", urllib.parse.quote(value, safe="")),
-        ("url+", urllib.parse.quote_plus(value)),
-        ("base64", base64.b64encode(raw).decode("ascii").rstrip("=")),
-        ("base64url", base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")),
-        ("hex", raw.hex()),
-        ("HEX", raw.hex().upper()),
-    ]
-    return [(how, text) for how, text in out if text]
+    start, end, form, first, last = found
+    _name, how, spelled = table.forms[form]
+    piece = text[start:end]
+    if piece == spelled[first:last]:
+        if first == 0 and last == len(spelled):
+            return how
+        return f"{how or 'raw'}.{first}.{last}"
+    lead, trail = _edges(spelled[first:last])
+    gaps = [_gap_text(gap) for gap in _KEPT.split(piece[lead : len(piece) - trail])[1:-1]]
+    interleaved = f"u{gaps[0]}" if len(set(gaps)) == 1 else "g" + "-".join(gaps)
+    return f"{how or 'raw'}.{first}.{last}.{interleaved}"
 
 
 def _spelling(value: str, how: str) -> str | None:
@@ -242,7 +298,34 @@ def _spelling(value: str, how: str) -> str | None:
         if size >= len(value):
             return None
         return value[:size] if partial.group(1) == "head" else value[-size:]
-    return dict(_encodings(value)).get(how)
+    named = dict(spellings(value))
+    fragment = _FRAGMENT_TAG.fullmatch(how)
+    if fragment is None:
+        return named.get(how)
+    form, first, last, kind, code = fragment.groups()
+    spelled = named.get("" if form == "raw" else form)
+    start, end = int(first), int(last)
+    if spelled is None or not start < end <= len(spelled):
+        return None
+    piece = spelled[start:end]
+    if kind is None:
+        return piece
+    chars = bare(piece)
+    codes = [code] * (len(chars) - 1) if kind == "u" else code.split("-")
+    gaps = [_gap_of(c) for c in codes]
+    if not chars or len(gaps) != len(chars) - 1 or any(g is None for g in gaps):
+        return None
+    lead, trail = _edges(piece)
+    inner = chars[:1] + "".join(f"{g}{c}" for g, c in zip(gaps, chars[1:], strict=True))
+    return piece[:lead] + inner + piece[len(piece) - trail :]
+
+
+def _edges(piece: str) -> tuple[int, int]:
+    """How many separators ``piece`` starts and ends with."""
+    kept = _KEPT.search(piece)
+    if kept is None:
+        return len(piece), 0
+    return kept.start(), len(piece) - len(piece.rstrip(SEPARATORS))
 
 
 def stored_key(salt: str, secrets: Mapping[str, str]) -> bytes:
@@ -292,8 +375,9 @@ class Redactor:
     is ``${EMAIL_1}`` in the transcript, the evidence subject and the summary, and the
     numbering follows the order texts are given in. With ``key`` it writes the stored form
     (tokens instead of numbers), which needs no shared state: one instance may serve a whole
-    scan from several threads. Without ``patterns`` only the named secrets are replaced (for
-    text that is not agent output, such as a command line).
+    scan from several threads. Without ``patterns`` only the named secrets are replaced, and
+    only their whole spellings, for text that is not agent output and must be rebuilt from its
+    placeholders (a command line: a reproducer expands ``${NAME}`` to the secret again).
     """
 
     def __init__(
@@ -301,19 +385,9 @@ class Redactor:
     ) -> None:
         self._key = key
         self._patterns = _PATTERNS if patterns else ()
-        self._secret_names: dict[str, tuple[str, str]] = {}
-        self._secret_values: list[tuple[str, str]] = []
-        for name in sorted(secrets):
-            value = secrets[name]
-            if not value:
-                continue
-            self._secret_values.append((name, value))
-            for how, text in _encodings(value):
-                self._secret_names.setdefault(text, (name, how))
-        self._secret_re: re.Pattern[str] | None = None
-        if self._secret_names:
-            alternatives = sorted(self._secret_names, key=lambda v: (-len(v), v))
-            self._secret_re = re.compile("|".join(re.escape(v) for v in alternatives))
+        self._secrets = _secret_search(
+            tuple(sorted((k, v) for k, v in secrets.items() if v)), fragments=patterns
+        )
         self._assigned: dict[tuple[str, str], str] = {}
         self._counters: dict[str, int] = {}
         self._memo = functools.lru_cache(maxsize=_MEMO_ENTRIES)(self._redact)
@@ -392,30 +466,16 @@ class Redactor:
         return node
 
     def _matches(self, text: str) -> list[tuple[int, int, str]]:
-        found: list[tuple[int, int, str, str]] = []  # start, end, kind, value
-
-        def add(start: int, end: int, kind: str, value: str) -> None:
-            if start >= end:
-                return
-            for s, e, _k, _v in found:
-                if start < e and s < end:
-                    return
-            found.append((start, end, kind, value))
-
+        found = _Found()
         if not self.stored and "${" in text:
             # Stored-form placeholders (a journaled attempt) fold into the report form.
             for m in _STORED_TAGGED.finditer(text):
-                if m.group(2) in _ENCODING_TAGS or _PARTIAL_TAG.fullmatch(m.group(2)):
-                    add(m.start(), m.end(), "", m.group(1))
+                if _known_tag(m.group(2)):
+                    found.add(m.start(), m.end(), "", m.group(1))
             for m in _STORED_TOKEN.finditer(text):
-                add(m.start(), m.end(), m.group(1), "#" + m.group(2))
-        if self._secret_re is not None:
-            for m in self._secret_re.finditer(text):
-                name, how = self._secret_names[m.group()]
-                add(m.start(), m.end(), "", f"{name}:{how}" if how else name)
-            for name, value in self._secret_values:
-                for start, end, how in _partial_edges(text, value):
-                    add(start, end, "", f"{name}:{how}")
+                found.add(m.start(), m.end(), m.group(1), "#" + m.group(2))
+        if self._secrets is not None:
+            self._secrets.add_to(found, text)
         # Each pattern reads the text with what is already redacted blanked out: a card number
         # right after a secret that ends in digits is still a card number of its own, not
         # lost as the overlap of one match that began inside the secret. Text that went
@@ -425,7 +485,7 @@ class Redactor:
         folded = not self.stored and "${" in text and _STORED_TOKEN.search(text) is not None
         quiet = _ANY_QUICK.search(text) is None  # nothing any pattern could match
         patterns = () if folded or quiet else self._patterns
-        masked = _blanked(text, found)
+        masked = found.blanked(text)
         for pattern in patterns:
             if pattern.quick.search(text) is None:
                 continue
@@ -434,11 +494,10 @@ class Redactor:
                 value = text[m.start(pattern.group) : m.end(pattern.group)]
                 if pattern.valid is not None and not pattern.valid(value):
                     continue
-                add(m.start(pattern.group), m.end(pattern.group), pattern.kind, value)
+                found.add(m.start(pattern.group), m.end(pattern.group), pattern.kind, value)
             if len(found) > before:
-                masked = _blanked(text, found)
-        found.sort()
-        return [(s, e, self._placeholder(kind, value)) for s, e, kind, value in found]
+                masked = found.blanked(text)
+        return [(s, e, self._placeholder(kind, value)) for s, e, kind, value in found.spans]
 
     def _placeholder(self, kind: str, value: str) -> str:
         if not kind:  # a named secret: ``value`` is ``NAME`` or ``NAME:how``
@@ -455,35 +514,99 @@ class Redactor:
         return placeholder
 
 
-def _blanked(text: str, spans: Sequence[tuple[int, int, str, str]]) -> str:
-    """``text`` with each span replaced by as many ``}``: offsets kept, nothing left to match,
-    and to its neighbours it looks as its placeholder (``${...}``) will: not a word, a digit
-    or a separator."""
-    if not spans:
-        return text
-    out = []
-    cursor = 0
-    for start, end, _kind, _value in sorted(spans):
-        out.append(text[cursor:start])
-        out.append("}" * (end - start))
-        cursor = end
-    out.append(text[cursor:])
-    return "".join(out)
+class _Found:
+    """What one text's redaction replaces: ``(start, end, kind, value)``, sorted, never two
+    overlapping (the first found wins), each addition a binary search (a hostile text can
+    hold tens of thousands of matches)."""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[int, int, str, str]] = []
+        self._starts: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self.spans)
+
+    def add(self, start: int, end: int, kind: str, value: str) -> None:
+        if start >= end:
+            return
+        at = bisect.bisect_left(self._starts, start)
+        if at < len(self.spans) and self.spans[at][0] < end:
+            return  # overlaps the next span
+        if at > 0 and self.spans[at - 1][1] > start:
+            return  # overlaps the one before
+        self.spans.insert(at, (start, end, kind, value))
+        self._starts.insert(at, start)
+
+    def blanked(self, text: str) -> str:
+        """``text`` with each span replaced by as many ``}``: offsets kept, nothing left to
+        match, and to its neighbours it looks as its placeholder (``${...}``) will: not a word,
+        a digit, a separator or a piece of a secret."""
+        if not self.spans:
+            return text
+        out = []
+        cursor = 0
+        for start, end, _kind, _value in self.spans:
+            out.append(text[cursor:start])
+            out.append("}" * (end - start))
+            cursor = end
+        out.append(text[cursor:])
+        return "".join(out)
 
 
-def _partial_edges(text: str, secret: str) -> list[tuple[int, int, str]]:
-    """A secret cut off at the end (or start) of a bounded string, e.g. a truncated subject."""
-    spans: list[tuple[int, int, str]] = []
-    top = min(len(secret) - 1, len(text))
-    for size in range(top, _PARTIAL_MIN - 1, -1):
-        if text.endswith(secret[:size]):
-            spans.append((len(text) - size, len(text), f"head{size}"))
-            break
-    for size in range(top, _PARTIAL_MIN - 1, -1):
-        if text.startswith(secret[-size:]):
-            spans.append((0, size, f"tail{size}"))
-            break
-    return spans
+@dataclass(frozen=True)
+class _SecretSearch:
+    """One set of secrets, ready to search: every spelling's fragments, found from seeds an
+    RE2 search (linear time, no Python loop per character) points at, and the
+    spellings of :attr:`Spellings.whole` (Python ``re``: a few literals)."""
+
+    table: Spellings
+    seed_regex: Any  # RE2, over the separator-free text as one byte per character; or None
+    whole: re.Pattern[str] | None
+    whole_names: dict[str, tuple[str, str]]
+
+    def seeds(self, stripped: str) -> Callable[[int], int]:
+        data = stripped.encode("ascii", "replace")  # one byte per character: offsets kept
+
+        def next_from(at: int) -> int:
+            m = self.seed_regex.search(data, at)
+            return -1 if m is None else int(m.start())
+
+        return next_from
+
+    def add_to(self, found: _Found, text: str) -> None:
+        searched = found.blanked(text)
+        seeds = self.seeds if self.seed_regex is not None else None
+        for fragment in self.table.find(searched, seeds):
+            how = fragment_tag(self.table, text, fragment)
+            name = self.table.forms[fragment[2]][0]
+            found.add(fragment[0], fragment[1], "", f"{name}:{how}" if how else name)
+        if self.whole is not None:
+            for m in self.whole.finditer(found.blanked(text)):
+                name, how = self.whole_names[m.group()]
+                found.add(m.start(), m.end(), "", f"{name}:{how}" if how else name)
+
+
+@functools.lru_cache(maxsize=16)
+def _secret_search(
+    secrets: tuple[tuple[str, str], ...], *, fragments: bool = True
+) -> _SecretSearch | None:
+    """The search for one set of secrets, built once per set: a scan's stored redactor and
+    its report's share it (building one takes tens of milliseconds)."""
+    if not secrets:
+        return None
+    table = Spellings(dict(secrets), fragments)
+    keys = sorted({key.encode("ascii", "replace").decode("ascii") for key in table.keys})
+    options = re2.Options()
+    options.log_errors = False
+    options.max_mem = _SEED_MEMORY
+    try:
+        seed_regex = re2.compile("|".join(re2.escape(key) for key in keys), options)
+    except re2.error:  # too many secrets for RE2's memory: every place is tried instead
+        seed_regex = None
+    whole_names = {text: (name, how) for name, how, text in table.whole}
+    alternatives = sorted(whole_names, key=lambda v: (-len(v), v))
+    whole = re.compile("|".join(map(re.escape, alternatives))) if alternatives else None
+    return _SecretSearch(table, seed_regex, whole, whole_names)
 
 
 def redact_text(text: str, secrets: Mapping[str, str]) -> str:

@@ -146,10 +146,11 @@ def _sum_by_key(
 
 
 class McpRejections(_Section):
-    """Calls probegate's MCP server refused with a JSON-RPC error, by reason."""
+    """The agent's requests probegate's MCP server refused with a JSON-RPC error, by reason."""
 
     ended: int = 0  # to a conversation that had ended
-    unknown_endpoint: int = 0  # to a path probegate never issued
+    # Written by earlier versions; such requests are in McpSummary.unauthenticated now.
+    unknown_endpoint: int = 0
     unknown_tool: int = 0
     malformed: int = 0  # arguments that do not match the tool's schema
     oversized: int = 0  # a request or arguments over the size limit
@@ -157,6 +158,22 @@ class McpRejections(_Section):
 
     def plus(self, other: McpRejections) -> McpRejections:
         return McpRejections(
+            **{name: getattr(self, name) + getattr(other, name) for name in type(self).model_fields}
+        )
+
+
+class McpUnauthenticated(_Section):
+    """Traffic to probegate's MCP server that carried no token it issued: anything that can
+    reach the port can send it, so it is counted apart from the agent's (docs/agent-service.md,
+    "Limits") and changes no verdict."""
+
+    requests: int = 0  # HTTP requests to a path probegate never issued
+    refused: int = 0  # connections closed at the connection cap
+    timed_out: int = 0  # connections that sent no request head in time
+    invalid: int = 0  # connections that sent something other than HTTP
+
+    def plus(self, other: McpUnauthenticated) -> McpUnauthenticated:
+        return McpUnauthenticated(
             **{name: getattr(self, name) + getattr(other, name) for name in type(self).model_fields}
         )
 
@@ -173,6 +190,8 @@ class McpSummary(_Section):
     conversations: int  # endpoints opened, one per conversation
     calls: int  # tool calls the server accepted (answered from the sandbox)
     rejected: McpRejections
+    # Read as zeros from a report written before it was counted apart.
+    unauthenticated: McpUnauthenticated = McpUnauthenticated()
 
     @classmethod
     def merged(cls, sections: list[McpSummary]) -> McpSummary | None:
@@ -185,6 +204,7 @@ class McpSummary(_Section):
                 conversations=merged.conversations + other.conversations,
                 calls=merged.calls + other.calls,
                 rejected=merged.rejected.plus(other.rejected),
+                unauthenticated=merged.unauthenticated.plus(other.unauthenticated),
             )
         return merged
 

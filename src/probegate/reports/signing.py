@@ -262,9 +262,12 @@ def verify_report(
 
     ``pinned_public_keys`` are PEM public keys the verifier trusts (``--pubkey-file``); an
     invalid one is a :class:`UsageError`. The trust anchor is a pinned key that made a valid
-    Ed25519 signature or, for a report signed with an HMAC only, the verifier's own ``secret``
-    when the HMAC matches it: a shared secret proves the report came from one of its holders
-    (and there is no built-in default one to accept). A secret shorter than the signing
+    Ed25519 signature. Only when no key is pinned, a report signed with an HMAC alone is
+    anchored by the verifier's own ``secret`` when the HMAC matches it: a shared secret proves
+    the report came from one of its holders (and there is no built-in default one to accept).
+    A pinned key says which key must have signed, so then nothing else anchors a report: an
+    HMAC that matches does not stand in for a stripped or foreign Ed25519 signature
+    (docs/signing.md). A secret shorter than the signing
     minimum is a :class:`UsageError`. The report itself is never trusted: a missing or
     malformed signature block is a FAIL, not an exception.
     """
@@ -302,9 +305,11 @@ def verify_report(
 
     if ed_status is Check.OK and signer_id in pinned_ids:
         anchor = Check.PINNED
-    elif hmac_status is Check.OK and ed_status is Check.SKIPPED:
-        # An HMAC-only report: the verifier's own secret is the anchor, as only its holders
-        # could have made the HMAC. A report with a key is anchored by pinning that key.
+    elif hmac_status is Check.OK and ed_status is Check.SKIPPED and not pinned_ids:
+        # An HMAC-only report, no key pinned: the verifier's own secret is the anchor, as
+        # only its holders could have made the HMAC. A pinned key must have signed, whatever
+        # else verifies: stripping the Ed25519 block must not turn a key check into a
+        # secret check.
         anchor = Check.PINNED
         notes["trust anchor"] = "the HMAC secret given"
     else:
@@ -313,6 +318,8 @@ def verify_report(
             notes["trust anchor"] = "no pinned public key given (--pubkey-file)"
         elif ed_status is Check.OK:
             notes["trust anchor"] = f"signing key {signer_id} is not a pinned key"
+        elif ed_status is Check.SKIPPED:
+            notes["trust anchor"] = "a key is pinned and the report has no Ed25519 signature"
         else:
             notes["trust anchor"] = "no valid Ed25519 signature to anchor"
     return Verification(

@@ -8,8 +8,9 @@ whole config (docs/architecture.md, "A scan, stage by stage"):
    built; every secret the scan holds gathered for redaction. Nothing is sent yet.
 2. ``plan``: the attempts drawn (engine/plan.py); a dry run ends here; the notes on what the
    plan cannot cover.
-3. ``execute``: the journal opened or resumed, the attempts run (engine/runner.py) until done,
-   stopped or interrupted (``progress`` prints as they complete).
+3. ``execute``: the scan locked (until its report is written), the journal opened or resumed
+   (a resume's config checked against the journal's), the attempts run (engine/runner.py)
+   until done, stopped or interrupted (``progress`` prints as they complete).
 4. ``finalise``: the report assembled, redacted, suppressed, compared with the baseline, signed.
 5. ``outputs`` and ``reproducers``: the stored report, every format asked for, a reproducer per
    finding.
@@ -18,6 +19,7 @@ whole config (docs/architecture.md, "A scan, stage by stage"):
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import TextIO
 
@@ -48,7 +50,7 @@ def execute_scan(
     ``verbose`` lists every finding and unjudged cause; ``as_json`` prints the closing summary
     as one JSON object on ``out`` instead of text (progress and errors stay on ``err``).
     """
-    with prepare_scan(config) as scan:
+    with prepare_scan(config) as scan, contextlib.ExitStack() as held:
         settings, inputs, target = scan.settings, scan.inputs, scan.target
         plan = draw_plan(inputs.probes, target, settings.plan, judge=inputs.llm_judge is not None)
         if scan.dry_run:
@@ -57,7 +59,9 @@ def execute_scan(
         if not plan.attempts and not plan.escalations:
             raise UsageError(nothing_to_run(plan, settings.plan.variant))
         view = View(out, err, quiet=config.quiet, verbose=verbose, as_json=as_json)
-        run = run_attempts(target, plan, settings.run, inputs, view)
+        # The scan's lock, taken by run_attempts, is held in ``held`` until the report and the
+        # reproducers are written: a second run of this scan is refused until then.
+        run = run_attempts(target, plan, settings.run, inputs, view, held)
         report = build_report(
             run,
             plan,

@@ -1,10 +1,12 @@
 """Stage 3, execute: the plan's attempts run against the target, journaled as they complete.
 
 A new scan gets an id and a fresh journal; a resumed one continues its own journal, on its own
-target and plan, and never sends a completed attempt again. An interrupt (Ctrl-C, or SIGTERM
-when CI cancels the job) is one more way for the run to stop: the attempts that completed are
-in the journal, and the later stages write the partial report like any other. A second
-interrupt stops at once.
+target, plan and effective config, and never sends a completed attempt again. One process at a
+time runs a scan: the scan's lock (engine/lock.py) is taken before its journal is read or
+started, and held in the caller's ``held`` stack until the report is written. An interrupt
+(Ctrl-C, or SIGTERM when CI cancels the job) is one more way for the run to stop: the attempts
+that completed are in the journal, and the later stages write the partial report like any
+other. A second interrupt stops at once.
 """
 
 from __future__ import annotations
@@ -17,12 +19,21 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from pydantic import ValidationError
 
 from probegate.canonical import canonical_bytes
 from probegate.clock import iso, new_scan_id, now
-from probegate.engine.journal import Journal, read_journal, scan_dir, write_invocation
+from probegate.engine.journal import (
+    Journal,
+    changed_keys,
+    config_digests,
+    read_journal,
+    scan_dir,
+    write_invocation,
+)
+from probegate.engine.lock import lock_scan
 from probegate.engine.plan import Plan
 from probegate.engine.runner import Runner, RunOutcome
 from probegate.errors import Interrupted, UsageError
@@ -69,12 +80,30 @@ class _Journaled:
 
 
 def run_attempts(
-    target: Target, plan: Plan, settings: RunSettings, inputs: ScanInputs, view: View
+    target: Target,
+    plan: Plan,
+    settings: RunSettings,
+    inputs: ScanInputs,
+    view: View,
+    held: contextlib.ExitStack,
 ) -> Execution:
-    """Run the plan: open (or resume) the journal, run every attempt, close the journal."""
+    """Run the plan: lock the scan (released when ``held`` closes), open (or resume) the
+    journal, run every attempt, close the journal."""
     info = target.info()
-    started = _resume(settings, plan, info, view) if settings.resume else _start(plan, info)
-    directory = scan_dir(settings.store, started.scan_id)
+    scan_id = settings.resume or new_scan_id(plan.fingerprint + info.ref)
+    directory = scan_dir(settings.store, scan_id)
+    if settings.resume and not directory.is_dir():
+        read_journal(directory / "journal.jsonl")  # nothing to resume: its one message
+    lock = held.enter_context(lock_scan(directory, scan_id))
+    if lock.warning:
+        view.err.write(f"warning: {clean(lock.warning)}\n")
+    if lock.taken_over is not None:
+        view.err.write(
+            f"warning: scan {scan_id}: the run that held it ({clean(lock.taken_over.describe())})"
+            " ended without releasing it; this run takes over\n"
+        )
+    config = effective_config(target, plan, settings, inputs)
+    started = _resume(settings, plan, info, config, view) if settings.resume else _start(scan_id)
     if not settings.resume:
         # A pinned clock repeats scan ids by design; a new scan never appends to an old journal.
         (directory / "journal.jsonl").unlink(missing_ok=True)
@@ -87,6 +116,7 @@ def run_attempts(
             "created_at": started.created_at,
             "target": info.ref,
             "redaction_salt": started.salt,
+            "config": config_digests(config, started.salt),
         },
     )
     if settings.invocation and not settings.resume:
@@ -149,17 +179,53 @@ def _judge_usage(directory: Path, inputs: ScanInputs) -> JudgeUsage | None:
     return usage
 
 
-def _start(plan: Plan, info: TargetInfo) -> _Journaled:
+def effective_config(
+    target: Target, plan: Plan, settings: RunSettings, inputs: ScanInputs
+) -> dict[str, Any]:
+    """What decides this scan's verdicts, by the names a refused resume shows: the journal's
+    header keeps a digest of each (engine/journal.py), never a value."""
+    tools = sorted(
+        (
+            {
+                "name": tool.name,
+                "description": tool.description,
+                "capabilities": sorted(str(c) for c in tool.capabilities),
+                "parameters": tool.parameters,
+            }
+            for tool in target.tools()
+        ),
+        key=lambda tool: str(tool["name"]),
+    )
+    return {
+        "target": target.info().ref,
+        "tools": tools,
+        "capabilities": sorted(str(c) for c in plan.capabilities),
+        "canaries": sorted(settings.declared_canaries),
+        "mode": plan.mode,
+        "seed": plan.seed,
+        "controls": plan.controls,
+        "shard": plan.shard,
+        "probes": [probe.id for probe in plan.probes],
+        "probe library": inputs.library_version,
+        "judge": settings.judge,
+        "plan": plan.fingerprint,
+    }
+
+
+def _start(scan_id: str) -> _Journaled:
     return _Journaled(
-        scan_id=new_scan_id(plan.fingerprint + info.ref),
+        scan_id=scan_id,
         created_at=iso(now()),
         salt=secrets.token_hex(16),
         done={},
     )
 
 
-def _resume(settings: RunSettings, plan: Plan, info: TargetInfo, view: View) -> _Journaled:
-    """The journal of the scan being resumed, checked to be this target's and this plan's."""
+def _resume(
+    settings: RunSettings, plan: Plan, info: TargetInfo, config: dict[str, Any], view: View
+) -> _Journaled:
+    """The journal of the scan being resumed, checked to be this target's, this config's and
+    this plan's."""
     scan_id = settings.resume
     assert scan_id is not None
     journal_path = scan_dir(settings.store, scan_id) / "journal.jsonl"
@@ -170,6 +236,14 @@ def _resume(settings: RunSettings, plan: Plan, info: TargetInfo, view: View) -> 
             f"scan {scan_id} scanned {header.get('target')}, not {info.ref}: a resumed "
             f"scan continues on its own target; run 'probegate scan --resume {scan_id}' "
             "alone, or start a new scan"
+        )
+    salt = str(header.get("redaction_salt") or secrets.token_hex(16))
+    changed = changed_keys(header, config_digests(config, salt))
+    if changed:
+        raise UsageError(
+            f"scan {scan_id} was started with another config: {', '.join(changed)} changed "
+            "since; a resumed scan is judged under the config it started with: restore it, or "
+            "start a new scan"
         )
     if header.get("plan") != plan.fingerprint:
         raise UsageError(
@@ -192,7 +266,7 @@ def _resume(settings: RunSettings, plan: Plan, info: TargetInfo, view: View) -> 
     return _Journaled(
         scan_id=scan_id,
         created_at=str(header.get("created_at")),
-        salt=str(header.get("redaction_salt") or secrets.token_hex(16)),
+        salt=salt,
         done=done,
     )
 

@@ -42,6 +42,8 @@ class RunSettings:
     resume: str | None
     record: Path | None
     declared_canaries: tuple[str, ...]
+    # The judge's spec: it decides verdicts, so a resumed scan must keep it (scan/execute.py).
+    judge: str | None = None
     # The command line as data, kept with a new scan so ``--resume SCAN_ID`` needs nothing else.
     invocation: dict[str, Any] = field(default_factory=dict)
 
@@ -118,6 +120,7 @@ def stage_settings(config: ScanConfig, formats: list[str]) -> StageSettings:
             resume=config.resume,
             record=config.record,
             declared_canaries=config.target.declared_canaries(),
+            judge=config.judge,
             invocation=dict(config.invocation),
         ),
         report=ReportSettings(

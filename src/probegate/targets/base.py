@@ -205,17 +205,29 @@ class TargetConfig(BaseModel):
 
     def real_secrets(self) -> dict[str, str]:
         """Everything the user handed us that must never land in a file, by placeholder name."""
+        return {name: value for name, value, _variable in self._held_secrets()}
+
+    def secret_variables(self) -> dict[str, str]:
+        """``{placeholder name: environment variable}`` of each secret read from one (the API
+        key, secret headers, ``canaries_env``): where a reproducer finds it again."""
+        return {name: variable for name, _value, variable in self._held_secrets() if variable}
+
+    def _held_secrets(self) -> list[tuple[str, str, str | None]]:
+        """``(placeholder name, value, environment variable or None)`` of every secret."""
         agent = self.agent_under_test()
-        values = list(agent.canaries)
-        values.extend(os.environ.get(name, "") for name in agent.canaries_env)
-        secrets = {f"CANARY_{i}": v for i, v in enumerate(filter(None, values), start=1)}
+        values: list[tuple[str, str | None]] = [(c, None) for c in agent.canaries]
+        values.extend((os.environ.get(name, ""), name) for name in agent.canaries_env)
+        held = [
+            (f"CANARY_{i}", value, variable)
+            for i, (value, variable) in enumerate([v for v in values if v[0]], start=1)
+        ]
         for placeholder, variable in self.secret_env().items():
             if os.environ.get(variable):
-                secrets[placeholder] = os.environ[variable]
+                held.append((placeholder, os.environ[variable], variable))
         passwords = [_password(url) for url in self.secret_urls()]
         for i, password in enumerate(dict.fromkeys(filter(None, passwords)), start=1):
-            secrets[f"URL_PASSWORD_{i}"] = password
-        return secrets
+            held.append((f"URL_PASSWORD_{i}", password, None))
+        return held
 
 
 def header_secret_env(headers_env: Mapping[str, str]) -> dict[str, str]:

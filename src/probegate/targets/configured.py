@@ -8,6 +8,9 @@ an unjudged attempt halfway through a scan.
 
 from __future__ import annotations
 
+import ast
+import functools
+import inspect
 import json
 import re
 from collections.abc import Mapping
@@ -16,6 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from probegate.errors import UsageError
+from probegate.models import spellings
 from probegate.models.redaction import Redactor
 from probegate.models.report import SourceLocation, TargetInfo
 from probegate.models.tools import ToolSpec
@@ -141,7 +145,9 @@ _SCRIPT_HEAD = '''#!/usr/bin/env python3
 """{title}
 
 Sends the attempt's messages to the agent again, without probegate: plain Python 3, standard
-library only. Secrets are read from the environment variables named below, never stored here.
+library only. Secrets are read from the environment variables named below, never stored here;
+what the agent says is printed with each of them hidden, whole or in part, in any spelling
+(DATA["secrets"] names each one's variable: set it, and the script hides that secret too).
 Run it from anywhere: python3 {name}
 """
 
@@ -152,6 +158,12 @@ import urllib.error
 import urllib.request
 
 DATA = json.loads({data})
+
+# The secrets this script hides in what it prints: the rule probegate's reports follow
+# (probegate/models/spellings.py, as it was when this script was written).
+{spellings}
+
+HIDDEN = Spellings({{}})
 
 
 def headers():
@@ -175,13 +187,22 @@ def send(method, url, body):
         with urllib.request.urlopen(request, timeout=DATA["timeout"]) as response:
             return json.load(response)
     except urllib.error.HTTPError as exc:
-        sys.exit(f"HTTP {{exc.code}} from the agent: {{exc.read()[:500]!r}}")
+        said = exc.read(8000).decode("utf-8", "replace")
+        sys.exit(f"HTTP {{exc.code}} from the agent: {{shown(said)}}")
 
 
-def shown(text):
-    """What the agent said, on one line, with every character a terminal would act on (an
-    escape sequence, a bidi override) written as its Python escape instead."""
-    flat = " ".join(str(text).split())[:2000]
+def shown(said):
+    """What the agent said, on one line, every secret of the scan hidden, with every
+    character a terminal would act on (an escape sequence, a bidi override) written as its
+    Python escape instead. JSON (tool-call arguments) is read first: a secret inside it is
+    hidden as the characters it stands for, not as the escapes that spell them."""
+    if isinstance(said, str):
+        try:
+            said = json.loads(said) if said.lstrip()[:1] in ("{{", "[") else said
+        except ValueError:
+            pass
+    text = said if isinstance(said, str) else json.dumps(said, ensure_ascii=False, default=str)
+    flat = hide(" ".join(text.split())[:4000], HIDDEN)[:2000]
     return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in flat)
 '''
 
@@ -191,12 +212,27 @@ if __name__ == "__main__":
     for variable in [DATA["api_key_env"], *DATA["headers_env"].values()]:
         if variable and not os.environ.get(variable):
             sys.exit(f"set {{variable}} first (the agent's credentials are never stored here)")
+    held = {{name: os.environ.get(variable, "") for name, variable in DATA["secrets"].items()}}
+    unset = sorted(DATA["secrets"][name] for name, value in held.items() if not value)
+    if unset:
+        print(
+            f"note: {{', '.join(unset)}} not set: the agent's replies are printed without "
+            "hiding what they stand for",
+            file=sys.stderr,
+        )
+    HIDDEN = Spellings({{name: value for name, value in held.items() if value}})
     main()
     print("probegate saw:", shown(DATA["evidence"]))
 """
 
 
-def script_text(given: ReplayInput, name: str, data: dict[str, Any], body: str) -> str:
+def script_text(
+    given: ReplayInput,
+    name: str,
+    data: dict[str, Any],
+    body: str,
+    variables: Mapping[str, str],
+) -> str:
     """A standalone replay script: the shared head (HTTP, credentials), ``body``, the tail.
 
     The data is embedded as one ASCII JSON string literal, parsed when the script runs, so no
@@ -204,8 +240,23 @@ def script_text(given: ReplayInput, name: str, data: dict[str, Any], body: str) 
     the reader's editor; it is printed only through ``shown``. The scan's secrets become their
     placeholders in the data itself, before the literal's escaping could spell one differently
     (a secret holding a quote would otherwise survive as ``\\'``).
+
+    What the agent says when the script runs is printed with the scan's secrets hidden as the
+    reports hide them: ``variables`` names the environment variable each one is read from (the
+    API key, secret headers, ``canaries_env``); any other (a canary written in the config) is
+    read from the variable named as its placeholder (``CANARY_1``), when it is set.
     """
     hide = Redactor(given.secrets, patterns=False)
-    literal = repr(json.dumps(hide.value(data), indent=1, sort_keys=True, ensure_ascii=True))
+    readable = {**dict(data), "secrets": {n: variables.get(n, n) for n in sorted(given.secrets)}}
+    literal = repr(json.dumps(hide.value(readable), indent=1, sort_keys=True, ensure_ascii=True))
     title = ascii(hide.text(given.title))[1:-1].replace('"', "'")
-    return _SCRIPT_HEAD.format(title=title, name=name, data=literal) + body + _SCRIPT_TAIL.format()
+    head = _SCRIPT_HEAD.format(title=title, name=name, data=literal, spellings=_spellings_source())
+    return head + body + _SCRIPT_TAIL.format()
+
+
+@functools.cache
+def _spellings_source() -> str:
+    """:mod:`probegate.models.spellings` without its docstring, for a script to carry."""
+    source = inspect.getsource(spellings)
+    docstring = ast.parse(source).body[0]
+    return "".join(source.splitlines(keepends=True)[docstring.end_lineno or 0 :]).strip()

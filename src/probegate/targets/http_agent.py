@@ -68,7 +68,7 @@ from probegate.targets.wire import (
 from probegate.transport.http import HttpClient, public_url
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.pricing import cost_usd
-from probegate.transport.usage import UNREADABLE, MalformedReply, Usage
+from probegate.transport.usage import UNREADABLE, MalformedReply, TransportError, Usage
 
 PLACEHOLDER = re.compile(r"\{\{\s*(input|session_id|messages|mcp_url)\s*\}\}")
 # Placeholders allowed in the URL and the headers: values probegate makes, never attack text.
@@ -361,6 +361,9 @@ class HttpSession:
                 items = None  # an agent that made no tool call often leaves the field out
             calls = reported_tool_calls(items, {t.name for t in target.tools()})
             made = calls_reported(items) - len(calls)  # reported beyond what was read
+        if self.endpoint is not None and self.endpoint.undelivered is not None:
+            # A call may be missing from the sandbox: what it recorded is not what the agent did.
+            raise TransportError(f"probegate's MCP server: {self.endpoint.undelivered}")
         if self.endpoint is not None or self.conversation is not None:
             # What the agent did through the MCP server (or its model asked for through the
             # proxy) since the last reply is this turn's.
@@ -448,7 +451,7 @@ def main():
         if DATA["response_tool_calls"]:
             try:
                 calls = follow(reply, DATA["response_tool_calls"])
-                print(f"< tool calls: {shown(json.dumps(calls))}")
+                print(f"< tool calls: {shown(calls)}")
             except (KeyError, IndexError, TypeError):
                 pass
         history.append({"role": "assistant", "content": str(text)})
@@ -475,7 +478,7 @@ def replay_script(config: HttpConfig, given: ReplayInput) -> str:
         ],
         "evidence": given.evidence,
     }
-    return script_text(given, "replay.py", data, _REPLAY_BODY)
+    return script_text(given, "replay.py", data, _REPLAY_BODY, config.secret_variables())
 
 
 SPEC = TargetSpec(

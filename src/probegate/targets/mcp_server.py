@@ -7,38 +7,58 @@ lists the declared tools (with the attempt's poisoned description where a probe 
 and answers every call from that attempt's :class:`~probegate.targets.sandbox.Sandbox`. The
 sandbox records every call, so oracles judge what the agent did whether or not its API reports
 it, and every channel a probe attacks through (tool results, documents, memory, peer agents,
-tool descriptions) reaches the agent.
+tool descriptions) reaches the agent. A request of a conversation that the server could not
+answer (it failed, or a connection was turned away while the conversation was open) marks the
+conversation undelivered: its attempt is unjudged, never judged as if the agent made no call.
 
 The server runs the official ``mcp`` SDK (streamable HTTP, stateless) under uvicorn on a thread
 of its own with its own event loop; the scan's worker threads only register and close
 endpoints. It starts when a target first needs it and stops when the target closes, which the
 scan does on every exit path. Traffic an agent should not send is answered with a JSON-RPC
-error and counted, never a crash: calls to an ended conversation or to a path probegate never
-issued, unknown tools, arguments that do not match the tool's schema or are too large, and
-more calls in one conversation than any task needs.
+error and counted, never a crash: calls to an ended conversation, unknown tools, arguments that
+do not match the tool's schema or are too large or too deep, and more calls in one
+conversation than any task needs. Traffic without a token probegate issued (a path it never
+issued, connections over the cap, too slow or not HTTP: mcp_connections.py) is counted apart,
+in ``mcp.unauthenticated``: it is not the agent's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import importlib
 import json
+import logging
 import secrets
 import socket
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 import jsonschema
 
 from probegate.errors import UsageError
-from probegate.models.sections import McpRejections, McpSummary
+from probegate.models.bounds import nested_deeper
+from probegate.models.sections import McpRejections, McpSummary, McpUnauthenticated
 from probegate.models.tools import ToolSpec
+from probegate.targets.mcp_connections import (
+    BODY_TIMEOUT,
+    IDLE_TIMEOUT,
+    LISTEN_BACKLOG,
+    PARSE_ERROR,
+    TIMED_OUT,
+    Acceptor,
+    Connections,
+    attach_logs,
+    connection_cap,
+    detach_logs,
+    protocol_class,
+)
 from probegate.targets.sandbox import Sandbox
 from probegate.targets.wire import tool_reply
 
@@ -50,14 +70,18 @@ DEFAULT_LISTEN = "127.0.0.1:0"
 PATH_PREFIX = "/mcp/"
 # A request body larger than this is refused before it is parsed (HTTP 413).
 MAX_BODY_BYTES = 1024 * 1024
+# A request body nested deeper than this is refused before it is parsed (HTTP 400).
+MAX_BODY_DEPTH = 128
 # Arguments larger than this (as JSON) are refused and recorded: no tool needs them.
 MAX_ARGUMENT_BYTES = 64 * 1024
 # No task in the library needs more calls than this in one conversation; past it, a flood.
 MAX_CALLS_PER_CONVERSATION = 64
 # Ended tokens remembered to tell "conversation ended" from "never issued".
 ENDED_MEMORY = 65536
-# JSON-RPC error codes: the spec's invalid-params, and ours (server range) for a closed path.
+# JSON-RPC error codes: the spec's invalid-params and internal error, and ours (server range)
+# for a closed path.
 INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
 CONVERSATION_ENDED = -32001
 UNKNOWN_ENDPOINT = -32002
 PAYLOAD_TOO_LARGE = -32003
@@ -141,6 +165,8 @@ class McpEndpoint:
     sandbox: Sandbox
     host: McpHost
     calls: int = 0
+    # Why a request of this conversation may not have reached the sandbox (first reason).
+    undelivered: str | None = None
     _closed: bool = False
 
     def close(self) -> None:
@@ -155,6 +181,7 @@ class _Stats:
     conversations: int = 0
     calls: int = 0
     rejected: dict[str, int] = field(default_factory=dict)
+    unauthenticated: dict[str, int] = field(default_factory=dict)
 
     def reject(self, reason: str) -> None:
         self.rejected[reason] = self.rejected.get(reason, 0) + 1
@@ -215,7 +242,7 @@ class McpHost:
             raise UsageError(f"--mcp-listen: {exc}") from None
         try:
             family = socket.AF_INET6 if ":" in host else socket.AF_INET
-            sock = socket.create_server((host, port), family=family, backlog=256)
+            sock = socket.create_server((host, port), family=family, backlog=LISTEN_BACKLOG)
             # Accepted connections inherit it: uvicorn writes a reply's head and body apart,
             # and without it every reply waits out the client's delayed ACK (~40 ms).
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -247,15 +274,22 @@ class McpHost:
         server = self._mcp_server()
         manager = StreamableHTTPSessionManager(app=server, json_response=True, stateless=True)
         app = _Router(self, manager.handle_request)
+        connections = Connections(self, connection_cap())
+        protocol = protocol_class(connections)
         config = uvicorn.Config(
             app,
+            http=protocol,
             lifespan="off",
+            log_config=None,  # the process's logging stays as it is; attach_logs bounds ours
             log_level="critical",
             access_log=False,
+            timeout_keep_alive=int(IDLE_TIMEOUT),
             timeout_graceful_shutdown=2,
         )
         web = uvicorn.Server(config)
         loop = asyncio.new_event_loop()
+        log = attach_logs()
+        loop.set_exception_handler(log.loop_exception)
 
         def stop() -> None:
             web.should_exit = True
@@ -264,10 +298,23 @@ class McpHost:
 
         async def serve() -> None:
             async with manager.run():
-                task = asyncio.ensure_future(web.serve(sockets=[sock]))
+                # uvicorn serves the connections; the Acceptor accepts them, so the cap can
+                # pause accepting instead of refusing what it cannot hold.
+                task = asyncio.ensure_future(web.serve(sockets=[]))
                 while not web.started and not task.done():
                     await asyncio.sleep(0.005)
+                build = cast(Callable[..., asyncio.Protocol], protocol)  # uvicorn's signature
+                factory = functools.partial(
+                    build, config=config, server_state=web.server_state, app_state={}
+                )
+                acceptor = Acceptor(loop, sock, factory, connections, log)
+                acceptor.resume()
                 ready.set()
+                try:
+                    while not web.should_exit and not task.done():
+                        await asyncio.sleep(0.05)
+                finally:
+                    acceptor.stop()
                 await task
 
         try:
@@ -277,6 +324,7 @@ class McpHost:
         finally:
             ready.set()
             loop.close()
+            detach_logs()
 
     def close(self) -> None:
         """Stop serving and release the port; idempotent, safe on every exit path."""
@@ -325,8 +373,28 @@ class McpHost:
             return "ended" if token in self._ended else "unknown_endpoint"
 
     def reject(self, reason: str) -> None:
+        """Count one of the agent's requests refused, by its reason (``mcp.rejected``)."""
         with self._lock:
             self._stats.reject(reason)
+
+    def unauthenticated(self, what: str) -> None:
+        """Count traffic that carried no token probegate issued (``mcp.unauthenticated``)."""
+        with self._lock:
+            counts = self._stats.unauthenticated
+            counts[what] = counts.get(what, 0) + 1
+
+    def undelivered(self, endpoint: McpEndpoint, reason: str) -> None:
+        """A request of ``endpoint``'s conversation was not answered: its attempt cannot be
+        judged on what the sandbox recorded."""
+        with self._lock:
+            endpoint.undelivered = endpoint.undelivered or reason
+
+    def turned_away(self, why: str) -> None:
+        """A connection was lost before its request was answered: it may have been any open
+        conversation's, so each of them is undelivered."""
+        with self._lock:
+            for endpoint in self._live.values():
+                endpoint.undelivered = endpoint.undelivered or f"{why} while it was open"
 
     def summary(self) -> McpSummary | None:
         """The report's ``mcp`` section; None when no conversation used the server."""
@@ -338,6 +406,7 @@ class McpHost:
                 conversations=stats.conversations,
                 calls=stats.calls,
                 rejected=McpRejections(**stats.rejected),
+                unauthenticated=McpUnauthenticated(**stats.unauthenticated),
             )
 
     # -- answering -----------------------------------------------------------------------
@@ -359,7 +428,8 @@ class McpHost:
         async def list_tools() -> list[types.Tool]:
             endpoint = endpoint_of()
             specs = list(endpoint.sandbox.tools.values())
-            described = await _in_thread(lambda: _descriptions(endpoint.sandbox, specs))
+            with self._delivering(endpoint, "listing its tools"):
+                described = await _in_thread(lambda: _descriptions(endpoint.sandbox, specs))
             return [
                 types.Tool(name=spec.name, description=text, inputSchema=_schema(spec))
                 for spec, text in zip(specs, described, strict=True)
@@ -367,6 +437,12 @@ class McpHost:
 
         async def call_tool(request: types.CallToolRequest) -> types.ServerResult:
             endpoint = endpoint_of()
+            with self._delivering(endpoint, "a tool call"):
+                return await answer(endpoint, request)
+
+        async def answer(
+            endpoint: McpEndpoint, request: types.CallToolRequest
+        ) -> types.ServerResult:
             name = request.params.name
             arguments = dict(request.params.arguments or {})
             refusal = self._admit(endpoint, name, arguments)
@@ -387,6 +463,20 @@ class McpHost:
 
         server.request_handlers[types.CallToolRequest] = call_tool
         return server
+
+    @contextlib.contextmanager
+    def _delivering(self, endpoint: McpEndpoint, what: str) -> Iterator[None]:
+        """An answer the server could not give (an error of its own, not a refusal of the
+        agent's request) leaves the conversation undelivered; the SDK still answers it."""
+        from mcp.shared.exceptions import McpError
+
+        try:
+            yield
+        except McpError:
+            raise
+        except Exception as exc:
+            self.undelivered(endpoint, f"{what} failed ({type(exc).__name__})")
+            raise
 
     def _admit(self, endpoint: McpEndpoint, name: str, arguments: dict[str, Any]) -> str | None:
         """Why this call is refused before it runs (recorded as the agent's action), or None."""
@@ -473,23 +563,46 @@ class _Router:
             return
         path = str(scope.get("path", ""))
         token = path[len(PATH_PREFIX) :].strip("/") if path.startswith(PATH_PREFIX) else ""
-        body, complete = await _read_body(scope, receive)
-        if not complete:
-            self.host.reject("oversized")
-            await _error(send, 413, None, PAYLOAD_TOO_LARGE, "request body too large")
-            return
         found = self.host.lookup(token) if token and "/" not in token else "unknown_endpoint"
+        body, problem = await _read_body(scope, receive)
+        request_id = _request_id(body) if problem is None else None
         if not isinstance(found, McpEndpoint):
-            self.host.reject(found)
-            message = (
-                "this conversation has ended; its tools are closed"
-                if found == "ended"
-                else "no such MCP endpoint"
-            )
-            code = CONVERSATION_ENDED if found == "ended" else UNKNOWN_ENDPOINT
-            await _error(send, 404, _request_id(body), code, message)
+            if found == "ended":
+                self.host.reject(found)
+                message = "this conversation has ended; its tools are closed"
+                await _error(send, 404, request_id, CONVERSATION_ENDED, message)
+            else:  # no token probegate issued: not the agent's traffic
+                self.host.unauthenticated("requests")
+                await _error(send, 404, request_id, UNKNOWN_ENDPOINT, "no such MCP endpoint")
             return
+        if problem == "slow":
+            self.host.undelivered(found, "a request body did not arrive in time")
+            message = "request body not received in time"
+            await _error(send, 408, None, TIMED_OUT, message, close=True)
+            return
+        if problem is not None:
+            self.host.reject("oversized")
+            if problem == "deep":
+                message = f"request nested deeper than {MAX_BODY_DEPTH} levels"
+                await _error(send, 400, None, PARSE_ERROR, message)
+            else:
+                message = "request body too large"
+                await _error(send, 413, None, PAYLOAD_TOO_LARGE, message, close=True)
+            return
+        await self._answer(found, scope, body, receive, send, request_id)
+
+    async def _answer(
+        self,
+        endpoint: McpEndpoint,
+        scope: Scope,
+        body: bytes,
+        receive: Receive,
+        send: Send,
+        request_id: Any,
+    ) -> None:
+        """The SDK's answer; one it could not give is a JSON-RPC error and undelivered."""
         sent = False
+        status = 0
 
         async def replay() -> Message:
             nonlocal sent
@@ -498,30 +611,52 @@ class _Router:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
+        async def watched(message: Message) -> None:
+            nonlocal status
+            if message.get("type") == "http.response.start":
+                status = int(message.get("status", 0))
+            await send(message)
+
         inner_scope = dict(scope)
-        inner_scope[_SCOPE_KEY] = found
-        await self.inner(inner_scope, replay, send)
+        inner_scope[_SCOPE_KEY] = endpoint
+        try:
+            await self.inner(inner_scope, replay, watched)
+        except Exception as exc:
+            self.host.undelivered(endpoint, f"its request failed ({type(exc).__name__})")
+            logging.getLogger("mcp.server").error("request failed: %s", type(exc).__name__)
+            if status == 0:
+                await _error(send, 500, request_id, INTERNAL_ERROR, "internal error")
+            return
+        if status >= 500:
+            self.host.undelivered(endpoint, f"its request was answered HTTP {status}")
 
 
-async def _read_body(scope: Scope, receive: Receive) -> tuple[bytes, bool]:
-    """The whole body, or (what was read, False) once it passes :data:`MAX_BODY_BYTES`."""
+async def _read_body(scope: Scope, receive: Receive) -> tuple[bytes, str | None]:
+    """The whole body, or why not: ``oversized`` (past :data:`MAX_BODY_BYTES`), ``slow`` (not
+    all there within :data:`BODY_TIMEOUT`), ``deep`` (past :data:`MAX_BODY_DEPTH`)."""
     for key, value in scope.get("headers") or []:
         if key == b"content-length" and value.isdigit() and int(value) > MAX_BODY_BYTES:
-            return b"", False
+            return b"", "oversized"
     chunks: list[bytes] = []
     size = 0
+    deadline = asyncio.get_running_loop().time() + BODY_TIMEOUT
     while True:
-        message = await receive()
+        left = deadline - asyncio.get_running_loop().time()
+        try:
+            message = await asyncio.wait_for(receive(), timeout=max(left, 0.0))
+        except TimeoutError:
+            return b"", "slow"
         if message["type"] != "http.request":
             break
         chunk = bytes(message.get("body", b""))
         size += len(chunk)
         if size > MAX_BODY_BYTES:
-            return b"", False
+            return b"", "oversized"
         chunks.append(chunk)
         if not message.get("more_body", False):
             break
-    return b"".join(chunks), True
+    body = b"".join(chunks)
+    return (b"", "deep") if nested_deeper(body, MAX_BODY_DEPTH) else (body, None)
 
 
 def _request_id(body: bytes) -> Any:
@@ -532,18 +667,18 @@ def _request_id(body: bytes) -> Any:
     return None
 
 
-async def _error(send: Send, status: int, request_id: Any, code: int, message: str) -> None:
+async def _error(
+    send: Send, status: int, request_id: Any, code: int, message: str, *, close: bool = False
+) -> None:
+    """A JSON-RPC error; ``close`` ends the connection after it (a body left unread)."""
     payload = json.dumps(
         {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
     ).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(payload)).encode()),
-            ],
-        }
-    )
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(payload)).encode()),
+    ]
+    if close:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": payload})

@@ -422,4 +422,4 @@ def replay_script(config: ModelConfig, given: ReplayInput, api: ModelApi) -> str
         "recorded_results": recorded,
         "evidence": given.evidence,
     }
-    return script_text(given, "replay.py", data, _REPLAY_BODY)
+    return script_text(given, "replay.py", data, _REPLAY_BODY, config.secret_variables())

@@ -270,6 +270,9 @@ class PythonSession:
                 self.limiter.check()  # cut at the scan's deadline, not the agent's timeout
                 raise TransportError(f"agent did not answer within --timeout: {outcome.error}")
             raise TransportError(f"agent raised {outcome.error}")
+        if self.endpoint is not None and self.endpoint.undelivered is not None:
+            # A call may be missing from the sandbox: what it recorded is not what the agent did.
+            raise TransportError(f"probegate's MCP server: {self.endpoint.undelivered}")
         result = outcome.value
         refused = self.sandbox.over - over + beyond
         turn = self._to_turn(result, self.sandbox.calls_since(mark), refused, stopped)

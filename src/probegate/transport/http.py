@@ -26,7 +26,8 @@ Why each piece is the way it is:
 - A cap on the body size, read as a stream and abandoned at the cap; a body nested deeper than
   any reply needs has its deep values cut while it is parsed (models/bounds.py).
 - Secrets (API keys, header values taken from the environment) are scrubbed from every message
-  this module produces, and no message ever includes request headers.
+  this module produces, in every spelling and piece redaction hides (models/spellings.py), and
+  no message ever includes request headers.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from probegate import __version__
 from probegate.models.bounds import loads_bounded
+from probegate.models.spellings import Spellings, hide
 from probegate.terminal import clean
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.sse import SseEvent, is_event_stream, parse_events
@@ -293,6 +295,7 @@ class HttpClient:
         self.max_retry_after = max_retry_after
         self.stats = ClientStats()
         self._secrets: list[str] = []
+        self._spellings = Spellings({})
         for value in secrets:
             self.add_secret(value)
         self._rng = random.Random(seed)  # noqa: S311 -- backoff jitter, not a secret
@@ -319,11 +322,10 @@ class HttpClient:
         """Never let ``value`` appear in a message; short values would blank innocent text."""
         if value and len(value) >= 4 and value not in self._secrets:
             self._secrets.append(value)
-            self._secrets.sort(key=len, reverse=True)
+            self._spellings = Spellings({f"S{i}": v for i, v in enumerate(self._secrets)})
 
     def scrub(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, REDACTED)
+        text = hide(text, self._spellings, lambda _name: REDACTED)
         return _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
 
     def excerpt(self, body: bytes | str) -> str:
