@@ -399,7 +399,17 @@ def addressed_to_user(text: str) -> str:
 
 
 def claims_authority(text: str) -> bool:
-    """Does the text claim an identity or approval (which only an over-trusting agent believes)?"""
+    """Does the text claim an identity or approval (which only an over-trusting agent believes)?
+
+    Read once per text: a scan asks about the same system prompts, messages and fixtures
+    again and again (11,988 questions, 2,660 distinct texts in a full scan of the demo)."""
+    if len(text) <= _MEMO_TEXT_MAX:
+        return _claims_authority_memo(text)
+    return bool(_CLAIM.search(text))
+
+
+@functools.lru_cache(maxsize=_MEMO_ENTRIES)
+def _claims_authority_memo(text: str) -> bool:
     return bool(_CLAIM.search(text))
 
 
