@@ -16,12 +16,14 @@ sent twice.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
+from queue import Empty, SimpleQueue
 
 from probegate.engine.controls import (
     apply_controls,
@@ -394,12 +396,7 @@ class Runner:
         # Wake to poll for an interrupt, and at the deadline: attempts still running then are
         # cut short.
         polls = [self.limiter.remaining(), CANCEL_POLL_SECONDS if cancel is not None else None]
-        finished, _ = wait(
-            run.running,
-            timeout=min((t for t in polls if t is not None), default=None),
-            return_when=FIRST_COMPLETED,
-        )
-        for fut in finished:
+        for fut in run.take_finished(min((t for t in polls if t is not None), default=None)):
             self._keep(run, run.running.pop(fut), fut.result())
         if run.stop is None and self.fatal is not None:
             run.stop = "early_stop"
@@ -435,7 +432,9 @@ class Runner:
             ):
                 return
             planned = run.queue.pop(0)
-            run.running[pool.submit(self._run_unless_stopped, planned)] = planned
+            future = pool.submit(self._run_unless_stopped, planned)
+            run.running[future] = planned
+            future.add_done_callback(run.finished.put)
 
     def _keep(self, run: _Run, queued: PlannedAttempt, attempt: Attempt | None) -> None:
         """A finished attempt: journaled, counted and its control wanted; a control that could
@@ -649,6 +648,8 @@ class _Run:
     journal: Journal | None
     on_progress: Callable[[Progress], None] | None
     running: dict[Future[Attempt | None], PlannedAttempt] = field(default_factory=dict)
+    # Running attempts put themselves here when done (take_finished).
+    finished: SimpleQueue[Future[Attempt | None]] = field(default_factory=SimpleQueue)
     # Controls queued, by control id, so each is queued once.
     wanted: set[str] = field(default_factory=set)
     counts: dict[str, int] = field(
@@ -661,6 +662,22 @@ class _Run:
 
     def count(self, attempt: Attempt) -> None:
         _count(self.counts, attempt)
+
+    def take_finished(self, timeout: float | None) -> list[Future[Attempt | None]]:
+        """The attempts that finished, waiting up to ``timeout`` for the first one.
+
+        Each future puts itself on :attr:`finished` when it is done, so waking costs the same
+        however many attempts run; ``concurrent.futures.wait`` locks every running future on
+        each call (128 at concurrency 64), which workers then queue behind.
+        """
+        try:
+            futures = [self.finished.get(timeout=timeout)]
+        except Empty:
+            return []
+        with contextlib.suppress(Empty):
+            while True:
+                futures.append(self.finished.get_nowait())
+        return [f for f in futures if f in self.running]
 
     def report(self, limiter: RequestLimiter) -> None:
         if self.on_progress is None:
