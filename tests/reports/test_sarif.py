@@ -202,22 +202,38 @@ def test_message_text_escapes_embedded_link_syntax() -> None:
     assert result["message"]["text"] == "see \\[here\\](0) \\\\o/."
 
 
-def test_to_json_uses_schema_names_and_drops_defaults() -> None:
-    result = om.Result(
-        message=om.Message(text="x"),
+def test_node_uses_schema_names_and_drops_defaults() -> None:
+    location = omjson.node(
+        om.Location,
+        physical_location=omjson.node(om.PhysicalLocation, region=omjson.node(om.Region)),
+    )
+    result = omjson.node(
+        om.Result,
+        message=omjson.node(om.Message, text="x"),
         rule_id="r",
         level="warning",
-        locations=[om.Location(physical_location=om.PhysicalLocation(region=om.Region()))],
+        kind="fail",  # the schema default: left out
+        rank=-1.0,  # the same
+        guid=None,
+        locations=[location],
     )
-    assert omjson.to_json(result) == {
+    assert result == {
         "message": {"text": "x"},
         "ruleId": "r",
         "level": "warning",  # kept: a missing level would inherit the rule's
         "locations": [{"physicalLocation": {"region": {}}}],
     }
-    assert omjson.to_json(om.Run(tool=om.Tool(driver=om.ToolComponent(name="t")))) == {
-        "tool": {"driver": {"name": "t"}}
-    }
+    tool = omjson.node(om.Tool, driver=omjson.node(om.ToolComponent, name="t", language="en-US"))
+    assert omjson.node(om.Run, tool=tool) == {"tool": {"driver": {"name": "t"}}}
+    with pytest.raises(TypeError, match="rule_idx"):
+        omjson.node(om.Result, rule_idx=1)
+
+
+def test_property_bags_drop_nulls_and_refuse_what_json_cannot_hold() -> None:
+    bag = {"a": None, "b": {"c": None, "d": (1, "x")}, "e": [{"f": None}]}
+    assert omjson.plain(bag) == {"b": {"d": [1, "x"]}, "e": [{}]}
+    with pytest.raises(ReportError, match="Severity"):
+        omjson.plain({"severity": Severity.HIGH})
 
 
 def test_invalid_document_raises_report_error_naming_the_place() -> None:

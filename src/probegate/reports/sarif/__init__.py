@@ -1,8 +1,8 @@
 """SARIF 2.1.0 for GitHub code scanning (docs/report-format.md).
 
 One module per job: :mod:`.log` assembles the run, :mod:`.rules` and :mod:`.results` build its
-rules and results with ``sarif-om`` (the object model generated from the OASIS schema),
-:mod:`.omjson` turns that object graph into JSON under the schema's names, and :mod:`.schema`
+rules and results, :mod:`.omjson` writes each object as JSON under the names and defaults of
+``sarif-om`` (the object model generated from the OASIS schema), and :mod:`.schema`
 checks the document against the bundled OASIS schema with jsonschema before any byte is
 returned: an invalid document is a ``ReportError``, never a file GitHub rejects later.
 

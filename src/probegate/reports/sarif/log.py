@@ -13,7 +13,7 @@ from probegate.models.report import Finding, ScanReport
 from probegate.reports.escape import clean_text
 from probegate.reports.headline import category_states, category_text, score_text
 from probegate.reports.sarif import results, rules
-from probegate.reports.sarif.omjson import to_json
+from probegate.reports.sarif.omjson import Shared, node, plain
 
 TOOL_NAME = "probegate"  # GitHub keys alerts on it: never change it.
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -33,44 +33,51 @@ def build(report: ScanReport) -> dict[str, Any]:
         by_rule.setdefault(stable_id(finding.probe_id), []).append(finding)
     rule_ids = sorted(by_rule)
     rule_index = {rule_id: i for i, rule_id in enumerate(rule_ids)}
-    run = om.Run(
-        tool=om.Tool(
-            driver=om.ToolComponent(
+    shared = Shared()
+    run = node(
+        om.Run,
+        tool=node(
+            om.Tool,
+            driver=node(
+                om.ToolComponent,
                 name=TOOL_NAME,
                 full_name="probegate: red-team AI agents in CI",
                 information_uri=PROJECT_URL,
                 version=report.package_version,
                 semantic_version=report.package_version,
-                rules=[rules.rule(rule_id, by_rule[rule_id]) for rule_id in rule_ids],
+                rules=[rules.rule(rule_id, by_rule[rule_id], shared) for rule_id in rule_ids],
                 supported_taxonomies=rules.supported_taxonomies(),
-                properties={"probe_library_version": report.probe_library_version},
-            )
+                properties=plain({"probe_library_version": report.probe_library_version}),
+            ),
         ),
         taxonomies=rules.taxonomies(),
         invocations=[_invocation(report)],
-        results=[results.result(f, rule_index[stable_id(f.probe_id)]) for f in report.findings],
+        results=[
+            results.result(f, rule_index[stable_id(f.probe_id)], shared) for f in report.findings
+        ],
         column_kind="unicodeCodePoints",
-        properties=_run_properties(report),
+        properties=plain(_run_properties(report)),
     )
-    log = om.SarifLog(runs=[run], version=SARIF_VERSION, schema_uri=SCHEMA_URI)
-    data: dict[str, Any] = to_json(log)
-    return data
+    return node(om.SarifLog, runs=[run], version=SARIF_VERSION, schema_uri=SCHEMA_URI)
 
 
-def _invocation(report: ScanReport) -> om.Invocation:
-    return om.Invocation(
+def _invocation(report: ScanReport) -> dict[str, Any]:
+    return node(
+        om.Invocation,
         execution_successful=report.stopped_reason != "cancelled",
-        properties={
-            "scan_id": report.scan_id,
-            "mode": report.mode,
-            "seed": report.seed,
-            "shard": report.shard,
-            "stopped_reason": report.stopped_reason,
-            "evaluation_mode": report.evaluation_mode,
-            "created_at": report.created_at,
-            "duration_seconds": report.duration_seconds,
-            "target": {"kind": report.target.kind, "ref": report.target.ref},
-        },
+        properties=plain(
+            {
+                "scan_id": report.scan_id,
+                "mode": report.mode,
+                "seed": report.seed,
+                "shard": report.shard,
+                "stopped_reason": report.stopped_reason,
+                "evaluation_mode": report.evaluation_mode,
+                "created_at": report.created_at,
+                "duration_seconds": report.duration_seconds,
+                "target": {"kind": report.target.kind, "ref": report.target.ref},
+            }
+        ),
     )
 
 

@@ -1,16 +1,23 @@
-"""sarif-om objects as plain JSON data, under the SARIF schema's property names.
+"""SARIF objects as plain JSON data, named and defaulted by ``sarif-om``.
 
 ``sarif-om`` is the object model generated from the OASIS schema; its attrs classes carry every
 optional property with its default (``rank: -1``, ``kind: "fail"``, ``language: "en-US"``...).
-:func:`to_json` writes each attribute under its schema name (``ruleId``, ``$schema``) and leaves
-out what is unset or equal to the schema default: that noise is what a naive ``attr.asdict``
+:func:`node` writes one object of such a class straight as JSON: each keyword argument, named
+as the class's attribute, lands under its schema name (``ruleId``, ``$schema``), and what is
+unset or equal to the schema default is left out: that noise is what a naive ``attr.asdict``
 would write. Levels are always written, because a missing result level would fall back to the
 rule's level rather than mean "warning".
+
+The attrs objects themselves are never built: building ten thousand results and rules as
+objects and then walking the graph into JSON took as long as everything else in the SARIF
+emitter together. The classes are still the one source of names and defaults, and an attribute
+a class does not have is a ``TypeError``, as its constructor would raise.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import attr
@@ -23,56 +30,63 @@ _SCALARS = frozenset({str, int, float, bool})
 
 
 @functools.cache
-def _fields(cls: type) -> dict[str, tuple[str, Any]]:
-    """attribute -> (schema name, default) of a sarif-om class, computed once per class."""
-    out: dict[str, tuple[str, Any]] = {}
+def _fields(cls: type) -> tuple[dict[str, str], dict[str, Any]]:
+    """A sarif-om class's attribute -> schema name, and attribute -> default for the defaults
+    that are not ``None`` (never written either), computed once per class."""
+    names: dict[str, str] = {}
+    defaults: dict[str, Any] = {}
     for f in attr.fields(cls):
+        names[f.name] = f.metadata["schema_property_name"]
         default = f.default
         if isinstance(default, attr.Factory):  # type: ignore[arg-type]
             default = default.factory()
-        elif default is attr.NOTHING:
-            default = None
-        if f.name in _ALWAYS_WRITE:
-            default = attr.NOTHING
-        out[f.name] = (f.metadata["schema_property_name"], default)
+        if default is not None and default is not attr.NOTHING and f.name not in _ALWAYS_WRITE:
+            defaults[f.name] = default
+    return names, defaults
+
+
+def node(cls: type, /, **attributes: Any) -> dict[str, Any]:
+    """The JSON object of sarif-om class ``cls`` with these attributes (already JSON values:
+    other nodes, lists of them, :func:`plain` property bags, scalars)."""
+    names, defaults = _fields(cls)
+    out: dict[str, Any] = {}
+    for name, value in attributes.items():
+        json_name = names.get(name)
+        if json_name is None:
+            raise TypeError(f"{cls.__name__} has no attribute {name!r}")
+        if value is not None and (name not in defaults or value != defaults[name]):
+            out[json_name] = value
     return out
 
 
-def to_json(obj: Any, memo: dict[int, Any] | None = None) -> Any:
-    """A sarif-om object graph as plain JSON data.
-
-    Plain dicts (property bags, ``partialFingerprints``) keep their keys as given; ``None``
-    values are dropped everywhere. Scalars are passed through without a call (this runs about
-    a hundred times per finding), and an object met twice (the shared taxonomy links) is
-    converted once: ``memo`` maps ``id(obj)`` to its JSON for the duration of one call, so the
-    JSON shares the object too (the schema check then shapes it once).
-    """
-    cls = type(obj)
-    if cls in _SCALARS or obj is None:
-        return obj
-    if memo is None:
-        memo = {}
+def plain(value: Any) -> Any:
+    """A property bag (or any value in one) as JSON data: ``None`` values dropped everywhere,
+    tuples as lists; anything but JSON data (an enum, a model) is a :class:`ReportError`."""
+    cls = type(value)
+    if cls in _SCALARS or value is None:
+        return value
     if cls is dict:
         return {
-            k: v if type(v) in _SCALARS else to_json(v, memo)
-            for k, v in obj.items()
-            if v is not None
+            k: v if type(v) in _SCALARS else plain(v) for k, v in value.items() if v is not None
         }
     if cls is list or cls is tuple:
-        return [v if type(v) in _SCALARS else to_json(v, memo) for v in obj]
-    done = memo.get(id(obj))
-    if done is not None:
-        return done
-    if not attr.has(cls):
-        raise ReportError(f"cannot write {cls.__name__} to SARIF")
-    fields = _fields(cls)
-    out: dict[str, Any] = {}
-    for name, value in vars(obj).items():  # sarif-om classes are plain (non-slotted) attrs
-        if value is None:
-            continue
-        json_name, default = fields[name]
-        if value == default:
-            continue
-        out[json_name] = value if type(value) in _SCALARS else to_json(value, memo)
-    memo[id(obj)] = out
-    return out
+        return [v if type(v) in _SCALARS else plain(v) for v in value]
+    raise ReportError(f"cannot write {cls.__name__} to SARIF")
+
+
+class Shared:
+    """Objects many rules or results carry (a location, a taxon link, a level), made once per
+    document: the JSON shares them, so the schema check shapes each once. Not kept between
+    documents, so a caller that edits one document's JSON cannot change the next one."""
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[Any, ...], Any] = {}
+
+    def get(self, make: Callable[..., Any], *args: Any) -> Any:
+        """``make(*args)``, made on the first call with these arguments."""
+        key = (make, *args)
+        try:
+            return self._made[key]
+        except KeyError:
+            made = self._made[key] = make(*args)
+            return made

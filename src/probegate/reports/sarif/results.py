@@ -9,7 +9,6 @@ root that the scan checked exists (docs/report-format.md, "SARIF locations").
 
 from __future__ import annotations
 
-import functools
 import re
 import urllib.parse
 from typing import Any
@@ -20,6 +19,7 @@ from probegate.errors import ReportError
 from probegate.models.probe import stable_id
 from probegate.models.report import Finding
 from probegate.reports.escape import clean_text, sarif_text, truncate
+from probegate.reports.sarif.omjson import Shared, node, plain
 from probegate.reports.sarif.rules import LEVELS, sentence, severity_string
 
 FINGERPRINT_KEY = "probegateFindingFp/v1"
@@ -28,7 +28,7 @@ MESSAGE_MAX = 4000
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
-def result(finding: Finding, rule_index: int) -> om.Result:
+def result(finding: Finding, rule_index: int, shared: Shared) -> dict[str, Any]:
     properties: dict[str, Any] = {
         "aivss_severity": finding.severity.value,
         "security-severity": severity_string(finding.aivss_severity),
@@ -59,11 +59,14 @@ def result(finding: Finding, rule_index: int) -> om.Result:
     suppressions = None
     if finding.suppressed is not None:
         suppressions = [
-            om.Suppression(
+            node(
+                om.Suppression,
                 kind="external",
                 justification=clean_text(finding.suppressed.reason) or "suppressed",
                 properties=(
-                    {"expires": finding.suppressed.expires} if finding.suppressed.expires else None
+                    plain({"expires": finding.suppressed.expires})
+                    if finding.suppressed.expires
+                    else None
                 ),
             )
         ]
@@ -71,27 +74,29 @@ def result(finding: Finding, rule_index: int) -> om.Result:
     if finding.control is not None:
         # The causal check, where a reviewer reads the alert: it did not happen without the attack.
         message = f"{sentence(message)} Control: {sarif_text(finding.control.summary)}"
-    return om.Result(
+    return node(
+        om.Result,
         rule_id=stable_id(finding.probe_id),
         rule_index=rule_index,
         level=LEVELS[finding.severity],
-        message=om.Message(text=sentence(truncate(message, MESSAGE_MAX))),
-        locations=[_location(finding.location.path, finding.location.line)],
-        partial_fingerprints={FINGERPRINT_KEY: finding.fp},
+        message=node(om.Message, text=sentence(truncate(message, MESSAGE_MAX))),
+        locations=[shared.get(_location, finding.location.path, finding.location.line)],
+        partial_fingerprints=plain({FINGERPRINT_KEY: finding.fp}),
         suppressions=suppressions,
-        properties=properties,
+        properties=plain(properties),
     )
 
 
-# Findings mostly share a handful of locations (the config and prompt files): one object
-# each, which to_json and the schema check then handle once per document.
-@functools.lru_cache(maxsize=4096)
 def _location(path: str, line: int) -> Any:
-    return om.Location(
-        physical_location=om.PhysicalLocation(
-            artifact_location=om.ArtifactLocation(uri=artifact_uri(path)),
-            region=om.Region(start_line=line),
-        )
+    """A file and line of the repository. Findings mostly share a handful (the config and
+    prompt files): one object each per document (:class:`Shared`)."""
+    return node(
+        om.Location,
+        physical_location=node(
+            om.PhysicalLocation,
+            artifact_location=node(om.ArtifactLocation, uri=artifact_uri(path)),
+            region=node(om.Region, start_line=line),
+        ),
     )
 
 

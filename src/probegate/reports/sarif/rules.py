@@ -28,6 +28,7 @@ from probegate.models.taxonomy import (
     Severity,
 )
 from probegate.reports.escape import clean_text, md_code, md_text, sarif_text, truncate
+from probegate.reports.sarif.omjson import Shared, node, plain
 
 DESCRIPTION_MAX = 1024  # GitHub's limit for short and full descriptions
 MAX_TAGS = 10  # GitHub's recommendation (20 is the hard cap)
@@ -56,31 +57,25 @@ def help_uri(probe_id: str) -> str:
     return f"{DOCS_URL}probes.md#{stable_id(probe_id)}"
 
 
-def rule(stable_id: str, findings: list[Finding]) -> om.ReportingDescriptor:
+def rule(stable_id: str, findings: list[Finding], shared: Shared) -> dict[str, Any]:
     """The rule for every finding of one probe (normally one; more after a version bump)."""
     latest = max(findings, key=lambda f: (version_of(f.probe_id), f.probe_id))
     worst = max(findings, key=lambda f: SEVERITY_RANK[f.severity]).severity
     score = max(f.aivss_severity for f in findings)
     asi_title = ASI_TITLES.get(latest.asi, latest.asi)
-    csa_title = CSA_TITLES.get(latest.csa_category, latest.csa_category)
     llm = _unique(x for f in findings for x in f.owasp_llm)
     atlas = _unique(x for f in findings for x in f.mitre_atlas)
     name = clean_text(latest.name) or stable_id
     remediation = clean_text(latest.remediation)
 
-    mapping = [
-        f"OWASP Agentic {latest.asi} {asi_title}",
-        *(f"OWASP LLM {_llm(x)}" for x in llm),
-        *(f"MITRE ATLAS {x}" for x in atlas),
-        f"CSA {csa_title}",
-    ]
+    mapping, table = _mapping(latest.asi, tuple(llm), tuple(atlas), latest.csa_category)
     full = (
         f"{name}: an attack through the {latest.channel.replace('_', ' ')} channel that the "
-        f"agent followed. Maps to {'; '.join(mapping)}."
+        f"agent followed. Maps to {mapping}."
     )
     help_text = (
         f"{remediation}\n\nProbe {latest.probe_id} ({latest.asi} {asi_title}). Mapping: "
-        f"{'; '.join(mapping)}. Scan again after a fix: the alert closes when the probe no "
+        f"{mapping}. Scan again after a fix: the alert closes when the probe no "
         "longer succeeds (its fingerprint depends on the probe alone)."
     )
     help_md = "\n".join(
@@ -89,92 +84,121 @@ def rule(stable_id: str, findings: list[Finding]) -> om.ReportingDescriptor:
             "",
             "**Remediation:** " + md_text(remediation),
             "",
-            "| Taxonomy | Id |",
-            "|---|---|",
-            f"| OWASP Top 10 for Agentic Applications | {md_text(f'{latest.asi} {asi_title}')} |",
-            *(f"| OWASP Top 10 for LLM Applications | {md_text(_llm(x))} |" for x in llm),
-            *(f"| MITRE ATLAS | {md_text(x)} |" for x in atlas),
-            f"| CSA Agentic AI Red Teaming | {md_text(csa_title)} |",
+            table,
         ]
     )
-    return om.ReportingDescriptor(
+    return node(
+        om.ReportingDescriptor,
         id=stable_id,
         name=_pascal(name),
-        short_description=om.MultiformatMessageString(
-            text=sentence(truncate(sarif_text(name), DESCRIPTION_MAX - 1))
+        short_description=node(
+            om.MultiformatMessageString,
+            text=sentence(truncate(sarif_text(name), DESCRIPTION_MAX - 1)),
         ),
-        full_description=om.MultiformatMessageString(
-            text=sentence(truncate(sarif_text(full), DESCRIPTION_MAX - 1))
+        full_description=node(
+            om.MultiformatMessageString,
+            text=sentence(truncate(sarif_text(full), DESCRIPTION_MAX - 1)),
         ),
-        help=om.MultiformatMessageString(text=sarif_text(help_text), markdown=help_md),
+        help=node(om.MultiformatMessageString, text=sarif_text(help_text), markdown=help_md),
         help_uri=help_uri(latest.probe_id),
-        default_configuration=_configuration(LEVELS[worst]),
-        relationships=_relationships(latest.asi, llm, latest.csa_category) or None,
-        properties={
-            "tags": _tags(latest.asi, llm, atlas, latest.csa_category),
-            "security-severity": severity_string(score),
-            "precision": "very-high" if min(f.confidence for f in findings) >= 0.9 else "high",
-            "probe_id": latest.probe_id,
-            "asi": latest.asi,
-            "csa": latest.csa_category,
-            "mitre_atlas": atlas,
-            "owasp_llm": llm,
-            "channel": latest.channel,
-        },
+        default_configuration=shared.get(_configuration, LEVELS[worst]),
+        relationships=_relationships(latest.asi, llm, latest.csa_category, shared) or None,
+        properties=plain(
+            {
+                "tags": _tags(latest.asi, llm, atlas, latest.csa_category),
+                "security-severity": severity_string(score),
+                "precision": "very-high" if min(f.confidence for f in findings) >= 0.9 else "high",
+                "probe_id": latest.probe_id,
+                "asi": latest.asi,
+                "csa": latest.csa_category,
+                "mitre_atlas": atlas,
+                "owasp_llm": llm,
+                "channel": latest.channel,
+            }
+        ),
     )
 
 
-def taxonomies() -> list[om.ToolComponent]:
+# Probes of one category share their mapping: a scan of thousands of probes has a few dozen.
+@functools.lru_cache(maxsize=1024)
+def _mapping(asi: str, llm: tuple[str, ...], atlas: tuple[str, ...], csa: str) -> tuple[str, str]:
+    """A rule's taxonomy mapping: as one line for its text, as a Markdown table for its help."""
+    asi_title = ASI_TITLES.get(asi, asi)
+    csa_title = CSA_TITLES.get(csa, csa)
+    mapping = [
+        f"OWASP Agentic {asi} {asi_title}",
+        *(f"OWASP LLM {_llm(x)}" for x in llm),
+        *(f"MITRE ATLAS {x}" for x in atlas),
+        f"CSA {csa_title}",
+    ]
+    table = [
+        "| Taxonomy | Id |",
+        "|---|---|",
+        f"| OWASP Top 10 for Agentic Applications | {md_text(f'{asi} {asi_title}')} |",
+        *(f"| OWASP Top 10 for LLM Applications | {md_text(_llm(x))} |" for x in llm),
+        *(f"| MITRE ATLAS | {md_text(x)} |" for x in atlas),
+        f"| CSA Agentic AI Red Teaming | {md_text(csa_title)} |",
+    ]
+    return "; ".join(mapping), "\n".join(table)
+
+
+def taxonomies() -> list[dict[str, Any]]:
     """``run.taxonomies``: every taxon of the three taxonomies the rules link into."""
     return [_taxonomy(*entry) for entry in TAXONOMIES]
 
 
-def supported_taxonomies() -> list[om.ToolComponentReference]:
+def supported_taxonomies() -> list[dict[str, Any]]:
     return [
-        om.ToolComponentReference(name=name, index=i)
+        node(om.ToolComponentReference, name=name, index=i)
         for i, (name, _org, _version, _taxa) in enumerate(TAXONOMIES)
     ]
 
 
 def _taxonomy(name: str, organization: str, version: str, taxa: dict[str, str]) -> Any:
-    return om.ToolComponent(
+    return node(
+        om.ToolComponent,
         name=name,
         organization=organization,
         version=version,
         taxa=[
-            om.ReportingDescriptor(
-                id=taxon, name=title, short_description=om.MultiformatMessageString(text=title)
+            node(
+                om.ReportingDescriptor,
+                id=taxon,
+                name=title,
+                short_description=node(om.MultiformatMessageString, text=title),
             )
             for taxon, title in taxa.items()
         ],
     )
 
 
-def _relationships(asi: str, llm: list[str], csa: str) -> list[Any]:
+def _relationships(asi: str, llm: list[str], csa: str, shared: Shared) -> list[Any]:
     """Links from a rule to its taxa; ids the taxonomies do not know are left to the tags."""
     wanted = [(0, asi), *((1, x) for x in llm), (2, csa)]
-    return [rel for t, taxon in wanted if (rel := _relationship(t, taxon)) is not None]
+    return [rel for t, taxon in wanted if (rel := shared.get(_relationship, t, taxon)) is not None]
 
 
-@functools.cache
 def _relationship(taxonomy: int, taxon: str) -> Any:
-    """One shared object per taxon: to_json converts it once per document."""
+    """The link to one taxon: one object per document (:class:`Shared`)."""
     index = _TAXON_INDEX.get((taxonomy, taxon))
     if index is None:
         return None
-    return om.ReportingDescriptorRelationship(
-        target=om.ReportingDescriptorReference(
+    return node(
+        om.ReportingDescriptorRelationship,
+        target=node(
+            om.ReportingDescriptorReference,
             id=taxon,
             index=index,
-            tool_component=om.ToolComponentReference(name=TAXONOMIES[taxonomy][0], index=taxonomy),
+            tool_component=node(
+                om.ToolComponentReference, name=TAXONOMIES[taxonomy][0], index=taxonomy
+            ),
         ),
         kinds=["subset"],  # a probe is one case of its category
     )
 
 
-@functools.cache
 def _configuration(level: str) -> Any:
-    return om.ReportingConfiguration(level=level)
+    return node(om.ReportingConfiguration, level=level)
 
 
 def _llm(llm_id: str) -> str:

@@ -187,7 +187,7 @@ class Shapes:
         if kind is bool or value is None:
             return value
         if kind is int or kind is float:
-            if json_key(value) in self.enum_values:
+            if ("number", value) in self.enum_values:  # json_key(value), inlined
                 return (kind.__name__, value)
             return (kind.__name__, *[(value > b) - (value < b) for b in self.bounds])
         return ("other", repr(value))
@@ -207,10 +207,17 @@ class Shapes:
         strings = True
         shapes: list[Any] = []
         for v in value:
-            if type(v) is str:
+            kind = type(v)
+            if kind is str:
                 shapes.append(self._string(v, patterns))
+                continue
+            strings = False
+            if kind is dict:  # of(v, key, memo), inlined: most items are objects
+                done = memo.get(id(v))
+                if done is None:
+                    done = memo[id(v)] = self._object(v, memo)
+                shapes.append(done)
             else:
-                strings = False
                 shapes.append(self.of(v, key, memo))
         if len(value) < 2 or len(set(shapes)) == len(shapes):
             return ("a", *shapes)
@@ -222,9 +229,18 @@ class Shapes:
     def _object(self, value: dict[str, Any], memo: dict[int, Any]) -> Any:
         out: list[Any] = ["o"]
         enum_strings, patterns, anywhere = self.enum_strings, self.patterns, self.anywhere
+        # of(v, k, memo), inlined for the kinds a SARIF object mostly holds.
         for k, v in value.items():
-            if type(v) is str and not anywhere and k not in patterns:
+            kind = type(v)
+            if kind is str and not anywhere and k not in patterns:
                 out.append((k, ("=", v) if v in enum_strings else "s"))
+            elif kind is dict:
+                done = memo.get(id(v))
+                if done is None:
+                    done = memo[id(v)] = self._object(v, memo)
+                out.append((k, done))
+            elif kind is list:
+                out.append((k, self._array(v, k, memo)))
             else:
                 out.append((k, self.of(v, k, memo)))
         return tuple(out)
