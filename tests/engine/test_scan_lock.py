@@ -47,6 +47,7 @@ def _journal_lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
 
 
+@pytest.mark.slow
 def test_two_resumes_at_once_one_is_refused_nothing_doubles_and_the_cap_holds(
     tmp_path: Path,
 ) -> None:

@@ -165,6 +165,7 @@ def assert_private(root: Path) -> None:
     ],
     ids=["fast", "smart", "full"],
 )
+@pytest.mark.slow
 def test_no_file_a_scan_writes_holds_a_secret(
     tmp_path: Path, leaky: LeakyAgentServer, mode_args: tuple[str, ...]
 ) -> None:
@@ -389,6 +390,7 @@ def spelled_hits(text: str) -> dict[str, set[str]]:
     return found
 
 
+@pytest.mark.slow
 def test_no_piece_of_a_secret_in_any_spelling_reaches_a_file_or_an_output(
     tmp_path: Path,
 ) -> None:

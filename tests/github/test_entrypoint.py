@@ -356,6 +356,7 @@ def test_agent_text_issues_no_workflow_command(tmp_path):
     assert not [line for line in run.summary.splitlines() if line.lstrip().startswith("::")]
 
 
+@pytest.mark.slow
 def test_real_scan_log_is_inside_the_block(tmp_path):
     run = run_action(tmp_path, {"PG_TARGET": "demo"})
     inside = block_text(run.stdout)
@@ -602,6 +603,7 @@ def test_a_cancelled_job_publishes_the_partial_report_outputs_and_summary(tmp_pa
         assert (path.lstat().st_uid, path.lstat().st_gid) == owner, path
 
 
+@pytest.mark.slow
 def test_the_first_signal_reaches_the_scan_once_and_the_next_waits_for_it(tmp_path):
     """SIGINT reaches the scan as SIGTERM (a background process may ignore SIGINT); the SIGTERM
     7.5 s later finds the scan still writing its report and is not passed on, so the scan ends

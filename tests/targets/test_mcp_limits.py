@@ -153,6 +153,7 @@ def conclusions(report: dict[str, Any]) -> object:
     return report["results"], report["unjudged"], findings, report["aivss"], agent
 
 
+@pytest.mark.slow
 def test_three_thousand_idle_connections_change_nothing_the_scan_concludes(
     tmp_path: Path,
 ) -> None:

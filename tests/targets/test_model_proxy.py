@@ -206,6 +206,7 @@ def test_at_concurrency_16_every_model_call_is_attributed(
     assert report["coverage"]["attempts_completed"] > 16 and LEDGER.attacker_directed() == []
 
 
+@pytest.mark.slow
 def test_the_careful_agent_earns_an_authoritative_full_scan_through_the_proxy(
     brain: BrainModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
