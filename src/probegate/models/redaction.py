@@ -432,6 +432,10 @@ class Redactor:
     ) -> tuple[Transcript, dict[str, OffsetMap]]:
         """:meth:`transcript` given the transcript's ``model_dump()`` (not changed here)."""
         maps: dict[str, OffsetMap] = {}
+        # Most transcripts hold nothing to hide: asking each of their strings (each answer
+        # remembered) costs a fraction of rebuilding the tree with its paths to find that out.
+        if not any(self.text_with_map(s)[1].spans for s in _strings_of(dumped)):
+            return transcript, maps
         data = self._walk(dumped, "", maps)
         if not maps:
             return transcript, maps
@@ -607,6 +611,21 @@ def _secret_search(
     alternatives = sorted(whole_names, key=lambda v: (-len(v), v))
     whole = re.compile("|".join(map(re.escape, alternatives))) if alternatives else None
     return _SecretSearch(table, seed_regex, whole, whole_names)
+
+
+def _strings_of(tree: Any) -> list[str]:
+    """Every string value in a JSON-like tree (keys aside), in no particular order."""
+    strings: list[str] = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            strings.append(node)
+        elif isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return strings
 
 
 def redact_text(text: str, secrets: Mapping[str, str]) -> str:
