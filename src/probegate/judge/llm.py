@@ -40,10 +40,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from probegate.errors import UsageError
@@ -58,6 +57,9 @@ from probegate.transport.model_apis import CHAT, MESSAGES, RESPONSES, Completion
 from probegate.transport.pricing import Prices, cost_usd
 from probegate.transport.usage import UNREADABLE, MalformedReply, TransportError
 from probegate.validation import describe
+
+if TYPE_CHECKING:
+    import jsonschema
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
@@ -108,6 +110,8 @@ def verdict_schema() -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def _validator() -> jsonschema.protocols.Validator:
+    import jsonschema  # only a scan with a judge checks its verdicts
+
     validator: jsonschema.protocols.Validator = jsonschema.Draft202012Validator(verdict_schema())
     return validator
 

@@ -3,15 +3,16 @@
 :data:`FORMATS` is the registry of output formats: adding one is its module and one line here.
 The ``--output`` help of ``scan``, ``report`` and ``merge`` (:func:`formats_help`), the formats
 table of docs/report-format.md, the README's table, the ``formats`` input of action.yml and the
-golden-file test all follow it (tests/reports/test_formats_registry.py). ``pdf`` needs the
-optional ``pdf`` extra (ReportLab): its module is imported only when a PDF is rendered, and
-asking for the format without the extra is one usage error before any work starts.
+golden-file test all follow it (tests/reports/test_formats_registry.py). A format's module is
+imported when a report is rendered in it, so a scan that writes JSON alone never loads the
+SARIF object model, its schema checker or ReportLab. ``pdf`` needs the optional ``pdf`` extra
+(ReportLab): asking for the format without the extra is one usage error before any work starts.
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +20,6 @@ from probegate.errors import ReportError, UsageError
 from probegate.files import write_atomic
 from probegate.models.report import ScanReport
 from probegate.perf import gc_paused
-from probegate.reports import html_report, json_report, junit, markdown, sarif
 
 
 @dataclass(frozen=True)
@@ -28,12 +28,20 @@ class Format:
 
     name: str
     filename: str
-    render: Callable[[ScanReport], bytes]
+    module: str  # probegate.reports.<module>, whose render(report) -> bytes writes it
     purpose: str  # what it is for, one line (help, docs, the Action's input)
     # The same report gives the same bytes on every install (a golden file holds them); not so
     # for a format whose bytes belong to an optional library's version.
     stable_bytes: bool = True
     extra: str | None = None  # the optional dependency group the format needs
+
+    def render(self, report: ScanReport) -> bytes:
+        """The report in this format; its module is imported now, not when probegate starts."""
+        if self.extra == "pdf":
+            require_pdf()
+        emitter = importlib.import_module(f"probegate.reports.{self.module}")
+        data: bytes = emitter.render(report)
+        return data
 
 
 PDF_INSTALL_HINT = "pip install 'probegate[pdf]'"
@@ -47,25 +55,18 @@ def require_pdf() -> None:
         )
 
 
-def _render_pdf(report: ScanReport) -> bytes:
-    require_pdf()
-    from probegate.reports import pdf_report
-
-    return pdf_report.render(report)
-
-
 FORMATS: dict[str, Format] = {
     f.name: f
     for f in (
-        Format("json", "scan.json", json_report.render,
+        Format("json", "scan.json", "json_report",
                "the signed record; every other format is derived from it"),
-        Format("sarif", "scan.sarif", sarif.render,
+        Format("sarif", "scan.sarif", "sarif",
                "GitHub code scanning and other SARIF consumers"),
-        Format("junit", "junit.xml", junit.render, "CI test reporters"),
-        Format("md", "summary.md", markdown.render, "`$GITHUB_STEP_SUMMARY`"),
-        Format("html", "report.html", html_report.render,
+        Format("junit", "junit.xml", "junit", "CI test reporters"),
+        Format("md", "summary.md", "markdown", "`$GITHUB_STEP_SUMMARY`"),
+        Format("html", "report.html", "html_report",
                "a developer reading findings and transcripts"),
-        Format("pdf", "report.pdf", _render_pdf,
+        Format("pdf", "report.pdf", "pdf_report",
                f"an auditor's file; needs the optional extra `{PDF_INSTALL_HINT}`",
                stable_bytes=False, extra="pdf"),
     )

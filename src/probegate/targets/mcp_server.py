@@ -40,8 +40,6 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
-import jsonschema
-
 from probegate.errors import UsageError
 from probegate.models.bounds import nested_deeper
 from probegate.models.sections import McpRejections, McpSummary, McpUnauthenticated
@@ -63,6 +61,7 @@ from probegate.targets.sandbox import Sandbox
 from probegate.targets.wire import tool_reply
 
 if TYPE_CHECKING:
+    import jsonschema
     from mcp.server.lowlevel import Server
 
 EXTRA_HINT = "install the MCP extra: pip install 'probegate[mcp]'"
@@ -521,6 +520,8 @@ def _schema_problem(spec: ToolSpec, arguments: dict[str, Any]) -> str | None:
     validator = _validator(json.dumps(_schema(spec), sort_keys=True))
     if validator is None:
         return None  # the user's schema is broken, not the agent's call
+    import jsonschema  # only a scan that serves tools checks their arguments
+
     error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
     return None if error is None else error.message[:200]
 
@@ -529,6 +530,8 @@ def _schema_problem(spec: ToolSpec, arguments: dict[str, Any]) -> str | None:
 def _validator(schema_text: str) -> jsonschema.protocols.Validator | None:
     """One validator per declared schema, its schema checked once: ``jsonschema.validate``
     re-checks the schema on every call (milliseconds, on the server's event loop)."""
+    import jsonschema
+
     schema = json.loads(schema_text)
     cls = jsonschema.validators.validator_for(schema)
     try:

@@ -40,15 +40,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 from importlib import resources
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from probegate import __version__
 from probegate.models.transcript import GuardFinding, GuardStage, walk_strings
 from probegate.models.verdict import SUBJECT_MAX
 from probegate.validation import describe, field_path
+
+if TYPE_CHECKING:
+    import jsonschema
 
 MAX_FINDINGS_KEPT = 10
 INTEGRATION = f"probegate/{__version__}"
@@ -205,6 +207,8 @@ def _verdict_validator() -> jsonschema.Draft202012Validator:
     schema = json.loads(text.read_text(encoding="utf-8"))
     schema["properties"] = {**schema["properties"], **_NEWER_FIELDS}
     schema["additionalProperties"] = True
+    import jsonschema  # only a scan behind a guard reads its verdicts
+
     return jsonschema.Draft202012Validator(schema)
 
 
