@@ -99,14 +99,17 @@ def problems(src: Path = SRC) -> list[str]:
     return found
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    """``code_shape.py [SRC]``: SRC is a package directory (default: this checkout's), so
+    an older checkout can be measured with today's rules."""
+    src = Path(argv[0]).resolve() if argv else SRC
     print("largest modules (lines)")
-    print("\n".join(str(b) for b in module_sizes()[:10]))
+    print("\n".join(str(b) for b in module_sizes(src)[:10]))
     print("\nlongest functions (lines)")
-    print("\n".join(str(b) for b in function_sizes()[:10]))
+    print("\n".join(str(b) for b in function_sizes(src)[:10]))
     print("\nradon D or worse (complexity)")
-    print("\n".join(f"{rank} {b}" for rank, b in complex_blocks()) or "none")
-    broken = problems()
+    print("\n".join(f"{rank} {b}" for rank, b in complex_blocks(src)) or "none")
+    broken = problems(src)
     print(
         f"\nlimits: no F, at most {MAX_D_OR_E} D/E, functions <= {FUNCTION_LINES} lines "
         f"({', '.join(sorted(TABLES))} aside): " + ("kept" if not broken else "BROKEN")
@@ -117,4 +120,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
