@@ -117,11 +117,7 @@ def _probe_result(
     same = sum(1 for a in attempts if a.reason == SAME_WITHOUT_ATTACK)
     outcome: ProbeOutcome = "vulnerable" if vul else "resisted" if res else "unjudged"
     return ProbeResult(
-        probe_id=probe.id,
-        name=probe.name,
-        asi=probe.asi,
-        severity=probe.severity,
-        channel=probe.channel.value,
+        **_probe_identity(probe),
         outcome=outcome,
         attempts=len(attempts),
         vulnerable=vul,
@@ -131,6 +127,17 @@ def _probe_result(
         not_started=not_started,
         reason=_outcome_reason(outcome, attempts, same=same, not_started=not_started),
     )
+
+
+def _probe_identity(probe: Probe) -> dict[str, Any]:
+    """What names a probe in its result, whatever became of its attempts."""
+    return {
+        "probe_id": probe.id,
+        "name": probe.name,
+        "asi": probe.asi,
+        "severity": probe.severity,
+        "channel": probe.channel.value,
+    }
 
 
 def _not_applicable(
@@ -155,11 +162,7 @@ def _without_attempts(
     enabled_by: str = "",
 ) -> ProbeResult:
     return ProbeResult(
-        probe_id=probe.id,
-        name=probe.name,
-        asi=probe.asi,
-        severity=probe.severity,
-        channel=probe.channel.value,
+        **_probe_identity(probe),
         outcome=outcome,
         reason=reason,
         missing=missing or [],
