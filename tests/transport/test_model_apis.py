@@ -13,9 +13,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from probegate.transport.model_apis import APIS, CHAT, MESSAGES, RESPONSES, ModelApi, ToolDecl
-from probegate.transport.sse import encode_events, parse_events
+from probegate.transport.sse import SseEvent, encode_events, parse_events
+from probegate.transport.usage import MalformedReply
 from tests.servers.base import Handler, LoopbackServer
 from tests.servers.model_apis import reply_json, reply_stream
 
@@ -164,3 +167,48 @@ def test_events_round_trip_and_odd_streams_parse() -> None:
     ]
     odd = b"\xef\xbb\xbf: comment\r\nid: 7\r\nevent: e\r\ndata:tight\r\n\r\ndata: \r\n\r\n"
     assert [(e.event, e.data) for e in parse_events(odd)] == [("e", "tight"), ("message", "")]
+
+
+_KEYS = [
+    "choices", "delta", "message", "tool_calls", "function", "index", "id", "name",
+    "arguments", "content", "usage", "type", "finish_reason", "output", "item",
+    "content_block", "text", "input", "stop_reason", "error", "response",
+]  # fmt: skip
+# Any JSON value at all, as a hostile or broken endpoint may send it in place of a reply or a
+# stream's chunk; and the same, shaped like one (the keys each API reads, values of any type).
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(_KEYS), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+_REPLY = st.dictionaries(st.sampled_from(_KEYS), _JSON, max_size=4) | _JSON
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(sorted(APIS)), st.lists(_REPLY, min_size=1, max_size=3), st.booleans())
+@example("openai-chat", [{"choices": 5}], True)
+@example("openai-chat", [{"choices": [{"delta": {"tool_calls": 7}}]}], True)
+def test_no_reply_however_shaped_breaks_the_reader(
+    name: str, values: list[Any], streamed: bool
+) -> None:
+    """A reply is read or is an unreadable reply (a MalformedReply, which retries and leaves
+    the attempt unjudged); never another exception, which would end the scan with a traceback."""
+    api = APIS[name]
+    try:
+        if streamed:
+            events = [SseEvent(_event_name(v), json.dumps(v)) for v in values]
+            api.parse_events(events)
+        else:
+            api.parse(values[0])
+    except MalformedReply:
+        pass
+
+
+def _event_name(value: Any) -> str:
+    """An event's name as the Messages and Responses streams set it: the chunk's type."""
+    kind = value.get("type") if isinstance(value, dict) else None
+    return kind if isinstance(kind, str) else ""

@@ -98,6 +98,11 @@ def mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def items(value: Any) -> list[Any]:
+    """A JSON array, or an empty one for anything else (a reply's optional lists)."""
+    return value if isinstance(value, list) else []
+
+
 def position(value: Any, default: int) -> int:
     """An ``index`` field of a streamed piece, else ``default``."""
     return value if isinstance(value, int) and not isinstance(value, bool) else default

@@ -24,6 +24,7 @@ from probegate.transport.model_apis.base import (
     content_text,
     count,
     error_of,
+    items,
     mapping,
     position,
     unreadable,
@@ -50,7 +51,7 @@ class _Stream:
         self.chunks += 1
         if isinstance(chunk.get("usage"), dict):
             self.usage = chunk["usage"]
-        for choice in chunk.get("choices") or []:
+        for choice in items(chunk.get("choices")):
             # A reply is its first choice; the others (n > 1) are not what the agent reads.
             if isinstance(choice, dict) and choice.get("index", 0) == 0:
                 self._add_choice(choice)
@@ -60,7 +61,7 @@ class _Stream:
         delta = mapping(choice.get("delta"))
         if isinstance(delta.get("content"), str):
             self.text.append(delta["content"])
-        for item in delta.get("tool_calls") or []:
+        for item in items(delta.get("tool_calls")):
             if isinstance(item, dict):
                 self._add_call_piece(item)
 
