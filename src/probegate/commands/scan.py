@@ -124,7 +124,8 @@ def add_parser(sub: Any) -> None:
         "--concurrency",
         type=int,
         metavar="N",
-        help="attempts in flight at once" + _default("concurrency"),
+        help="attempts in flight at once against an agent that waits on a network or a model "
+        "(the demo agents and replays only compute: one at a time)" + _default("concurrency"),
     )
     s.add_argument(
         "--rps",

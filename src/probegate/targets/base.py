@@ -76,6 +76,10 @@ class TargetTraits:
     # The agent's tool calls are answered by probegate's sandbox, so fixture-borne attacks
     # reach it. Follows from ``tool_delivery`` except for a recording, which says so itself.
     uses_sandbox: bool
+    # An attempt waits on something outside the process (a network, a subprocess, a model).
+    # False for an agent that only computes (the demo, a replay): threads would only take
+    # turns on the interpreter's lock, so the runner runs its attempts on its own thread.
+    waits: bool = True
 
     def __post_init__(self) -> None:
         expected = {
@@ -89,7 +93,12 @@ class TargetTraits:
 
     @classmethod
     def of(
-        cls, delivery: ToolDelivery, *, tool_calls_visible: bool, system_canaries: bool
+        cls,
+        delivery: ToolDelivery,
+        *,
+        tool_calls_visible: bool,
+        system_canaries: bool,
+        waits: bool = True,
     ) -> TargetTraits:
         """The traits of a live agent: whether it uses the sandbox follows from the delivery."""
         return cls(
@@ -97,6 +106,7 @@ class TargetTraits:
             tool_calls_visible=tool_calls_visible,
             system_canaries=system_canaries,
             uses_sandbox=delivery is not ToolDelivery.OWN,
+            waits=waits,
         )
 
 

@@ -71,6 +71,7 @@ class ReplayTarget:
             tool_calls_visible=manifest.tool_calls_visible,
             system_canaries=manifest.system_canaries,
             uses_sandbox=manifest.uses_sandbox,
+            waits=False,  # a recording is read, not asked
         )
         self._ref = raw
         self._secrets = config.real_secrets()

@@ -40,7 +40,10 @@ from probegate.targets.sandbox import Sandbox
 from probegate.transport.limiter import RequestLimiter
 
 # The demo agents run their own loop over probegate's sandbox, with canaries in their prompt.
-TRAITS = TargetTraits.of(ToolDelivery.AGENT_LOOP, tool_calls_visible=True, system_canaries=True)
+# The demo agents only compute: their attempts run on the runner's thread (TargetTraits.waits).
+TRAITS = TargetTraits.of(
+    ToolDelivery.AGENT_LOOP, tool_calls_visible=True, system_canaries=True, waits=False
+)
 
 
 class DemoConfig(AgentConfig):
