@@ -19,9 +19,10 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from probegate.models.bounds import TOOL_CALLS_MAX
 from probegate.transport.sse import SseEvent
 from probegate.transport.usage import UNREADABLE, MalformedReply
 
@@ -47,6 +48,32 @@ class Completion:
     completion_tokens: int = 0
     # How many tool calls the reply asked for; only the first TOOL_CALLS_MAX are read.
     calls_made: int = 0
+
+
+@dataclass
+class ReplyParts:
+    """A reply read block by block, as the Messages and Responses APIs list it: its text, and
+    its tool calls, every one counted and the first TOOL_CALLS_MAX kept."""
+
+    text: list[str] = field(default_factory=list)
+    calls: list[RawToolCall] = field(default_factory=list)
+    made: int = 0
+
+    def call(self, raw_id: Any, name: Any, arguments: Any) -> None:
+        self.made += 1
+        if len(self.calls) < TOOL_CALLS_MAX:
+            self.calls.append(
+                RawToolCall(call_id(raw_id, len(self.calls)), str(name or ""), arguments)
+            )
+
+    def completion(self, prompt_tokens: int, completion_tokens: int) -> Completion:
+        return Completion(
+            text="".join(self.text),
+            tool_calls=tuple(self.calls),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            calls_made=self.made,
+        )
 
 
 @dataclass(frozen=True)

@@ -16,15 +16,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from probegate.models.bounds import TOOL_CALLS_MAX, loads_bounded
+from probegate.models.bounds import loads_bounded
 from probegate.transport.model_apis.base import (
     Completion,
     Excerpt,
     ModelApi,
     RawToolCall,
+    ReplyParts,
     ToolDecl,
     ToolResultSlot,
-    call_id,
     content_text,
     count,
     error_of,
@@ -207,31 +207,15 @@ class MessagesApi(ModelApi):
         return self._completion(content, count(usage.get("input_tokens")), usage)
 
     def _completion(self, content: list[Any], prompt: int, usage: dict[str, Any]) -> Completion:
-        text: list[str] = []
-        calls: list[RawToolCall] = []
-        made = 0
+        reply = ReplyParts()
         for block in content:
             if not isinstance(block, dict):
                 continue
             if block.get("type") == "text" and isinstance(block.get("text"), str):
-                text.append(block["text"])
+                reply.text.append(block["text"])
             elif block.get("type") == "tool_use":
-                made += 1
-                if len(calls) < TOOL_CALLS_MAX:
-                    calls.append(
-                        RawToolCall(
-                            id=call_id(block.get("id"), len(calls)),
-                            name=str(block.get("name") or ""),
-                            arguments=block.get("input"),
-                        )
-                    )
-        return Completion(
-            text="".join(text),
-            tool_calls=tuple(calls),
-            prompt_tokens=prompt,
-            completion_tokens=count(usage.get("output_tokens")),
-            calls_made=made,
-        )
+                reply.call(block.get("id"), block.get("name"), block.get("input"))
+        return reply.completion(prompt, count(usage.get("output_tokens")))
 
     def parse_events(self, events: Sequence[SseEvent], excerpt: Excerpt = str) -> Completion:
         stream = _Stream()

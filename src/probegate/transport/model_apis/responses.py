@@ -15,15 +15,14 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from probegate.models.bounds import TOOL_CALLS_MAX
 from probegate.transport.model_apis.base import (
     Completion,
     Excerpt,
     ModelApi,
     RawToolCall,
+    ReplyParts,
     ToolDecl,
     ToolResultSlot,
-    call_id,
     content_text,
     count,
     error_of,
@@ -147,31 +146,15 @@ class ResponsesApi(ModelApi):
         return self._completion(output, usage)
 
     def _completion(self, output: list[Any], usage: dict[str, Any]) -> Completion:
-        text: list[str] = []
-        calls: list[RawToolCall] = []
-        made = 0
+        reply = ReplyParts()
         for item in output:
             if not isinstance(item, dict):
                 continue
             if item.get("type") == "message":
-                text.append(_message_text(item))
+                reply.text.append(_message_text(item))
             elif item.get("type") == "function_call":
-                made += 1
-                if len(calls) < TOOL_CALLS_MAX:
-                    calls.append(
-                        RawToolCall(
-                            id=call_id(item.get("call_id"), len(calls)),
-                            name=str(item.get("name") or ""),
-                            arguments=item.get("arguments"),
-                        )
-                    )
-        return Completion(
-            text="".join(text),
-            tool_calls=tuple(calls),
-            prompt_tokens=count(usage.get("input_tokens")),
-            completion_tokens=count(usage.get("output_tokens")),
-            calls_made=made,
-        )
+                reply.call(item.get("call_id"), item.get("name"), item.get("arguments"))
+        return reply.completion(count(usage.get("input_tokens")), count(usage.get("output_tokens")))
 
     def parse_events(self, events: Sequence[SseEvent], excerpt: Excerpt = str) -> Completion:
         typed = 0
