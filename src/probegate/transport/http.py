@@ -43,7 +43,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -487,41 +487,29 @@ class HttpClient:
         raise MalformedReply(self.scrub(failure.reason + self._tries_note(failure)))
 
     def _forward(self, method: str, url: str, body: bytes, headers: Mapping[str, str]) -> Forwarded:
-        watch = self._watchdog.watch(time.monotonic() + self.timeout)
-        _current.watch = watch
         response: requests.Response | None = None
         try:
-            try:
-                response = self._session.request(
-                    method,
-                    url,
-                    proxies=self._proxies_for(url),
-                    data=body,
-                    headers=dict(headers),
-                    timeout=(min(self.timeout, 30.0), self.timeout),
-                    stream=True,
-                    allow_redirects=False,
-                )
-                raw = self._read(response, watch)
-            except (requests.RequestException, OSError, urllib3.exceptions.HTTPError) as exc:
-                raw = self._network_failure(exc, watch)
-                dropped = isinstance(exc, requests.exceptions.ConnectionError) and not isinstance(
-                    exc, requests.exceptions.ConnectTimeout
-                )
-                if dropped and response is None:
-                    raise _Dropped(self.scrub(raw.reason)) from None
-            if isinstance(raw, _Failure):
-                raise TransportError(self.scrub(raw.reason))
-            assert response is not None
-            with self._lock:
-                self.stats.tries += 1
-                status = response.status_code
-                self.stats.by_status[status] = self.stats.by_status.get(status, 0) + 1
-            return Forwarded(status, dict(response.headers), raw)
+            with self._watched(time.monotonic() + self.timeout) as watch:
+                try:
+                    response = self._send(method, url, data=body, headers=dict(headers))
+                    raw = self._read(response, watch)
+                except (requests.RequestException, OSError, urllib3.exceptions.HTTPError) as exc:
+                    raw = self._network_failure(exc, watch)
+                    dropped = isinstance(
+                        exc, requests.exceptions.ConnectionError
+                    ) and not isinstance(exc, requests.exceptions.ConnectTimeout)
+                    if dropped and response is None:
+                        raise _Dropped(self.scrub(raw.reason)) from None
+                if isinstance(raw, _Failure):
+                    raise TransportError(self.scrub(raw.reason))
+                assert response is not None
+                with self._lock:
+                    self.stats.tries += 1
+                    status = response.status_code
+                    self.stats.by_status[status] = self.stats.by_status.get(status, 0) + 1
+                return Forwarded(status, dict(response.headers), raw)
         finally:
-            self._watchdog.release(watch)
-            _current.watch = None
-            if response is not None:
+            if response is not None:  # after the watch is released (see _watched)
                 response.close()
 
     def _decoded(self, answer: Forwarded) -> Any:
@@ -587,35 +575,48 @@ class HttpClient:
         deadline: float,
         events: bool = False,
     ) -> Any:
-        watch = self._watchdog.watch(deadline)
-        _current.watch = watch
         response: requests.Response | None = None
         try:
-            try:
-                response = self._session.request(
-                    method,
-                    url,
-                    proxies=self._proxies_for(url),
-                    json=body,
-                    params=params,
-                    headers=dict(headers or {}),
-                    timeout=(min(self.timeout, 30.0), self.timeout),
-                    stream=True,
-                    allow_redirects=False,
-                )
-                raw = self._read(response, watch)
-            except requests.RequestException as exc:
-                return self._network_failure(exc, watch)
-            except (OSError, urllib3.exceptions.HTTPError) as exc:
-                return self._network_failure(exc, watch)
-            if isinstance(raw, _Failure):
-                return raw
-            return self._decode(response, raw, events)
+            with self._watched(deadline) as watch:
+                try:
+                    response = self._send(
+                        method, url, json=body, params=params, headers=dict(headers or {})
+                    )
+                    raw = self._read(response, watch)
+                except (requests.RequestException, OSError, urllib3.exceptions.HTTPError) as exc:
+                    return self._network_failure(exc, watch)
+                if isinstance(raw, _Failure):
+                    return raw
+                return self._decode(response, raw, events)
+        finally:
+            if response is not None:  # after the watch is released (see _watched)
+                response.close()
+
+    @contextlib.contextmanager
+    def _watched(self, deadline: float) -> Iterator[_Watch]:
+        """The current thread's request under the watchdog until ``deadline``. The watch is
+        released before the response is closed: closing hands the connection back to the pool,
+        and a later request on it must never be shut down by this one's deadline."""
+        watch = self._watchdog.watch(deadline)
+        _current.watch = watch
+        try:
+            yield watch
         finally:
             self._watchdog.release(watch)
             _current.watch = None
-            if response is not None:
-                response.close()
+
+    def _send(self, method: str, url: str, **payload: Any) -> requests.Response:
+        """One request as every call sends it: streamed (the body is read under a cap), no
+        redirect followed, the proxies the environment names, connect and read timeouts."""
+        return self._session.request(
+            method,
+            url,
+            proxies=self._proxies_for(url),
+            timeout=(min(self.timeout, 30.0), self.timeout),
+            stream=True,
+            allow_redirects=False,
+            **payload,
+        )
 
     def _proxies_for(self, url: str) -> dict[str, str]:
         parts = urlsplit(url)
