@@ -7,9 +7,10 @@ reason, so the attempt is *unjudged* (never resisted) and the scan goes on.
 
 Why each piece is the way it is:
 
-- One pooled ``requests.Session`` sized to ``--concurrency``: connection reuse is most of the
-  throughput against a fast agent, and a pool smaller than the worker count would serialise
-  workers on the pool instead of on the agent.
+- One pool of keep-alive connections sized to ``--concurrency`` (transport/connections.py, on
+  ``http.client``): connection reuse is most of the throughput against a fast agent, a pool
+  smaller than the worker count would serialise workers on the pool instead of on the agent,
+  and the client's own CPU per request is what bounds a scan against a fast agent.
 - Retries with exponential backoff and jitter on 429, 5xx, transient network failures and
   replies whose body cannot be read (an HTML page from a proxy, JSON cut off, an empty body,
   or, through the caller's ``parse``, a body without the fields its protocol needs): missing
@@ -35,30 +36,27 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import heapq
+import http.client
 import itertools
 import json
-import os
 import random
 import re
 import socket
+import ssl
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import zlib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-import requests
-import urllib3
-from requests.adapters import HTTPAdapter
-from urllib3.connection import HTTPConnection, HTTPSConnection
-from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-
 from probegate import __version__
 from probegate.models.bounds import loads_bounded
 from probegate.models.spellings import Spellings, hide
 from probegate.terminal import clean
+from probegate.transport.connections import ConnectFailed, ConnectionPool, InvalidTarget, Reply
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.sse import SseEvent, is_event_stream, parse_events
 from probegate.transport.usage import UNREADABLE, MalformedReply, TransportError, Usage
@@ -89,12 +87,9 @@ class _Watch:
     """One in-flight request: when it must be done, and the connection carrying it."""
 
     deadline: float
-    conn: HTTPConnection | None = None
+    conn: http.client.HTTPConnection | None = None
     active: bool = True
     expired: bool = False
-
-
-_current = threading.local()
 
 
 class _Watchdog:
@@ -158,48 +153,6 @@ class _Watchdog:
                         sock.shutdown(socket.SHUT_RDWR)
 
 
-class _WatchedConnection(HTTPConnection):
-    """Tells the current request's watch which connection it travels on."""
-
-    def request(self, *args: Any, **kwargs: Any) -> None:
-        watch: _Watch | None = getattr(_current, "watch", None)
-        if watch is not None and watch.active:
-            watch.conn = self
-        super().request(*args, **kwargs)
-
-
-class _WatchedHTTPSConnection(HTTPSConnection):
-    def request(self, *args: Any, **kwargs: Any) -> None:
-        watch: _Watch | None = getattr(_current, "watch", None)
-        if watch is not None and watch.active:
-            watch.conn = self
-        super().request(*args, **kwargs)
-
-
-class _Pool(HTTPConnectionPool):
-    ConnectionCls = _WatchedConnection
-
-
-class _HTTPSPool(HTTPSConnectionPool):
-    ConnectionCls = _WatchedHTTPSConnection
-
-
-_POOLS = {"http": _Pool, "https": _HTTPSPool}
-
-
-class _Adapter(HTTPAdapter):
-    """A requests adapter whose connections report to the watchdog."""
-
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = _POOLS
-
-    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
-        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
-        manager.pool_classes_by_scheme = _POOLS
-        return manager
-
-
 # --- the client -------------------------------------------------------------------------------
 
 
@@ -212,6 +165,9 @@ class _Failure:
     status: int | None = None
     retry_after: float | None = None
     fatal: bool = False
+    # The connection failed before any reply came back (a pooled connection the peer had
+    # just closed looks like this): :meth:`HttpClient.forward` tries once more.
+    dropped: bool = False
 
 
 class _Dropped(TransportError):
@@ -303,19 +259,12 @@ class HttpClient:
         self._paused_until = 0.0
         self._answered = False
         self._watchdog = _Watchdog()
-        self._session = requests.Session()
-        adapter = _Adapter(pool_connections=4, pool_maxsize=max(1, pool_size), max_retries=0)
-        self._session.mount("http://", adapter)
-        self._session.mount("https://", adapter)
-        self._session.headers["User-Agent"] = f"probegate/{__version__}"
-        # The environment (proxies, no_proxy, CA bundle) is read once per host instead of on
-        # every request: requests re-reads all of os.environ per call, a third of its CPU time
-        # against a fast agent. Nothing is disabled: proxies and the CA bundle still apply.
-        self._session.trust_env = False
-        self._session.verify = (
-            os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
+        self._pool = ConnectionPool(
+            maxsize=pool_size,
+            connect_timeout=min(timeout, 30.0),
+            read_timeout=timeout,
+            user_agent=f"probegate/{__version__}",
         )
-        self._proxies: dict[str, dict[str, str]] = {}
 
     # -- secrets -------------------------------------------------------------------------
     def add_secret(self, value: str) -> None:
@@ -487,30 +436,17 @@ class HttpClient:
         raise MalformedReply(self.scrub(failure.reason + self._tries_note(failure)))
 
     def _forward(self, method: str, url: str, body: bytes, headers: Mapping[str, str]) -> Forwarded:
-        response: requests.Response | None = None
-        try:
-            with self._watched(time.monotonic() + self.timeout) as watch:
-                try:
-                    response = self._send(method, url, data=body, headers=dict(headers))
-                    raw = self._read(response, watch)
-                except (requests.RequestException, OSError, urllib3.exceptions.HTTPError) as exc:
-                    raw = self._network_failure(exc, watch)
-                    dropped = isinstance(
-                        exc, requests.exceptions.ConnectionError
-                    ) and not isinstance(exc, requests.exceptions.ConnectTimeout)
-                    if dropped and response is None:
-                        raise _Dropped(self.scrub(raw.reason)) from None
-                if isinstance(raw, _Failure):
-                    raise TransportError(self.scrub(raw.reason))
-                assert response is not None
-                with self._lock:
-                    self.stats.tries += 1
-                    status = response.status_code
-                    self.stats.by_status[status] = self.stats.by_status.get(status, 0) + 1
-                return Forwarded(status, dict(response.headers), raw)
-        finally:
-            if response is not None:  # after the watch is released (see _watched)
-                response.close()
+        reply, raw = self._exchange(method, url, body, None, headers, self.timeout)
+        if isinstance(raw, _Failure):
+            if raw.dropped:
+                raise _Dropped(self.scrub(raw.reason))
+            raise TransportError(self.scrub(raw.reason))
+        assert reply is not None
+        with self._lock:
+            self.stats.tries += 1
+            status = reply.status
+            self.stats.by_status[status] = self.stats.by_status.get(status, 0) + 1
+        return Forwarded(status, dict(reply.headers.items()), raw)
 
     def _decoded(self, answer: Forwarded) -> Any:
         """A forwarded answer's body as :meth:`_decode` reads one: events, else JSON."""
@@ -575,72 +511,74 @@ class HttpClient:
         deadline: float,
         events: bool = False,
     ) -> Any:
-        response: requests.Response | None = None
-        try:
-            with self._watched(deadline) as watch:
-                try:
-                    response = self._send(
-                        method, url, json=body, params=params, headers=dict(headers or {})
-                    )
-                    raw = self._read(response, watch)
-                except (requests.RequestException, OSError, urllib3.exceptions.HTTPError) as exc:
-                    return self._network_failure(exc, watch)
-                if isinstance(raw, _Failure):
-                    return raw
-                return self._decode(response, raw, events)
-        finally:
-            if response is not None:  # after the watch is released (see _watched)
-                response.close()
+        sent = dict(headers or {})
+        data: bytes | None = None
+        if body is not None:
+            try:
+                data = json.dumps(body, allow_nan=False).encode("utf-8")
+            except ValueError:
+                return _Failure("the request body is not valid JSON (NaN or infinity)", False)
+            if not any(name.lower() == "content-type" for name in sent):
+                sent["Content-Type"] = "application/json"
+        reply, raw = self._exchange(method, url, data, params, sent, deadline - time.monotonic())
+        if isinstance(raw, _Failure):
+            return raw
+        assert reply is not None
+        return self._decode(reply, raw, events)
 
-    @contextlib.contextmanager
-    def _watched(self, deadline: float) -> Iterator[_Watch]:
-        """The current thread's request under the watchdog until ``deadline``. The watch is
-        released before the response is closed: closing hands the connection back to the pool,
-        and a later request on it must never be shut down by this one's deadline."""
-        watch = self._watchdog.watch(deadline)
-        _current.watch = watch
+    def _exchange(
+        self,
+        method: str,
+        url: str,
+        body: bytes | None,
+        params: Mapping[str, str] | None,
+        headers: Mapping[str, str],
+        within: float,
+    ) -> tuple[Reply | None, bytes | _Failure]:
+        """One request as every call sends it, its body read under the cap and the watchdog's
+        deadline ``within`` seconds from now: no redirect followed, the proxies the environment
+        names, connect and read timeouts. The watch is released before the reply is closed:
+        closing hands the connection back to the pool, and a later request on it must never
+        be shut down by this one's deadline."""
+        watch = self._watchdog.watch(time.monotonic() + within)
+
+        def watched(conn: http.client.HTTPConnection) -> None:
+            if watch.active:
+                watch.conn = conn
+
+        reply: Reply | None = None
         try:
-            yield watch
+            reply = self._pool.send(
+                method, url, body=body, headers=headers, params=params, on_connection=watched
+            )
+            return reply, self._read(reply, watch)
+        except (OSError, http.client.HTTPException, ConnectFailed, InvalidTarget) as exc:
+            return reply, self._network_failure(exc, watch, replied=reply is not None)
+        except ValueError:  # http.client refuses a header value with a line break in it
+            return reply, _Failure(
+                "a request header has a value HTTP cannot carry (a line break?)", False, fatal=True
+            )
         finally:
             self._watchdog.release(watch)
-            _current.watch = None
+            if reply is not None:
+                reply.close()
 
-    def _send(self, method: str, url: str, **payload: Any) -> requests.Response:
-        """One request as every call sends it: streamed (the body is read under a cap), no
-        redirect followed, the proxies the environment names, connect and read timeouts."""
-        return self._session.request(
-            method,
-            url,
-            proxies=self._proxies_for(url),
-            timeout=(min(self.timeout, 30.0), self.timeout),
-            stream=True,
-            allow_redirects=False,
-            **payload,
-        )
-
-    def _proxies_for(self, url: str) -> dict[str, str]:
-        parts = urlsplit(url)
-        key = f"{parts.scheme}://{parts.netloc}"
-        proxies = self._proxies.get(key)
-        if proxies is None:
-            proxies = dict(requests.utils.get_environ_proxies(url))
-            with self._lock:
-                self._proxies[key] = proxies
-        return proxies
-
-    def _read(self, response: requests.Response, watch: _Watch) -> bytes | _Failure:
-        declared = response.headers.get("Content-Length", "")
+    def _read(self, reply: Reply, watch: _Watch) -> bytes | _Failure:
+        declared = reply.headers.get("Content-Length", "")
         if declared.isdigit() and int(declared) > self.max_body_bytes:
             return self._too_large()
         chunks: list[bytes] = []
         size = 0
-        for chunk in response.iter_content(chunk_size=65536):
-            size += len(chunk)
-            if size > self.max_body_bytes:
-                return self._too_large()
-            chunks.append(chunk)
-            if watch.expired:
-                return self._slow()
+        try:
+            for chunk in reply.chunks():
+                size += len(chunk)
+                if size > self.max_body_bytes:
+                    return self._too_large()
+                chunks.append(chunk)
+                if watch.expired:
+                    return self._slow()
+        except zlib.error:
+            return _Failure("reply body could not be decoded", False)
         if watch.expired:
             return self._slow()
         return b"".join(chunks)
@@ -651,45 +589,56 @@ class HttpClient:
     def _slow(self) -> _Failure:
         return _Failure(f"no complete reply within {self.timeout:g}s (timeout)", True)
 
-    def _network_failure(self, exc: BaseException, watch: _Watch) -> _Failure:
+    def _network_failure(self, exc: BaseException, watch: _Watch, *, replied: bool) -> _Failure:
+        """Why a request got no readable reply, in words; ``replied``: the status line and
+        headers had come back, so a connection lost now cut the reply short."""
         if watch.expired:
             return self._slow()
-        if isinstance(exc, requests.exceptions.SSLError):
-            return _Failure(f"TLS error: {self.excerpt(str(exc))}", False, fatal=not self._answered)
-        if isinstance(exc, requests.exceptions.ConnectTimeout):
-            return _Failure("connection timed out", True)
-        if isinstance(exc, requests.exceptions.ReadTimeout):
-            return _Failure(f"no reply within {self.timeout:g}s (timeout)", True)
-        if isinstance(exc, requests.exceptions.InvalidURL | requests.exceptions.MissingSchema):
+        if isinstance(exc, InvalidTarget | http.client.InvalidURL):
             return _Failure(f"invalid URL: {self.excerpt(str(exc))}", False, fatal=True)
-        text = str(exc)
-        if "NameResolutionError" in text or "Failed to resolve" in text:
-            host = (
-                urlsplit(str(getattr(exc.request, "url", "") or "")).hostname
-                if isinstance(exc, requests.RequestException) and exc.request is not None
-                else None
-            )
+        if isinstance(exc, ConnectFailed):
+            return self._connect_failure(exc)
+        if isinstance(exc, ssl.SSLError):
+            return _Failure(f"TLS error: {self.excerpt(str(exc))}", False, fatal=not self._answered)
+        if isinstance(exc, TimeoutError):
+            return _Failure(f"no reply within {self.timeout:g}s (timeout)", True)
+        if isinstance(exc, http.client.IncompleteRead) or (
+            replied and isinstance(exc, OSError | http.client.HTTPException)
+        ):
+            return _Failure("connection dropped mid-reply (truncated body)", True)
+        if isinstance(exc, ConnectionError | http.client.RemoteDisconnected):
+            return _Failure("connection dropped before a reply", True, dropped=True)
+        if isinstance(exc, http.client.HTTPException):
+            # A status line or headers HTTP cannot read (too long, too many, not HTTP at all).
+            return _Failure(f"not a readable HTTP reply ({type(exc).__name__})", True)
+        return _Failure(f"{type(exc).__name__}: {self.excerpt(str(exc))}", True)
+
+    def _connect_failure(self, exc: ConnectFailed) -> _Failure:
+        cause = exc.cause
+        fatal = not self._answered
+        if isinstance(cause, ssl.SSLError | ssl.CertificateError):
+            return _Failure(f"TLS error: {self.excerpt(str(cause))}", False, fatal=fatal)
+        if isinstance(cause, socket.gaierror):
             # A name that does not exist will not resolve on the next try; a resolver that is
             # temporarily down may.
             return _Failure(
-                f"cannot resolve host {host or 'of the URL'} (DNS lookup failed)",
-                "Temporary failure" in text,
-                fatal=not self._answered,
+                f"cannot resolve host {exc.host or 'of the URL'} (DNS lookup failed)",
+                cause.errno == socket.EAI_AGAIN,
+                fatal=fatal,
             )
-        if "Connection refused" in text or "NewConnectionError" in text:
+        if isinstance(cause, ConnectionRefusedError):
             # Nothing listens there: fatal when it never answered, so an unreachable target
             # stops the scan at once instead of after every attempt's retries.
-            return _Failure("connection refused", True, fatal=not self._answered)
-        if isinstance(exc, requests.exceptions.ChunkedEncodingError) or "IncompleteRead" in text:
-            return _Failure("connection dropped mid-reply (truncated body)", True)
-        if isinstance(exc, requests.exceptions.ContentDecodingError):
-            return _Failure("reply body could not be decoded", False)
-        if isinstance(exc, requests.exceptions.ConnectionError):
-            return _Failure("connection dropped before a reply", True)
-        return _Failure(f"{type(exc).__name__}: {self.excerpt(text)}", True)
+            return _Failure("connection refused", True, fatal=fatal)
+        if isinstance(cause, TimeoutError):
+            return _Failure("connection timed out", True)
+        if str(cause).startswith("Tunnel connection failed"):
+            return _Failure(f"the proxy refused the tunnel: {self.excerpt(str(cause))}", False,
+                            fatal=fatal)  # fmt: skip
+        return _Failure(f"cannot connect to {exc.host}: {self.excerpt(str(cause))}", True)
 
-    def _decode(self, response: requests.Response, raw: bytes, events: bool = False) -> Any:
-        status = response.status_code
+    def _decode(self, response: Reply, raw: bytes, events: bool = False) -> Any:
+        status = response.status
         with self._lock:
             self.stats.by_status[status] = self.stats.by_status.get(status, 0) + 1
         if status >= 400 or status < 200 or 300 <= status < 400:
@@ -746,7 +695,7 @@ class HttpClient:
 
     def close(self) -> None:
         self._watchdog.close()
-        self._session.close()
+        self._pool.close()
 
 
 def _ends_early(exc: json.JSONDecodeError) -> bool:

@@ -1,0 +1,382 @@
+"""The client's own connections (transport/connections.py) against real loopback peers.
+
+What requests and urllib3 did for the client and the pool on ``http.client`` must still do:
+verified TLS against the CA bundle the environment names, proxies from the environment (plain
+HTTP asked for the absolute URL, HTTPS through a CONNECT tunnel, credentials sent and never
+shown, ``NO_PROXY`` honoured), idle connections the peer closed never reused, at most
+``maxsize`` idle connections kept, compressed bodies decoded under the body cap, and a header
+HTTP cannot carry refused in words.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import datetime
+import gzip
+import ipaddress
+import json
+import select
+import socket
+import socketserver
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from probegate.transport.connections import ConnectionPool
+from probegate.transport.http import HttpClient
+from probegate.transport.limiter import RequestLimiter
+from probegate.transport.usage import TransportError
+from tests.servers.base import Handler, LoopbackServer
+
+PROXY_USER, PROXY_PASSWORD = "scanner", "p@ss-SECRET-7781"
+
+
+class _Echo(Handler):
+    """Answers every request with what it saw; ``/gzip`` and ``/bomb`` compress unasked."""
+
+    def setup(self) -> None:
+        super().setup()
+        with self.owner.lock:
+            self.owner.connections += 1
+
+    def handle(self) -> None:
+        with contextlib.suppress(ConnectionError):  # a client that stopped reading a bomb
+            super().handle()
+
+    def do_POST(self) -> None:
+        self.read_json()
+        if self.path.startswith("/gzip"):
+            body = gzip.compress(json.dumps({"ok": "compressed"}).encode())
+            self.send_raw(200, body, headers={"Content-Encoding": "gzip"})
+        elif self.path.startswith("/bomb"):  # 8 MiB of zeros in about 8 KiB
+            bomb = gzip.compress(b"0" * (8 << 20))
+            self.send_raw(200, bomb, headers={"Content-Encoding": "gzip"})
+        else:
+            seen = {"path": self.path, "host": self.headers.get("Host")}
+            self.send_json(200, seen)
+
+    do_GET = do_POST
+
+
+class EchoServer(LoopbackServer):
+    handler = _Echo
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.connections = 0  # opened by clients
+
+
+class _ShortIdle(_Echo):
+    timeout = 0.2  # the server drops a keep-alive connection idle for 0.2 s
+
+
+class ShortIdleServer(EchoServer):
+    handler = _ShortIdle
+
+
+# --- TLS ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 (its own CA) and its key, as PEM files."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "probegate test peer")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    folder = tmp_path_factory.mktemp("tls")
+    cert_file, key_file = folder / "peer.pem", folder / "peer.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_file, key_file
+
+
+@pytest.fixture
+def tls_server(certificate: tuple[Path, Path]) -> Iterator[EchoServer]:
+    server = EchoServer()
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(*certificate)
+    server.httpd.socket = context.wrap_socket(server.httpd.socket, server_side=True)
+    with server:
+        yield server
+
+
+def https(server: EchoServer) -> str:
+    return server.url.replace("http://", "https://")
+
+
+def post(client: HttpClient, url: str) -> Any:
+    return client.request_json("POST", url, body={"q": 1}, limiter=RequestLimiter())
+
+
+def test_https_is_verified_against_the_ca_bundle_the_environment_names(
+    tls_server: EchoServer, certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(certificate[0]))
+    client = HttpClient(timeout=5, retries=0)
+    assert post(client, https(tls_server) + "/v1/x") == {
+        "path": "/v1/x",
+        "host": tls_server.url.removeprefix("http://"),
+    }
+    client.close()
+
+
+def test_a_certificate_nobody_vouches_for_is_a_fatal_tls_error(
+    tls_server: EchoServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default bundle (requests' own) does not know the test CA: verification fails, the
+    scan stops at once (a wrong certificate will be wrong for every attempt), no retry."""
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    client = HttpClient(timeout=5, retries=2, backoff_base=0.01)
+    with pytest.raises(TransportError) as info:
+        post(client, https(tls_server) + "/v1/x")
+    client.close()
+    assert info.value.reason.startswith("TLS error:")
+    assert "CERTIFICATE_VERIFY_FAILED" in info.value.reason
+    assert info.value.fatal
+    assert client.stats.tries == 1
+
+
+# --- proxies -------------------------------------------------------------------------------
+
+
+class _ProxyHandler(socketserver.StreamRequestHandler):
+    """A small forward proxy: CONNECT tunnels to the named host; a plain request is answered
+    by the proxy itself with the request line and the credentials it was given."""
+
+    server: _ProxyServer
+
+    def handle(self) -> None:
+        head = self.rfile.readline(65537).decode("latin-1").rstrip("\r\n")
+        headers: dict[str, str] = {}
+        while line := self.rfile.readline(65537).decode("latin-1").rstrip("\r\n"):
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        self.server.seen.append((head, headers.get("proxy-authorization")))
+        method, target, _ = head.split(" ", 2)
+        if method != "CONNECT":
+            length = int(headers.get("content-length") or 0)
+            self.rfile.read(length)
+            body = json.dumps({"request_line": head}).encode()
+            self.wfile.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            return
+        if self.server.refuse:
+            self.wfile.write(b"HTTP/1.1 407 Proxy Authentication Required\r\n\r\n")
+            return
+        host, _, port = target.rpartition(":")
+        with socket.create_connection((host, int(port)), timeout=5) as upstream:
+            self.wfile.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            self.wfile.flush()
+            _pipe(self.connection, upstream)
+
+
+def _pipe(a: socket.socket, b: socket.socket) -> None:
+    """Copy bytes both ways until either side closes (or 10 s pass: tests end on their own)."""
+    end = time.monotonic() + 10
+    while time.monotonic() < end:
+        ready, _, _ = select.select([a, b], [], [], 0.2)
+        for sock in ready:
+            data = sock.recv(65536)
+            if not data:
+                return
+            (b if sock is a else a).sendall(data)
+
+
+class _ProxyServer(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, *, refuse: bool = False) -> None:
+        super().__init__(("127.0.0.1", 0), _ProxyHandler)
+        self.seen: list[tuple[str, str | None]] = []
+        self.refuse = refuse
+        self._thread = threading.Thread(
+            target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    def url(self, credentials: bool = True) -> str:
+        port = self.server_address[1]
+        who = f"{PROXY_USER}:{PROXY_PASSWORD.replace('@', '%40')}@" if credentials else ""
+        return f"http://{who}127.0.0.1:{port}"
+
+    def __enter__(self) -> _ProxyServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+        self.server_close()
+        self._thread.join(timeout=5)
+
+
+BASIC = "Basic " + base64.b64encode(f"{PROXY_USER}:{PROXY_PASSWORD}".encode()).decode()
+
+
+@pytest.fixture
+def no_proxies(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    return monkeypatch
+
+
+def test_plain_http_asks_the_environment_proxy_for_the_absolute_url(
+    no_proxies: pytest.MonkeyPatch,
+) -> None:
+    with _ProxyServer() as proxy:
+        no_proxies.setenv("HTTP_PROXY", proxy.url())
+        client = HttpClient(timeout=5, retries=0)
+        reply = post(client, "http://agent.internal:8080/v1/chat?api=2")
+        client.close()
+    assert reply == {"request_line": "POST http://agent.internal:8080/v1/chat?api=2 HTTP/1.1"}
+    assert proxy.seen == [("POST http://agent.internal:8080/v1/chat?api=2 HTTP/1.1", BASIC)]
+
+
+def test_no_proxy_sends_the_request_straight_to_the_agent(no_proxies: pytest.MonkeyPatch) -> None:
+    with _ProxyServer() as proxy, EchoServer() as agent:
+        no_proxies.setenv("HTTP_PROXY", proxy.url())
+        no_proxies.setenv("NO_PROXY", "127.0.0.1,localhost")
+        client = HttpClient(timeout=5, retries=0)
+        reply = post(client, agent.url + "/v1/x")
+        client.close()
+    assert reply["path"] == "/v1/x"
+    assert proxy.seen == []
+
+
+def test_https_goes_through_a_connect_tunnel_and_is_verified_inside_it(
+    no_proxies: pytest.MonkeyPatch, tls_server: EchoServer, certificate: tuple[Path, Path]
+) -> None:
+    no_proxies.setenv("REQUESTS_CA_BUNDLE", str(certificate[0]))
+    with _ProxyServer() as proxy:
+        no_proxies.setenv("HTTPS_PROXY", proxy.url())
+        client = HttpClient(timeout=5, retries=0)
+        replies = [post(client, https(tls_server) + "/v1/x") for _ in range(3)]
+        client.close()
+    port = tls_server.httpd.server_address[1]
+    assert [r["path"] for r in replies] == ["/v1/x"] * 3
+    # One tunnel, kept alive for all three requests (http.client says HTTP/1.0 before 3.12).
+    assert [(line.rpartition(" ")[0], auth) for line, auth in proxy.seen] == [
+        (f"CONNECT 127.0.0.1:{port}", BASIC)
+    ]
+
+
+def test_a_proxy_that_refuses_the_tunnel_stops_the_scan_and_never_shows_the_password(
+    no_proxies: pytest.MonkeyPatch,
+) -> None:
+    with _ProxyServer(refuse=True) as proxy:
+        no_proxies.setenv("HTTPS_PROXY", proxy.url())
+        client = HttpClient(timeout=5, retries=2, backoff_base=0.01, secrets=[PROXY_PASSWORD])
+        with pytest.raises(TransportError) as info:
+            post(client, "https://agent.internal/v1/x")
+        client.close()
+    assert info.value.reason.startswith("the proxy refused the tunnel:")
+    assert "407" in info.value.reason
+    assert info.value.fatal
+    assert len(proxy.seen) == 1  # not retried: the proxy will refuse every time
+    assert PROXY_PASSWORD not in info.value.reason
+
+
+# --- connections and bodies ----------------------------------------------------------------
+
+
+def test_an_idle_connection_the_server_closed_is_not_reused() -> None:
+    """A keep-alive connection the agent closed while idle is noticed before it is used:
+    the next request opens a new one, with no failure and no retry."""
+    client = HttpClient(timeout=5, retries=0)
+    with ShortIdleServer() as server:
+        first = post(client, server.url + "/a")
+        time.sleep(0.6)  # the server has closed the idle connection by now
+        second = post(client, server.url + "/b")
+    client.close()
+    assert (first["path"], second["path"]) == ("/a", "/b")
+    assert client.stats.retries == 0
+    assert server.connections == 2
+
+
+def test_the_pool_keeps_at_most_maxsize_idle_connections() -> None:
+    pool = ConnectionPool(maxsize=2, connect_timeout=5, read_timeout=5, user_agent="t")
+    with EchoServer() as server:
+        url = server.url + "/x"
+        first = [pool.send("POST", url, body=b"{}", headers={}) for _ in range(4)]
+        for reply in first:
+            assert reply.status == 200 and json.loads(b"".join(reply.chunks()))["path"] == "/x"
+            reply.close()
+        opened = server.connections
+        second = [pool.send("POST", url, body=b"{}", headers={}) for _ in range(4)]
+        for reply in second:
+            b"".join(reply.chunks())
+            reply.close()
+        pool.close()
+    assert opened == 4
+    assert server.connections == 6  # two reused, two opened anew
+
+
+def test_a_compressed_body_is_decoded_and_a_compression_bomb_is_cut_at_the_cap() -> None:
+    client = HttpClient(timeout=5, retries=0, max_body_bytes=1 << 20)
+    with EchoServer() as server:
+        assert post(client, server.url + "/gzip") == {"ok": "compressed"}
+        with pytest.raises(TransportError) as info:
+            post(client, server.url + "/bomb")
+    client.close()
+    assert "response too large (over 1024 KiB)" in info.value.reason
+
+
+def test_a_header_http_cannot_carry_is_refused_in_words_without_its_value() -> None:
+    client = HttpClient(timeout=5, retries=2, backoff_base=0.01)
+    with EchoServer() as server, pytest.raises(TransportError) as info:
+        client.request_json(
+            "POST",
+            server.url + "/x",
+            body={},
+            headers={"Authorization": "Bearer sk-live-1234567890\r\nX-Injected: 1"},
+            limiter=RequestLimiter(),
+        )
+    client.close()
+    assert info.value.reason == "a request header has a value HTTP cannot carry (a line break?)"
+    assert info.value.fatal
+    assert server.requests == 0
+
+
+def test_a_url_that_is_not_http_is_an_invalid_url() -> None:
+    client = HttpClient(timeout=5, retries=2, backoff_base=0.01)
+    with pytest.raises(TransportError) as info:
+        post(client, "ftp://agent.internal/v1/x")
+    client.close()
+    assert info.value.reason.startswith("invalid URL:")
+    assert info.value.fatal
