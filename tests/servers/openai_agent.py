@@ -15,6 +15,7 @@ Test triggers in a user message exercise the awkward shapes real models send:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
@@ -156,9 +157,7 @@ class OpenAIAgentHandler(Handler):
         with server.lock:
             server.bodies.append(body)
             server.headers_seen.append(dict(self.headers))
-            fault = (
-                server.faults[(len(server.bodies) - 1) % len(server.faults)] if server.faults else 0
-            )
+            fault = server.fault_for(body)
             if not fault:
                 server.inflight += 1
                 server.peak = max(server.peak, server.inflight)
@@ -214,8 +213,12 @@ class OpenAIAgentServer(LoopbackServer):
         agent: Any = None,
     ) -> None:
         super().__init__()
-        # Request n gets HTTP status faults[n % len(faults)] instead of a reply (0: a reply).
+        # A request gets an HTTP status from ``faults`` instead of a reply (0: a reply), chosen
+        # by what it asks and how often it was asked before: the same scan meets the same
+        # faults however its workers interleave (by arrival order, a loaded machine moved the
+        # faults onto other attempts and the tests' findings with them).
         self.faults = faults
+        self._asked: dict[str, int] = {}
         # Any object with FakeAgent's ``reply(messages, tools)`` (tests/servers/careful_openai.py).
         self.agent = agent if agent is not None else FakeAgent(hardened)
         self.api_key = api_key
@@ -224,6 +227,15 @@ class OpenAIAgentServer(LoopbackServer):
         self.headers_seen: list[dict[str, str]] = []
         self.inflight = 0
         self.peak = 0
+
+    def fault_for(self, body: dict[str, Any]) -> int:
+        """Under ``lock``: the fault this request meets; a retry of it moves on in the cycle."""
+        if not self.faults:
+            return 0
+        key = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+        times = self._asked.get(key, 0)
+        self._asked[key] = times + 1
+        return self.faults[(int(key[:8], 16) + times) % len(self.faults)]
 
     @property
     def endpoint(self) -> str:
