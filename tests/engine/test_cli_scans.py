@@ -217,6 +217,26 @@ def test_dry_run_prints_the_plan(
     assert not (tmp_path / "store").exists()
 
 
+def test_dry_run_with_json_prints_the_same_plan_as_one_json_object(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--json`` promises machine-readable JSON on standard output: a dry run too."""
+    config = openai_config(tmp_path, "http://127.0.0.1:9/v1")
+    argv = scan_args(config, tmp_path, "--dry-run", "--mode", "full")
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert main([*argv, "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    head = f"plan {plan['plan']}: mode full, {plan['probes']} probes, {plan['attempts']} attempts"
+    assert text.startswith(head)
+    assert f"(at most {plan['requests_at_most']} requests)" in text.splitlines()[0]
+    assert plan["dry_run"] is True and plan["controls_at_most"] > 0
+    for asi, said in plan["categories"].items():
+        assert f"  {asi}: {said}\n" in text
+    assert f"  estimated cost: {plan['estimated_cost']}\n" in text
+    assert plan["surface"]["tools"] and not (tmp_path / "store").exists()
+
+
 def test_quiet_scan_prints_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with OpenAIAgentServer(hardened=True) as server:
         config = openai_config(tmp_path, server.endpoint)

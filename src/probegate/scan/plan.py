@@ -8,8 +8,9 @@ on. A dry run ends here, with the plan and an estimate of its cost.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from typing import TextIO
+from typing import Any, TextIO
 
 from probegate.engine.plan import (
     CANARIES_SETTING,
@@ -30,7 +31,7 @@ from probegate.scan.view import View
 from probegate.scoring import enablers
 from probegate.targets.base import AgentConfig, Target, capabilities_of
 from probegate.targets.registry import spec_of
-from probegate.terminal import clean
+from probegate.terminal import clean, json_text
 from probegate.transport.pricing import cost_usd, price_table
 
 ESTIMATE_PROMPT_TOKENS = 1000
@@ -125,33 +126,67 @@ def category_plan(plan: Plan) -> dict[str, str]:
     return out
 
 
-def dry_run(plan: Plan, agent: AgentConfig, out: TextIO, surface: TargetInfo | None = None) -> int:
-    """Print the plan and what it may cost; exit 0 without a request."""
-    attempts = plan.all_attempts
-    controls = plan.control_bound
-    requests = sum(a.requests_upper_bound for a in attempts + controls) * agent.max_turns
+def dry_run(
+    plan: Plan,
+    agent: AgentConfig,
+    out: TextIO,
+    surface: TargetInfo | None = None,
+    *,
+    as_json: bool = False,
+) -> int:
+    """Print the plan and what it may cost; exit 0 without a request. ``as_json`` (``--json``)
+    prints the same facts as one JSON object, for a script deciding whether to run the scan."""
+    facts = _dry_run_facts(plan, agent, surface)
+    if as_json:
+        out.write(json_text(json.dumps(facts, indent=2, ensure_ascii=False)) + "\n")
+        return 0
     checked = (
-        f" + up to {len(controls)} controls" if plan.controls else ", controls off (--no-controls)"
+        f" + up to {facts['controls_at_most']} controls"
+        if plan.controls
+        else ", controls off (--no-controls)"
     )
     out.write(
         f"plan {plan.fingerprint}: mode {plan.mode}, {len(plan.probes)} probes, "
-        f"{len(attempts)} attempts{checked} (at most {requests} requests)\n"
+        f"{facts['attempts']} attempts{checked} (at most {facts['requests_at_most']} requests)\n"
     )
-    if plan.escalations:
+    if facts["escalations_at_most"]:
         out.write(
-            f"  smart mode: up to {sum(len(v) for v in plan.escalations.values())} "
+            f"  smart mode: up to {facts['escalations_at_most']} "
             "escalation attempts are included for probes the agent resists\n"
         )
     if surface is not None:
         out.write(f"  surface: {clean(surface_text(surface))}\n")
-    for asi, text in category_plan(plan).items():
+    for asi, text in facts["categories"].items():
         out.write(f"  {asi}: {text}\n")
-    for probe_id, reason in sorted(plan.not_applicable.items()):
+    for probe_id, reason in facts["not_applicable"].items():
         out.write(f"  not applicable: {probe_id}: {reason}\n")
-    for line in not_run_lines(plan.not_run):
+    for line in facts["not_run"]:
         out.write(f"  {line}\n")
-    out.write(f"  estimated cost: {_cost_estimate(agent, requests)}\n")
+    out.write(f"  estimated cost: {facts['estimated_cost']}\n")
     return 0
+
+
+def _dry_run_facts(plan: Plan, agent: AgentConfig, surface: TargetInfo | None) -> dict[str, Any]:
+    """What a dry run tells, once, for the text and the JSON alike."""
+    attempts = plan.all_attempts
+    controls = plan.control_bound
+    requests = sum(a.requests_upper_bound for a in attempts + controls) * agent.max_turns
+    return {
+        "dry_run": True,
+        "plan": plan.fingerprint,
+        "mode": plan.mode,
+        "probes": len(plan.probes),
+        "attempts": len(attempts),
+        "controls": plan.controls,
+        "controls_at_most": len(controls) if plan.controls else 0,
+        "requests_at_most": requests,
+        "escalations_at_most": sum(len(v) for v in plan.escalations.values()),
+        "surface": None if surface is None else surface.model_dump(mode="json"),
+        "categories": category_plan(plan),
+        "not_applicable": dict(sorted(plan.not_applicable.items())),
+        "not_run": not_run_lines(plan.not_run),
+        "estimated_cost": _cost_estimate(agent, requests),
+    }
 
 
 def not_run_lines(not_run: Mapping[str, NotRun]) -> list[str]:
