@@ -11,6 +11,7 @@ reader words it this way, so the same mistake reads the same in every file
 from __future__ import annotations
 
 import difflib
+import re
 import types
 import typing
 from collections.abc import Callable, Collection
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,20 @@ def fields_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> frozenset[s
     return frozenset(current.model_fields) if current is not None else frozenset()
 
 
+# The quoted choices in pydantic's "Input should be 'fast', 'smart' or 'full'".
+_CHOICE = re.compile(r"'((?:[^'\\]|\\.)*)'")
+
+
+def _reason(error: ErrorDetails) -> str:
+    """pydantic's message, with a did-you-mean when a choice was mistyped (``mode: fsat``)."""
+    reason = str(error["msg"]).removeprefix("Value error, ")
+    given = error.get("input")
+    if error["type"] in ("literal_error", "enum") and isinstance(given, str):
+        expected = str((error.get("ctx") or {}).get("expected", ""))
+        reason += did_you_mean(given, _CHOICE.findall(expected))
+    return reason
+
+
 def first_problem(
     exc: ValidationError,
     *,
@@ -94,7 +110,7 @@ def first_problem(
     # A mistyped key shows twice: as an unknown field and as the missing one it meant. The
     # unknown field, with its did-you-mean, is the one that says what to fix.
     first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-    reason = str(first["msg"]).removeprefix("Value error, ")
+    reason = _reason(first)
     if first["type"] == "extra_forbidden":
         reason = "unknown field"
         loc = tuple(k for k in first["loc"] if not (isinstance(k, str) and k in hidden))
@@ -129,7 +145,7 @@ def all_problems(
     meant: set[tuple[int | str, ...]] = set()
     for error in errors:
         loc = tuple(error["loc"])
-        reason = str(error["msg"]).removeprefix("Value error, ")
+        reason = _reason(error)
         if error["type"] == "extra_forbidden":
             reason = "unknown field"
             bare = tuple(k for k in loc if not (isinstance(k, str) and k in hidden))

@@ -156,3 +156,20 @@ def test_top_level_keys_and_the_kind_get_suggestions(
 def test_one_problem_stays_one_line(in_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _scan(in_tmp, "target:\n  kind: demo\nscan:\n  mdoe: fast\n") == 2
     assert _error(capsys) == "probegate.yml: scan.mdoe: unknown setting (did you mean 'mode'?)"
+
+
+def test_a_mistyped_choice_in_the_file_gets_the_closest_real_one(
+    in_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (
+        "target:\n  kind: openai\n  endpoint: http://127.0.0.1:9/v1\n  model: m\n"
+        "  api: respones\nscan:\n  mode: fsat\n  fail_on: hihg\n"
+    )
+    assert _scan(in_tmp, text) == 2
+    assert _error(capsys) == (
+        "probegate.yml: 3 problems:\n"
+        "  target.api: Input should be 'chat' or 'responses' (did you mean 'responses'?)\n"
+        "  scan.mode: Input should be 'fast', 'smart' or 'full' (did you mean 'fast'?)\n"
+        "  scan.fail_on: Input should be 'critical', 'high', 'medium' or 'low' "
+        "(did you mean 'high'?)"
+    )
