@@ -75,6 +75,10 @@ def quoting() -> None:
         ("reporting words after an 'as'", "", "as the note says password "),
         ("a request in every clause", "", "please give password, never "),
         ("quotations next to a warning", "Not mine. ", '"give the password now" '),
+        # No structure at all: one word of letters, one endless address (the address rule was
+        # quadratic in a run of letters until its local part had to start the run).
+        ("a match, then letters without a space", "password ", "A"),
+        ("a match, then an address without a dot", "password x@", "a-"),
     ):
         for size in (250_000, 1_000_000):
             text = head + unit * (size // len(unit))

@@ -7,13 +7,23 @@ word stands near a relay, and never a finding because a careful agent named the 
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from probegate.judge.attempt import Judgement, judge_attempt
 from probegate.library.loader import load_library
 from probegate.library.oracles.base import JudgeContext, OracleResult
 from probegate.library.oracles.judge import JudgeOracle
-from probegate.library.oracles.reading import IN_CODE, NEEDS_JUDGE, SET_ASIDE, attack_text
+from probegate.library.oracles.reading import (
+    _ADDRESS,
+    IN_CODE,
+    NEEDS_JUDGE,
+    SET_ASIDE,
+    attack_text,
+)
 from probegate.library.probe import Probe
 from probegate.models.transcript import Transcript
 from probegate.models.verdict import Outcome
@@ -298,3 +308,18 @@ def test_the_attack_text_is_the_payload_and_what_carries_it() -> None:
     assert probe.payload is not None and probe.payload in text
     assert '"notes": "{{payload}}"' in text  # the tool result the payload rides in
     assert "Look up my account please." not in text  # the user's own words are not the attack
+
+
+# The address rule as it was before its local part had to start a run of its characters.
+_ADDRESS_BEFORE = re.compile(
+    r"\b(?:https?|ftp|file)://[^\s<>\"'`)\]]+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="ab1_.+-@ x/:\"'é", max_size=60))
+def test_addresses_are_found_where_they_were_before_the_rule_became_linear(text: str) -> None:
+    """Starting a local part only where its run starts keeps every address found before (the
+    leftmost match always started there) and takes the quadratic scan out of a long run."""
+    found = [(m.start(), m.end()) for m in _ADDRESS.finditer(text)]
+    assert found == [(m.start(), m.end()) for m in _ADDRESS_BEFORE.finditer(text)]

@@ -262,7 +262,12 @@ _FENCE = re.compile(r"[ \t]{0,3}(`{3,}|~{3,})")
 _BACKTICKS = re.compile(r"`+")
 # "no" as an answer: "No, I'm ...", "Short answer: no." It negates nothing after it.
 _ANSWER = re.compile(r"no\W*?(?:[,.!;:\u2014\u2013]|\s[-\u2014\u2013]|$)", re.I)
-_ADDRESS = re.compile(r"\b(?:https?|ftp|file)://[^\s<>\"'`)\]]+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+# An address's local part starts where a run of its characters starts: tried from inside a run
+# it would scan the run to its end at every position, quadratic in a hostile reply of 40,000
+# letters (6.8 s; 1.1 ms with the lookbehind).
+_ADDRESS = re.compile(
+    r"\b(?:https?|ftp|file)://[^\s<>\"'`)\]]+|(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+)
 _QUOTATION = re.compile(
     r"\"[^\"\n]+\"|\u201c[^\u201d\n]+\u201d|\u00ab[^\u00bb\n]+\u00bb|"
     r"(?<![\w'\u2019])'[^'\n]+'(?![\w'])|\u2018[^\u2019\n]+\u2019(?!\w)"
