@@ -77,6 +77,35 @@ def log_xml_text(text: str) -> str:
     return defuse_commands(xml_text(text))
 
 
+def xml_chars(text: str) -> str:
+    """:func:`xml_text` output as XML character data: ``&``, ``<`` and ``>`` as entities, so a
+    ``]]>`` or a tag in agent text stays text. These are the entities ``xml.etree`` writes, so a
+    document written by hand reads as one it serialised."""
+    if "&" in text:
+        text = text.replace("&", "&amp;")
+    if "<" in text:
+        text = text.replace("<", "&lt;")
+    if ">" in text:
+        text = text.replace(">", "&gt;")
+    return text
+
+
+def xml_attribute(text: str) -> str:
+    """:func:`xml_text` output as a double-quoted XML attribute value: :func:`xml_chars`, the
+    quote, and TAB, LF and CR as character references (a parser would turn them into spaces
+    otherwise, XML 1.0 section 3.3.3), as ``xml.etree`` writes them."""
+    text = xml_chars(text)
+    if '"' in text:
+        text = text.replace('"', "&quot;")
+    if "\r" in text:
+        text = text.replace("\r", "&#13;")
+    if "\n" in text:
+        text = text.replace("\n", "&#10;")
+    if "\t" in text:
+        text = text.replace("\t", "&#09;")
+    return text
+
+
 def marked_lines(text: str) -> str:
     """Agent text on a single line with its line breaks shown as ``⏎`` (unlike
     :func:`probegate.terminal.one_line`, which flattens and cuts text for the terminal): no
