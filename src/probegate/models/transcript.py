@@ -309,6 +309,31 @@ def walk_strings(value: Any, path: str, *, scalars: bool = True) -> Iterator[tup
         yield path, json.dumps(value)
 
 
+def text_at(transcript: Transcript, path: str) -> str | None:
+    """The string a dotted evidence path names in ``transcript``, or None when it names none.
+
+    What :func:`resolve_path` finds in ``transcript.model_dump()``, read off the models instead
+    of dumping every transcript first (a report shows thousands): a model's fields are its keys.
+    The fields a dump leaves out (an absent ``guard``, empty ``cuts``) hold no string either way.
+    """
+    node: Any = transcript
+    for part in path.split("."):
+        if isinstance(node, BaseModel):
+            if part not in type(node).model_fields:
+                return None
+            node = getattr(node, part)
+        elif isinstance(node, list):
+            try:
+                node = node[int(part)]
+            except (IndexError, ValueError):
+                return None
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            return None
+    return node if isinstance(node, str) else None
+
+
 def resolve_path(data: Any, path: str) -> Any:
     """Follow a dotted evidence path (``turns.3.tool_calls.0.arguments.body``) into data."""
     node = data

@@ -7,7 +7,7 @@ the network. A Content-Security-Policy meta tag allows only this file's own styl
 
 Every piece of agent text is escaped with :func:`html.escape` (via :func:`escape.html_text`).
 Evidence is shown where it happened: each evidence ``path`` + ``start``/``end`` is resolved into
-the finding's transcript (:func:`probegate.models.transcript.resolve_path` paths) and the span is
+the finding's transcript (:func:`probegate.models.transcript.text_at`) and the span is
 wrapped in ``<mark>``; the split is made on the raw string before escaping, so offsets stay true.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 
 from probegate.models.report import Finding, ScanReport, most_severe_first
 from probegate.models.taxonomy import ASI_TITLES, SEVERITY_RANK, Severity
-from probegate.models.transcript import Transcript, resolve_path
+from probegate.models.transcript import Transcript, text_at
 from probegate.models.verdict import Evidence
 from probegate.perf import gc_paused
 from probegate.reports.digest import authority_reasons, stop_text, unjudged_groups
@@ -291,10 +291,9 @@ def _finding(finding: Finding) -> str:
     )
     marks = _marks(finding)
     if finding.evidence:
-        dumped = finding.transcript.model_dump() if finding.transcript is not None else None
         parts.append("<p><strong>Evidence</strong></p><ul>")
         for ev in finding.evidence:
-            located = "" if _locates(dumped, ev) else " (not located in transcript)"
+            located = "" if _locates(finding.transcript, ev) else " (not located in transcript)"
             parts.append(
                 f"<li>{esc(ev.detector)} · {esc(ev.category)} · score {number(ev.score)} · "
                 f'<span class="mono">{esc(ev.path)} [{ev.start}:{ev.end}]</span>{located}: '
@@ -343,15 +342,10 @@ def _marks_of(evidence: list[Evidence]) -> Marks:
     return marks
 
 
-def _locates(dumped: dict[str, Any] | None, ev: Evidence) -> bool:
+def _locates(transcript: Transcript | None, ev: Evidence) -> bool:
     """Whether the evidence path names a string of the transcript and the offsets fit it."""
-    if dumped is None:
-        return False
-    try:
-        node = resolve_path(dumped, ev.path)
-    except (KeyError, IndexError, ValueError):
-        return False
-    return isinstance(node, str) and 0 <= ev.start <= ev.end <= len(node)
+    text = text_at(transcript, ev.path) if transcript is not None else None
+    return text is not None and 0 <= ev.start <= ev.end <= len(text)
 
 
 def _transcript(transcript: Transcript, marks: Marks) -> str:
