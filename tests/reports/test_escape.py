@@ -8,7 +8,14 @@ import xml.etree.ElementTree as ET
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from probegate.reports.escape import number, xml_attribute, xml_chars, xml_text
+from probegate.reports.escape import (
+    clean_text,
+    number,
+    sarif_text,
+    xml_attribute,
+    xml_chars,
+    xml_text,
+)
 
 
 @given(st.one_of(st.floats(), st.integers(), st.booleans()))
@@ -41,3 +48,10 @@ def test_xml_escapes_are_what_xml_etree_writes(text: str) -> None:
     element.text = value + "."  # an empty element is written <a v="" />
     written = ET.tostring(element, encoding="unicode")
     assert written == f'<a v="{xml_attribute(value)}">{xml_chars(value + ".")}</a>'
+
+
+@given(st.text(alphabet=st.sampled_from("ab[]\\\x1b\x00\r\n\u202e:(")) | st.text())
+def test_sarif_text_strips_then_escapes_links(text: str) -> None:
+    """The fast path for text with nothing to change returns what the full escape would."""
+    expected = clean_text(text).replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+    assert sarif_text(text) == expected

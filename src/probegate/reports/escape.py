@@ -55,6 +55,7 @@ def clean_text(text: str) -> str:
 
 _XML_DIRTY = re.compile(rf"[{CONTROL_CHARS}\ufffe\uffff]")
 _HTML_DIRTY = re.compile(rf"[&<>\"'{CONTROL_CHARS}]")
+_SARIF_DIRTY = re.compile(rf"[\\\[\]{CONTROL_CHARS}]")
 
 
 def xml_text(text: str) -> str:
@@ -186,6 +187,8 @@ def sarif_text(text: str) -> str:
     SARIF reads ``[text](id)`` in a message as an embedded link (section 3.11.6), so literal
     square brackets and backslashes are escaped with a backslash as the spec requires.
     """
+    if _SARIF_DIRTY.search(text) is None:  # the common case: one scan, nothing to change
+        return text
     text = clean_text(text)
     return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
 

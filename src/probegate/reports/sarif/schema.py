@@ -227,22 +227,26 @@ class Shapes:
         return ("a=", *shapes, *_equal_items(value, shapes))
 
     def _object(self, value: dict[str, Any], memo: dict[int, Any]) -> Any:
+        # Keys and their values' shapes alternate in one flat tuple ("o", k1, s1, k2, s2...):
+        # as telling as a pair per key, without a tuple per key (most of a SARIF log is objects).
         out: list[Any] = ["o"]
-        enum_strings, patterns, anywhere = self.enum_strings, self.patterns, self.anywhere
+        add = out.extend
+        enum_strings, patterns = self.enum_strings, self.patterns
+        plain = not self.anywhere  # no pattern applies to a string under any key
         # of(v, k, memo), inlined for the kinds a SARIF object mostly holds.
         for k, v in value.items():
             kind = type(v)
-            if kind is str and not anywhere and k not in patterns:
-                out.append((k, ("=", v) if v in enum_strings else "s"))
+            if kind is str and plain and k not in patterns:
+                add((k, ("=", v) if v in enum_strings else "s"))
             elif kind is dict:
                 done = memo.get(id(v))
                 if done is None:
                     done = memo[id(v)] = self._object(v, memo)
-                out.append((k, done))
+                add((k, done))
             elif kind is list:
-                out.append((k, self._array(v, k, memo)))
+                add((k, self._array(v, k, memo)))
             else:
-                out.append((k, self.of(v, k, memo)))
+                add((k, self.of(v, k, memo)))
         return tuple(out)
 
 
