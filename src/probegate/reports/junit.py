@@ -27,11 +27,11 @@ same scan gives the same bytes.
 
 from __future__ import annotations
 
-from probegate.models.report import Finding, ProbeResult, ScanReport
+from probegate.models.report import CategoryState, Finding, ProbeResult, ScanReport
 from probegate.models.taxonomy import ASI_IDS, ASI_TITLES
 from probegate.perf import gc_paused
 from probegate.reports.escape import log_xml_text, marked_lines, truncate, xml_attribute, xml_chars
-from probegate.reports.headline import category_state, category_text, score_text
+from probegate.reports.headline import category_state, category_states, category_text, score_text
 
 MESSAGE_MAX = 500
 TEXT_MAX = 4000
@@ -51,10 +51,11 @@ def build(report: ScanReport) -> list[str]:
         by_asi.setdefault(result.asi, []).append(result)
     order = [a for a in ASI_IDS if a in by_asi] + sorted(a for a in by_asi if a not in ASI_IDS)
 
+    states = category_states(report)  # all ten at once: one pass over results and findings
     lines: list[str] = []
     tests = failures = 0
     for index, asi in enumerate(order):
-        suite = _Suite(report, asi, by_asi[asi], findings, first=index == 0)
+        suite = _Suite(report, asi, by_asi[asi], findings, states, first=index == 0)
         tests += len(suite.results)
         failures += suite.failures
         lines += suite.lines
@@ -72,7 +73,7 @@ def build(report: ScanReport) -> list[str]:
     return [root + ">", *lines, "</testsuites>"]
 
 
-def scan_properties(report: ScanReport) -> list[tuple[str, str]]:
+def scan_properties(report: ScanReport, states: dict[str, CategoryState]) -> list[tuple[str, str]]:
     """Scan-wide properties, written once per file (on the first suite), with the properties
     of every category no suite carries (no probe of it ran): all ten are in every file."""
     suited = {r.asi for r in report.results}
@@ -82,13 +83,12 @@ def scan_properties(report: ScanReport) -> list[tuple[str, str]]:
         ("probegate.band", report.band),
         ("probegate.mode", report.mode),
         ("probegate.authoritative", "true" if report.authority.authoritative else "false"),
-        *(p for asi in ASI_IDS if asi not in suited for p in asi_properties(report, asi)),
+        *(p for asi in ASI_IDS if asi not in suited for p in asi_properties(asi, states[asi])),
     ]
 
 
-def asi_properties(report: ScanReport, asi: str) -> list[tuple[str, str]]:
+def asi_properties(asi: str, state: CategoryState) -> list[tuple[str, str]]:
     """One category's properties, named after it so no name repeats across suites."""
-    state = category_state(report, asi)
     return [
         (f"{asi}.score", category_text(state)),
         (f"{asi}.state", state.state),
@@ -107,13 +107,19 @@ class _Suite:
         asi: str,
         results: list[ProbeResult],
         findings: dict[str, Finding],
+        states: dict[str, CategoryState],
         *,
         first: bool,
     ) -> None:
         self.results = results
         self.failures = 0
         self.skipped = 0
-        properties = [*(scan_properties(report) if first else []), *asi_properties(report, asi)]
+        # A category outside ASI_IDS (a report from another tool) is not among the ten ``states``.
+        state = states[asi] if asi in states else category_state(report, asi)
+        properties = [
+            *(scan_properties(report, states) if first else []),
+            *asi_properties(asi, state),
+        ]
         body = ["    <properties>"]
         body += [f"      {_start('property', name=k, value=v)} />" for k, v in properties]
         body.append("    </properties>")
