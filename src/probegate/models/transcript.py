@@ -14,6 +14,7 @@ whatever was cut; :func:`fit_turn` keeps a whole transcript within
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from typing import Any, Literal
@@ -309,6 +310,13 @@ def walk_strings(value: Any, path: str, *, scalars: bool = True) -> Iterator[tup
         yield path, json.dumps(value)
 
 
+@functools.cache
+def _field_names(model: type[BaseModel]) -> frozenset[str]:
+    """A model class's field names, read once: pydantic's ``model_fields`` is a Python-level
+    property, and :func:`text_at` asks it for every step of every evidence path."""
+    return frozenset(model.model_fields)
+
+
 def text_at(transcript: Transcript, path: str) -> str | None:
     """The string a dotted evidence path names in ``transcript``, or None when it names none.
 
@@ -319,7 +327,7 @@ def text_at(transcript: Transcript, path: str) -> str | None:
     node: Any = transcript
     for part in path.split("."):
         if isinstance(node, BaseModel):
-            if part not in type(node).model_fields:
+            if part not in _field_names(type(node)):
                 return None
             node = getattr(node, part)
         elif isinstance(node, list):
