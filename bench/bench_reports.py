@@ -185,13 +185,17 @@ def synthetic_report(count: int = FINDINGS) -> ScanReport:
     )
 
 
-def time_formats(report: ScanReport) -> dict[str, tuple[float, int]]:
-    """Seconds and bytes per format, rendering each once."""
-    figures: dict[str, tuple[float, int]] = {}
+def time_formats(report: ScanReport) -> dict[str, tuple[float, float, int]]:
+    """Wall seconds, CPU seconds and bytes per format, rendering each once.
+
+    CPU time is printed beside wall time because this machine class is shared: wall time
+    drifts with whatever else runs on it, the process's own CPU time much less.
+    """
+    figures: dict[str, tuple[float, float, int]] = {}
     for name, fmt in FORMATS.items():
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         data = fmt.render(report)
-        figures[name] = (time.perf_counter() - start, len(data))
+        figures[name] = (time.perf_counter() - start, time.process_time() - cpu, len(data))
     return figures
 
 
@@ -200,11 +204,15 @@ def main() -> None:
     report = synthetic_report()
     print(f"built a {FINDINGS}-finding synthetic scan in {time.perf_counter() - start:.2f} s")
     figures = time_formats(report)
-    for name, (seconds, size) in figures.items():
-        print(f"  {name:6} {seconds:6.2f} s  {size / 1e6:7.2f} MB")
-    total = sum(seconds for name, (seconds, _) in figures.items() if name not in APART)
+    for name, (seconds, cpu, size) in figures.items():
+        print(f"  {name:6} {seconds:6.2f} s  {cpu:6.2f} s CPU  {size / 1e6:7.2f} MB")
+    text = [f for name, f in figures.items() if name not in APART]
+    total, cpu_total = sum(f[0] for f in text), sum(f[1] for f in text)
     verdict = "ok" if total < TARGET_SECONDS else "OVER TARGET"
-    print(f"text formats: {total:.2f} s (target < {TARGET_SECONDS:.0f} s): {verdict}")
+    print(
+        f"text formats: {total:.2f} s, {cpu_total:.2f} s CPU "
+        f"(target < {TARGET_SECONDS:.0f} s): {verdict}"
+    )
     if "pdf" in figures:
         seconds = figures["pdf"][0]
         verdict = "ok" if seconds < PDF_TARGET_SECONDS else "OVER TARGET"

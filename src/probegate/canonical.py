@@ -15,8 +15,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+# No cycle check: what is written is JSON data (model dumps, emitters' documents), which
+# cannot hold a cycle, and tracking every container on the way took a tenth of the encoding
+# (a cycle would still stop the encoder, at its recursion limit).
 _ENCODER = json.JSONEncoder(
-    sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+    sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False
 )
 
 

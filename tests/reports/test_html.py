@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 from probegate.models.verdict import Evidence
 from probegate.reports import html_report
 from tests.factories import make_finding, make_report
-from tests.reports.samples import golden_report, hostile_report
+from tests.reports.samples import HOSTILE, golden_report, hostile_report
 
 
 def _html() -> str:
@@ -111,6 +111,18 @@ class _Balance(HTMLParser):
             self.errors.append(f"</{tag}> closes {self.stack[-1:]}")
             return
         self.stack.pop()
+
+
+def test_text_repeated_across_findings_is_escaped_every_time() -> None:
+    """A render escapes each distinct string once and reuses the result: every repeat of a
+    hostile reply, in every finding, comes out escaped."""
+    one = html_report.render(make_report([make_finding(0, agent_text=HOSTILE)])).decode()
+    findings = [make_finding(i, agent_text=HOSTILE) for i in range(3)]
+    many = html_report.render(make_report(findings)).decode()
+    escaped = "&lt;script&gt;alert(1)&lt;/script&gt;"
+    assert many.count(escaped) == 3 * one.count(escaped) > 0
+    assert "<script>alert" not in many and "::error::" not in many
+    assert many.count("&#58;&#58;error&#58;&#58;") == 3 * one.count("&#58;&#58;error&#58;&#58;")
 
 
 def test_markup_is_balanced_even_with_hostile_text() -> None:

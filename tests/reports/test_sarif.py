@@ -278,6 +278,53 @@ def test_an_item_is_skipped_only_when_its_shape_was_checked() -> None:
         schema.validate(copy_)
 
 
+@pytest.mark.parametrize(
+    ("where", "tags"),
+    [
+        ("results", "security"),  # not an array
+        ("results", ["security", 3]),  # an item not a string
+        ("results", ["a", "a"]),  # not unique
+        ("rules", ["security", None]),
+        ("rules", {"0": "security"}),
+    ],
+)
+def test_a_bad_tags_in_a_later_items_property_bag_still_fails(where: str, tags: Any) -> None:
+    """Property bags are shaped by their ``tags`` alone (the one entry the schema declares): a
+    bad ``tags`` in an item whose other entries match an earlier valid item is still caught."""
+    doc = json.loads(sarif.render(make_report([make_finding(i) for i in range(5)])))
+    run = doc["runs"][0]
+    items = run["results"] if where == "results" else run["tool"]["driver"]["rules"]
+    shapes = schema.Shapes(schema.sarif_schema())
+    bags = shapes.bags(
+        {"$ref": f"#/definitions/{'result' if where == 'results' else 'reportingDescriptor'}"}
+    )
+    assert shapes.item(items[4], bags, {}) == shapes.item(items[3], bags, {})  # 4 is skipped
+    items[4]["properties"]["tags"] = tags
+    with pytest.raises(ReportError, match=rf"{where}/4/properties/tags"):
+        schema.validate(doc)
+
+
+def test_only_undeclared_bag_entries_leave_the_shape() -> None:
+    """Entries other than ``tags`` do not change an item's shape; a bag schema that could
+    reject one of them (``required``, closed, or not a plain object) is shaped in full."""
+    shapes = schema.Shapes(schema.sarif_schema())
+    assert shapes.bags({"$ref": "#/definitions/result"}) == {"properties": frozenset({"tags"})}
+    one = {"level": "error", "properties": {"tags": ["a"], "x": [1, {"y": "z"}]}}
+    other = {"level": "error", "properties": {"tags": ["b"], "x": "anything"}}
+    bags = shapes.bags({"$ref": "#/definitions/result"})
+    assert shapes.item(one, bags, {}) == shapes.item(other, bags, {})
+    assert shapes.item(one, {}, {}) != shapes.item(other, {}, {})
+    for bag in (
+        {"type": "object", "required": ["x"]},
+        {"type": "object", "additionalProperties": False},
+        {"type": "object", "additionalProperties": {"type": "string"}},
+        {"type": ["object", "null"]},
+        {"$ref": "#/definitions/b", "type": "string"},
+    ):
+        custom = schema.Shapes({"definitions": {"b": {"type": "object"}}, "properties": {"p": bag}})
+        assert custom.bags({"properties": {"p": bag}}) == {}, bag
+
+
 def test_unique_items_agrees_with_json_equality() -> None:
     assert not schema.items_unique([{"a": 1}, {"a": 1.0}])
     assert schema.items_unique([{"a": 1}, {"a": True}])

@@ -14,6 +14,7 @@ whatever was cut; :func:`fit_turn` keeps a whole transcript within
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from typing import Any, Literal
@@ -307,6 +308,38 @@ def walk_strings(value: Any, path: str, *, scalars: bool = True) -> Iterator[tup
             yield from walk_strings(item, f"{path}.{i}", scalars=scalars)
     elif value is not None and scalars:
         yield path, json.dumps(value)
+
+
+@functools.cache
+def _field_names(model: type[BaseModel]) -> frozenset[str]:
+    """A model class's field names, read once: pydantic's ``model_fields`` is a Python-level
+    property, and :func:`text_at` asks it for every step of every evidence path."""
+    return frozenset(model.model_fields)
+
+
+def text_at(transcript: Transcript, path: str) -> str | None:
+    """The string a dotted evidence path names in ``transcript``, or None when it names none.
+
+    What :func:`resolve_path` finds in ``transcript.model_dump()``, read off the models instead
+    of dumping every transcript first (a report shows thousands): a model's fields are its keys.
+    The fields a dump leaves out (an absent ``guard``, empty ``cuts``) hold no string either way.
+    """
+    node: Any = transcript
+    for part in path.split("."):
+        if isinstance(node, BaseModel):
+            if part not in _field_names(type(node)):
+                return None
+            node = getattr(node, part)
+        elif isinstance(node, list):
+            try:
+                node = node[int(part)]
+            except (IndexError, ValueError):
+                return None
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            return None
+    return node if isinstance(node, str) else None
 
 
 def resolve_path(data: Any, path: str) -> Any:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from probegate.models.report import Finding, ScanReport, UnjudgedAttempt
-from probegate.models.transcript import resolve_path
+from probegate.models.transcript import text_at
 from probegate.scoring import CONDITION_WORDS
 
 # How many probe ids a group names before "and N more".
@@ -350,13 +350,8 @@ def _place(finding: Finding, path: str) -> str:
     match = _TOOL_PATH.match(path)
     if match and finding.transcript is not None:
         turn, call, part, rest = match.groups()
-        try:
-            name = resolve_path(
-                finding.transcript.model_dump(), f"turns.{turn}.tool_calls.{call}.name"
-            )
-        except (KeyError, IndexError, ValueError):
-            name = None
-        if isinstance(name, str):
+        name = text_at(finding.transcript, f"turns.{turn}.tool_calls.{call}.name")
+        if name is not None:
             if part == "arguments" and rest:
                 return f"called {name} with {rest}"
             if part == "name":

@@ -55,6 +55,7 @@ def clean_text(text: str) -> str:
 
 _XML_DIRTY = re.compile(rf"[{CONTROL_CHARS}\ufffe\uffff]")
 _HTML_DIRTY = re.compile(rf"[&<>\"'{CONTROL_CHARS}]")
+_SARIF_DIRTY = re.compile(rf"[\\\[\]{CONTROL_CHARS}]")
 
 
 def xml_text(text: str) -> str:
@@ -75,6 +76,35 @@ def log_xml_text(text: str) -> str:
     first could bring a ``::`` to the start of a line (``"\\n\\x00::error::"``).
     """
     return defuse_commands(xml_text(text))
+
+
+def xml_chars(text: str) -> str:
+    """:func:`xml_text` output as XML character data: ``&``, ``<`` and ``>`` as entities, so a
+    ``]]>`` or a tag in agent text stays text. These are the entities ``xml.etree`` writes, so a
+    document written by hand reads as one it serialised."""
+    if "&" in text:
+        text = text.replace("&", "&amp;")
+    if "<" in text:
+        text = text.replace("<", "&lt;")
+    if ">" in text:
+        text = text.replace(">", "&gt;")
+    return text
+
+
+def xml_attribute(text: str) -> str:
+    """:func:`xml_text` output as a double-quoted XML attribute value: :func:`xml_chars`, the
+    quote, and TAB, LF and CR as character references (a parser would turn them into spaces
+    otherwise, XML 1.0 section 3.3.3), as ``xml.etree`` writes them."""
+    text = xml_chars(text)
+    if '"' in text:
+        text = text.replace('"', "&quot;")
+    if "\r" in text:
+        text = text.replace("\r", "&#13;")
+    if "\n" in text:
+        text = text.replace("\n", "&#10;")
+    if "\t" in text:
+        text = text.replace("\t", "&#09;")
+    return text
 
 
 def marked_lines(text: str) -> str:
@@ -157,6 +187,8 @@ def sarif_text(text: str) -> str:
     SARIF reads ``[text](id)`` in a message as an embedded link (section 3.11.6), so literal
     square brackets and backslashes are escaped with a backslash as the spec requires.
     """
+    if _SARIF_DIRTY.search(text) is None:  # the common case: one scan, nothing to change
+        return text
     text = clean_text(text)
     return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
 

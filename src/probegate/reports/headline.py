@@ -10,9 +10,8 @@ words are the same everywhere.
 from __future__ import annotations
 
 from probegate.models.report import CategoryState, ScanReport, TargetInfo
-from probegate.models.taxonomy import ASI_IDS
 from probegate.reports.escape import number
-from probegate.scoring import category_of
+from probegate.scoring import categories_of, category_of
 
 NOT_EVALUATED = "n/a"
 UNDERTESTED = "n/a (undertested)"
@@ -43,7 +42,7 @@ def out_of_100(aivss: int | None) -> str:
 
 def category_states(report: ScanReport) -> dict[str, CategoryState]:
     """All ten ASI categories in order, each with its state: what every format shows."""
-    return {asi: category_state(report, asi) for asi in ASI_IDS}
+    return categories_of(report)
 
 
 def category_state(report: ScanReport, asi: str) -> CategoryState:

@@ -7,7 +7,7 @@ the network. A Content-Security-Policy meta tag allows only this file's own styl
 
 Every piece of agent text is escaped with :func:`html.escape` (via :func:`escape.html_text`).
 Evidence is shown where it happened: each evidence ``path`` + ``start``/``end`` is resolved into
-the finding's transcript (:func:`probegate.models.transcript.resolve_path` paths) and the span is
+the finding's transcript (:func:`probegate.models.transcript.text_at`) and the span is
 wrapped in ``<mark>``; the split is made on the raw string before escaping, so offsets stay true.
 """
 
@@ -16,11 +16,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Any
 
 from probegate.models.report import Finding, ScanReport, most_severe_first
 from probegate.models.taxonomy import ASI_TITLES, SEVERITY_RANK, Severity
-from probegate.models.transcript import Transcript, resolve_path
+from probegate.models.transcript import Transcript, text_at
 from probegate.models.verdict import Evidence
 from probegate.perf import gc_paused
 from probegate.reports.digest import authority_reasons, stop_text, unjudged_groups
@@ -102,6 +103,23 @@ CSP = (
 )
 
 
+Escape = Callable[[str], str]
+
+
+class _Escaped(dict[str, str]):
+    """:func:`html_text` of each distinct string, computed once per render.
+
+    Most of a report's strings repeat from finding to finding (categories, channels, tool and
+    argument names, roles, a transcript's fixed replies): a repeat is one dict lookup instead
+    of a scan for characters to escape. Used as ``_Escaped().__getitem__``; it lives as long as
+    the render that made it and holds only strings of that report.
+    """
+
+    def __missing__(self, text: str) -> str:
+        escaped = self[text] = html_text(text)
+        return escaped
+
+
 def render(report: ScanReport) -> bytes:
     with gc_paused():
         return "".join(_document(report)).encode("utf-8")
@@ -109,6 +127,7 @@ def render(report: ScanReport) -> bytes:
 
 def _document(report: ScanReport) -> list[str]:
     esc = html_text
+    cached: Escape = _Escaped().__getitem__
     out: list[str] = [
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n',
         f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">\n',
@@ -120,8 +139,8 @@ def _document(report: ScanReport) -> list[str]:
     ]
     out += _header(report)
     out += _chart(report)
-    out += _findings(report)
-    out += _results_table(report)
+    out += _findings(report, cached)
+    out += _results_table(report, cached)
     out += _guard(report)
     out += _unjudged(report)
     out += _not_run(report)
@@ -226,8 +245,7 @@ def _chart(report: ScanReport) -> list[str]:
     return parts
 
 
-def _findings(report: ScanReport) -> list[str]:
-    esc = html_text
+def _findings(report: ScanReport, esc: Escape) -> list[str]:
     findings = most_severe_first(report.findings)
     asis = sorted({f.asi for f in findings})
     out = [f"<h2>Findings ({len(findings)})</h2>\n"]
@@ -246,12 +264,11 @@ def _findings(report: ScanReport) -> list[str]:
         '<span id="f-count" class="muted"></span></div>\n'
     )
     for finding in findings:
-        out.append(_finding(finding))
+        out.append(_finding(finding, esc))
     return out
 
 
-def _finding(finding: Finding) -> str:
-    esc = html_text
+def _finding(finding: Finding, esc: Escape) -> str:
     sev = finding.severity.value
     suppressed = finding.suppressed is not None
     parts = [
@@ -291,10 +308,9 @@ def _finding(finding: Finding) -> str:
     )
     marks = _marks(finding)
     if finding.evidence:
-        dumped = finding.transcript.model_dump() if finding.transcript is not None else None
         parts.append("<p><strong>Evidence</strong></p><ul>")
         for ev in finding.evidence:
-            located = "" if _locates(dumped, ev) else " (not located in transcript)"
+            located = "" if _locates(finding.transcript, ev) else " (not located in transcript)"
             parts.append(
                 f"<li>{esc(ev.detector)} · {esc(ev.category)} · score {number(ev.score)} · "
                 f'<span class="mono">{esc(ev.path)} [{ev.start}:{ev.end}]</span>{located}: '
@@ -309,7 +325,7 @@ def _finding(finding: Finding) -> str:
         )
         if control.transcript is not None:
             parts.append("<details><summary>Control transcript</summary>")
-            parts.append(_transcript(control.transcript, _marks_of(control.evidence)))
+            parts.append(_transcript(control.transcript, _marks_of(control.evidence), esc))
             parts.append("</details>")
     if finding.trigger_prompt:
         parts.append(
@@ -318,7 +334,7 @@ def _finding(finding: Finding) -> str:
         )
     if finding.transcript is not None:
         parts.append("<details><summary>Transcript</summary>")
-        parts.append(_transcript(finding.transcript, marks))
+        parts.append(_transcript(finding.transcript, marks, esc))
         parts.append("</details>")
     parts.append(
         f'<p><strong>Remediation:</strong> {esc(finding.remediation)}</p><p class="muted mono">'
@@ -343,19 +359,13 @@ def _marks_of(evidence: list[Evidence]) -> Marks:
     return marks
 
 
-def _locates(dumped: dict[str, Any] | None, ev: Evidence) -> bool:
+def _locates(transcript: Transcript | None, ev: Evidence) -> bool:
     """Whether the evidence path names a string of the transcript and the offsets fit it."""
-    if dumped is None:
-        return False
-    try:
-        node = resolve_path(dumped, ev.path)
-    except (KeyError, IndexError, ValueError):
-        return False
-    return isinstance(node, str) and 0 <= ev.start <= ev.end <= len(node)
+    text = text_at(transcript, ev.path) if transcript is not None else None
+    return text is not None and 0 <= ev.start <= ev.end <= len(text)
 
 
-def _transcript(transcript: Transcript, marks: Marks) -> str:
-    esc = html_text
+def _transcript(transcript: Transcript, marks: Marks, esc: Escape) -> str:
     parts: list[str] = []
     for ti, turn in enumerate(transcript.turns):
         base = f"turns.{ti}"
@@ -365,50 +375,54 @@ def _transcript(transcript: Transcript, marks: Marks) -> str:
             f'<div class="turn {esc(turn.role)}"><div class="role">{esc(who)}{session}</div>'
         )
         if turn.content:
-            parts.append(f"<pre>{_highlight(turn.content, marks.get(base + '.content'))}</pre>")
+            parts.append(
+                f"<pre>{_highlight(turn.content, marks.get(base + '.content'), esc)}</pre>"
+            )
         for ci, call in enumerate(turn.tool_calls):
             cbase = f"{base}.tool_calls.{ci}"
             undeclared = "" if call.declared else " (undeclared tool)"
             parts.append(
                 f'<div><span class="mono">→ {esc(call.name)}</span>{undeclared}'
-                f"{_value(call.arguments, cbase + '.arguments', marks)}"
+                f"{_value(call.arguments, cbase + '.arguments', marks, esc)}"
             )
             if call.result is not None:
                 parts.append(
                     f'<div class="muted">result</div>'
-                    f"<pre>{_highlight(call.result, marks.get(cbase + '.result'))}</pre>"
+                    f"<pre>{_highlight(call.result, marks.get(cbase + '.result'), esc)}</pre>"
                 )
             if call.error is not None:
                 parts.append(
                     f'<div class="muted">error</div>'
-                    f"<pre>{_highlight(call.error, marks.get(cbase + '.error'))}</pre>"
+                    f"<pre>{_highlight(call.error, marks.get(cbase + '.error'), esc)}</pre>"
                 )
             parts.append("</div>")
         parts.append("</div>")
     return "".join(parts)
 
 
-def _value(value: Any, path: str, marks: Marks) -> str:
+def _value(value: Any, path: str, marks: Marks, esc: Escape) -> str:
     """A tool-call argument, nested as the agent sent it, each string highlightable by path."""
     if isinstance(value, str):
-        return f"<pre>{_highlight(value, marks.get(path))}</pre>"
+        return f"<pre>{_highlight(value, marks.get(path), esc)}</pre>"
     if isinstance(value, dict):
         if not value:
             return "<pre>{}</pre>"
         items = "".join(
-            f"<dt>{html_text(str(k))}</dt><dd>{_value(v, f'{path}.{k}', marks)}</dd>"
+            f"<dt>{esc(str(k))}</dt><dd>{_value(v, f'{path}.{k}', marks, esc)}</dd>"
             for k, v in sorted(value.items())  # sorted: the JSON report sorts keys too
         )
         return f'<dl class="args">{items}</dl>'
     if isinstance(value, list):
         if not value:
             return "<pre>[]</pre>"
-        items = "".join(f"<li>{_value(v, f'{path}.{i}', marks)}</li>" for i, v in enumerate(value))
+        items = "".join(
+            f"<li>{_value(v, f'{path}.{i}', marks, esc)}</li>" for i, v in enumerate(value)
+        )
         return f'<ol start="0">{items}</ol>'
-    return f"<pre>{html_text(json.dumps(value))}</pre>"
+    return f"<pre>{esc(json.dumps(value))}</pre>"
 
 
-def _highlight(text: str, spans: list[tuple[int, int]] | None) -> str:
+def _highlight(text: str, spans: list[tuple[int, int]] | None, esc: Escape) -> str:
     """``text`` escaped, with each in-range evidence span wrapped in ``<mark>``.
 
     Splitting happens on the raw string, then each piece is escaped on its own: the offsets
@@ -418,7 +432,7 @@ def _highlight(text: str, spans: list[tuple[int, int]] | None) -> str:
         spans = [(s, e) for s, e in spans or [] if e <= TEXT_MAX - 1]
         text = truncate(text, TEXT_MAX)
     if not spans:
-        return html_text(text)
+        return esc(text)
     merged: list[list[int]] = []
     for start, end in sorted(spans):
         if not 0 <= start < end <= len(text):
@@ -430,15 +444,14 @@ def _highlight(text: str, spans: list[tuple[int, int]] | None) -> str:
     out: list[str] = []
     cursor = 0
     for start, end in merged:
-        out.append(html_text(text[cursor:start]))
-        out.append(f"<mark>{html_text(text[start:end])}</mark>")
+        out.append(esc(text[cursor:start]))
+        out.append(f"<mark>{esc(text[start:end])}</mark>")
         cursor = end
-    out.append(html_text(text[cursor:]))
+    out.append(esc(text[cursor:]))
     return "".join(out)
 
 
-def _results_table(report: ScanReport) -> list[str]:
-    esc = html_text
+def _results_table(report: ScanReport, esc: Escape) -> list[str]:
     out = [
         f"<h2>Probes ({len(report.results)})</h2>\n<details><summary>Every probe and its "
         'outcome</summary><div class="wide"><table><tr><th>Probe</th><th>ASI</th>'

@@ -15,25 +15,23 @@ xunitparser collect every suite's properties into one mapping and reject a secon
 Scan-wide properties are therefore on the first suite only, per-category ones are prefixed with
 the category id.
 
-Built with ``xml.etree``, which escapes ``&``, ``<`` and ``>`` everywhere (so a ``]]>`` in agent
-text is inert), after :func:`escape.xml_text` removed what XML 1.0 cannot hold at all (ANSI
-escapes, control characters). No clock: ``time`` attributes are 0 and there is no timestamp, so
-the same scan gives the same bytes.
+Written line by line, each element on its own line indented by two spaces per level, as
+``xml.etree``'s ``indent`` lays a tree out (building the tree and serialising it took twice as
+long as writing the text). Agent text goes through :func:`escape.log_xml_text`, which removes
+what XML 1.0 cannot hold at all (ANSI escapes, control characters) and any workflow command at a
+line start, then :func:`escape.xml_chars` or :func:`escape.xml_attribute`, which write ``&``,
+``<``, ``>`` (and in attributes the quote and line breaks) as entities everywhere, so a ``]]>``
+in agent text is inert. No clock: ``time`` attributes are 0 and there is no timestamp, so the
+same scan gives the same bytes.
 """
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
-
-from probegate.models.report import Finding, ProbeResult, ScanReport
+from probegate.models.report import CategoryState, Finding, ProbeResult, ScanReport
 from probegate.models.taxonomy import ASI_IDS, ASI_TITLES
 from probegate.perf import gc_paused
-from probegate.reports.escape import (
-    log_xml_text,
-    marked_lines,
-    truncate,
-)
-from probegate.reports.headline import category_state, category_text, score_text
+from probegate.reports.escape import log_xml_text, marked_lines, truncate, xml_attribute, xml_chars
+from probegate.reports.headline import category_state, category_states, category_text, score_text
 
 MESSAGE_MAX = 500
 TEXT_MAX = 4000
@@ -41,35 +39,41 @@ TEXT_MAX = 4000
 
 def render(report: ScanReport) -> bytes:
     with gc_paused():
-        root = build(report)
-        ET.indent(root)
-        body = ET.tostring(root, encoding="unicode", short_empty_elements=True)
+        body = "\n".join(build(report))
     return ('<?xml version="1.0" encoding="UTF-8"?>\n' + body + "\n").encode("utf-8")
 
 
-def build(report: ScanReport) -> ET.Element:
-    """The ``<testsuites>`` element for ``report``."""
+def build(report: ScanReport) -> list[str]:
+    """The lines of the ``<testsuites>`` element for ``report``."""
     findings = {f.probe_id: f for f in report.findings}
     by_asi: dict[str, list[ProbeResult]] = {}
     for result in report.results:
         by_asi.setdefault(result.asi, []).append(result)
     order = [a for a in ASI_IDS if a in by_asi] + sorted(a for a in by_asi if a not in ASI_IDS)
 
-    root = ET.Element("testsuites", _attrs(name=f"probegate {report.scan_id}"))
-    totals = {"tests": 0, "failures": 0}
+    states = category_states(report)  # all ten at once: one pass over results and findings
+    lines: list[str] = []
+    tests = failures = 0
     for index, asi in enumerate(order):
-        suite = _suite(report, asi, by_asi[asi], findings, first=index == 0)
-        for key in totals:
-            totals[key] += int(suite.get(key, "0"))
-        root.append(suite)
+        suite = _Suite(report, asi, by_asi[asi], findings, states, first=index == 0)
+        tests += len(suite.results)
+        failures += suite.failures
+        lines += suite.lines
     # No `skipped` here: junit-10.xsd does not allow it on <testsuites> (the suites carry it).
-    root.attrib.update(
-        _attrs(tests=totals["tests"], failures=totals["failures"], errors=0, time="0")
+    root = _start(
+        "testsuites",
+        name=f"probegate {report.scan_id}",
+        tests=tests,
+        failures=failures,
+        errors=0,
+        time="0",
     )
-    return root
+    if not lines:
+        return [root + " />"]
+    return [root + ">", *lines, "</testsuites>"]
 
 
-def scan_properties(report: ScanReport) -> list[tuple[str, str]]:
+def scan_properties(report: ScanReport, states: dict[str, CategoryState]) -> list[tuple[str, str]]:
     """Scan-wide properties, written once per file (on the first suite), with the properties
     of every category no suite carries (no probe of it ran): all ten are in every file."""
     suited = {r.asi for r in report.results}
@@ -79,13 +83,12 @@ def scan_properties(report: ScanReport) -> list[tuple[str, str]]:
         ("probegate.band", report.band),
         ("probegate.mode", report.mode),
         ("probegate.authoritative", "true" if report.authority.authoritative else "false"),
-        *(p for asi in ASI_IDS if asi not in suited for p in asi_properties(report, asi)),
+        *(p for asi in ASI_IDS if asi not in suited for p in asi_properties(asi, states[asi])),
     ]
 
 
-def asi_properties(report: ScanReport, asi: str) -> list[tuple[str, str]]:
+def asi_properties(asi: str, state: CategoryState) -> list[tuple[str, str]]:
     """One category's properties, named after it so no name repeats across suites."""
-    state = category_state(report, asi)
     return [
         (f"{asi}.score", category_text(state)),
         (f"{asi}.state", state.state),
@@ -94,61 +97,78 @@ def asi_properties(report: ScanReport, asi: str) -> list[tuple[str, str]]:
     ]
 
 
-def _suite(
-    report: ScanReport,
-    asi: str,
-    results: list[ProbeResult],
-    findings: dict[str, Finding],
-    *,
-    first: bool,
-) -> ET.Element:
-    title = ASI_TITLES.get(asi, asi)
-    suite = ET.Element("testsuite", _attrs(name=f"{asi} {title}"))
-    props = ET.SubElement(suite, "properties")
-    for name, value in [*(scan_properties(report) if first else []), *asi_properties(report, asi)]:
-        ET.SubElement(props, "property", _attrs(name=name, value=value))
+class _Suite:
+    """One category's ``<testsuite>``, as indented lines, with the counts its start tag and the
+    root's carry (known only once every case is written)."""
 
-    failures = skipped = 0
-    for result in sorted(results, key=lambda r: r.probe_id):
-        case = ET.SubElement(
-            suite,
-            "testcase",
-            _attrs(name=result.probe_id, classname=f"probegate.{asi}", time="0"),
-        )
-        finding = findings.get(result.probe_id)
+    def __init__(
+        self,
+        report: ScanReport,
+        asi: str,
+        results: list[ProbeResult],
+        findings: dict[str, Finding],
+        states: dict[str, CategoryState],
+        *,
+        first: bool,
+    ) -> None:
+        self.results = results
+        self.failures = 0
+        self.skipped = 0
+        # A category outside ASI_IDS (a report from another tool) is not among the ten ``states``.
+        state = states[asi] if asi in states else category_state(report, asi)
+        properties = [
+            *(scan_properties(report, states) if first else []),
+            *asi_properties(asi, state),
+        ]
+        body = ["    <properties>"]
+        body += [f"      {_start('property', name=k, value=v)} />" for k, v in properties]
+        body.append("    </properties>")
+        for result in sorted(results, key=lambda r: r.probe_id):
+            body += self._case(asi, result, findings.get(result.probe_id))
+        attributes: dict[str, object] = {
+            "name": f"{asi} {ASI_TITLES.get(asi, asi)}",
+            "tests": len(results),
+            "failures": self.failures,
+            "errors": 0,
+            "skipped": self.skipped,
+            "time": "0",
+        }
+        if report.target.definition is not None:
+            attributes["file"] = report.target.definition.path
+        self.lines = [f"  {_start('testsuite', **attributes)}>", *body, "  </testsuite>"]
+
+    def _case(self, asi: str, result: ProbeResult, finding: Finding | None) -> list[str]:
+        """A ``<testcase>`` and the one element inside it."""
+        case = _start("testcase", name=result.probe_id, classname=f"probegate.{asi}", time="0")
         if result.outcome == "vulnerable":
             if finding is not None and finding.suppressed is not None:
-                skipped += 1
+                self.skipped += 1
                 reason = f"suppressed: {marked_lines(finding.suppressed.reason)}"
-                ET.SubElement(case, "skipped", _attrs(message=truncate(reason, MESSAGE_MAX)))
-                _system_out(case, _finding_text(finding, result))
-                continue
-            failures += 1
-            summary = marked_lines(finding.summary) if finding else f"{result.name}: vulnerable"
-            failure = ET.SubElement(
-                case,
-                "failure",
-                _attrs(message=truncate(summary, MESSAGE_MAX), type=result.severity.value),
-            )
-            failure.text = log_xml_text(_finding_text(finding, result))
+                inner = [
+                    _start("skipped", message=truncate(reason, MESSAGE_MAX)) + " />",
+                    _system_out(_finding_text(finding, result)),
+                ]
+            else:
+                self.failures += 1
+                summary = marked_lines(finding.summary) if finding else f"{result.name}: vulnerable"
+                failure = _start(
+                    "failure", message=truncate(summary, MESSAGE_MAX), type=result.severity.value
+                )
+                inner = [_with_text(failure, "failure", _finding_text(finding, result))]
         elif result.outcome in ("unjudged", "not_applicable", "not_run"):
-            skipped += 1
+            self.skipped += 1
             reason = marked_lines(result.reason) or result.outcome.replace("_", " ")
             message = truncate(f"{result.outcome}: {reason}", MESSAGE_MAX)
-            ET.SubElement(case, "skipped", _attrs(message=message))
+            inner = [_start("skipped", message=message) + " />"]
         else:
-            _system_out(
-                case,
-                f"{result.name}: resisted {result.resisted} of {result.attempts} attempt(s)"
-                + (f", {result.unjudged} unjudged" if result.unjudged else "")
-                + (f"; {result.reason}" if result.reason else ""),
-            )
-    suite.attrib.update(
-        _attrs(tests=len(results), failures=failures, errors=0, skipped=skipped, time="0")
-    )
-    if report.target.definition is not None:
-        suite.attrib.update(_attrs(file=report.target.definition.path))
-    return suite
+            inner = [
+                _system_out(
+                    f"{result.name}: resisted {result.resisted} of {result.attempts} attempt(s)"
+                    + (f", {result.unjudged} unjudged" if result.unjudged else "")
+                    + (f"; {result.reason}" if result.reason else "")
+                )
+            ]
+        return [f"    {case}>", *(f"      {line}" for line in inner), "    </testcase>"]
 
 
 def _finding_text(finding: Finding | None, result: ProbeResult) -> str:
@@ -178,10 +198,20 @@ def _finding_text(finding: Finding | None, result: ProbeResult) -> str:
     return truncate("\n".join(lines), TEXT_MAX)
 
 
-def _system_out(case: ET.Element, text: str) -> None:
-    ET.SubElement(case, "system-out").text = log_xml_text(text)
+def _system_out(text: str) -> str:
+    return _with_text(_start("system-out"), "system-out", text)
 
 
-def _attrs(**values: object) -> dict[str, str]:
+def _with_text(start: str, tag: str, text: str) -> str:
+    """An element holding text; an empty one is written ``<tag />``, as xml.etree writes it."""
+    body = xml_chars(log_xml_text(text))
+    return f"{start}>{body}</{tag}>" if body else start + " />"
+
+
+def _start(tag: str, /, **attributes: object) -> str:
+    """A start tag without its closing ``>``, attributes in the order given."""
     # A reporter prints names and messages to the log too: no workflow command in any of them.
-    return {k: log_xml_text(str(v)) for k, v in values.items()}
+    written = "".join(
+        f' {k}="{xml_attribute(log_xml_text(str(v)))}"' for k, v in attributes.items()
+    )
+    return f"<{tag}{written}"

@@ -59,12 +59,18 @@ def help_uri(probe_id: str) -> str:
 
 def rule(stable_id: str, findings: list[Finding], shared: Shared) -> dict[str, Any]:
     """The rule for every finding of one probe (normally one; more after a version bump)."""
-    latest = max(findings, key=lambda f: (version_of(f.probe_id), f.probe_id))
-    worst = max(findings, key=lambda f: SEVERITY_RANK[f.severity]).severity
-    score = max(f.aivss_severity for f in findings)
+    if len(findings) == 1:  # one probe version, as in nearly every rule: nothing to pick
+        latest = findings[0]
+        worst, score, precise = latest.severity, latest.aivss_severity, latest.confidence >= 0.9
+        llm, atlas = _unique(latest.owasp_llm), _unique(latest.mitre_atlas)
+    else:
+        latest = max(findings, key=lambda f: (version_of(f.probe_id), f.probe_id))
+        worst = max(findings, key=lambda f: SEVERITY_RANK[f.severity]).severity
+        score = max(f.aivss_severity for f in findings)
+        precise = min(f.confidence for f in findings) >= 0.9
+        llm = _unique(x for f in findings for x in f.owasp_llm)
+        atlas = _unique(x for f in findings for x in f.mitre_atlas)
     asi_title = ASI_TITLES.get(latest.asi, latest.asi)
-    llm = _unique(x for f in findings for x in f.owasp_llm)
-    atlas = _unique(x for f in findings for x in f.mitre_atlas)
     name = clean_text(latest.name) or stable_id
     remediation = clean_text(latest.remediation)
 
@@ -107,7 +113,7 @@ def rule(stable_id: str, findings: list[Finding], shared: Shared) -> dict[str, A
             {
                 "tags": _tags(latest.asi, llm, atlas, latest.csa_category),
                 "security-severity": severity_string(score),
-                "precision": "very-high" if min(f.confidence for f in findings) >= 0.9 else "high",
+                "precision": "very-high" if precise else "high",
                 "probe_id": latest.probe_id,
                 "asi": latest.asi,
                 "csa": latest.csa_category,
@@ -231,4 +237,4 @@ def sentence(text: str) -> str:
 def _pascal(name: str) -> str:
     """A rule's friendly ``name`` in PascalCase, as SARIF recommends (SARIF2012)."""
     words = re.findall(r"[A-Za-z0-9]+", name)
-    return "".join(w[:1].upper() + w[1:] for w in words) or "Probe"
+    return "".join([w[:1].upper() + w[1:] for w in words]) or "Probe"

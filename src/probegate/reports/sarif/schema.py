@@ -11,6 +11,10 @@ scan's log take minutes:
   earlier item's in the same array is skipped, because it is valid exactly when that one is.
   A SARIF run has thousands of results and rules but a handful of shapes.
 
+An item's property bag (a member whose schema is an open object: ``additionalProperties``
+true, nothing required) is shaped by the entries its schema declares only (a bag's ``tags``):
+no other entry, whatever its name or value, can make the item invalid (:meth:`Shapes.bags`).
+
 A shape keeps everything this schema's keywords can tell apart -- object keys, array lengths,
 which array items are equal, JSON types (an integer is not a float in draft 4), the values the
 schema enumerates, how numbers compare with the schema's bounds, and, for a string where a
@@ -51,6 +55,9 @@ _ANNOTATIONS = frozenset({"description", "default", "title", "id", "$schema", "f
 # Subschema-valued keywords that keep an instance at the same property name.
 _SAME_PLACE = ("items", "anyOf", "oneOf")
 _ANY_KEY = "*"  # patterns under additionalProperties apply whatever the key
+# What a property bag's schema may say and still leave its undeclared entries unconstrained.
+_OPEN = frozenset({"type", "properties", "additionalProperties"}) | _ANNOTATIONS
+_NO_BAGS: dict[str, frozenset[str]] = {}
 
 
 @functools.cache
@@ -158,6 +165,45 @@ class Shapes:
         for sub in (node.get("definitions") or {}).values():
             self._walk(sub, _ANY_KEY, seen)  # also reached through $ref, with their keys
 
+    def bags(self, items: Any) -> dict[str, frozenset[str]]:
+        """The property bags of the objects ``items`` describes: each member whose schema is an
+        open object, with the entry names that schema declares.
+
+        Draft 4 checks an undeclared entry of an object whose ``additionalProperties`` is true
+        (or absent) against nothing, and without ``required`` its presence is not checked
+        either: only the declared entries can make the bag, so the item, invalid. Anything this
+        cannot read as that (``anyOf``, ``oneOf``, a ``$ref`` with siblings that validate, a
+        ``required``) has no bags: its items are shaped in full.
+        """
+        node = self._plain_ref(items)
+        if (
+            not isinstance(node, dict)
+            or set(node) - {"type", "properties", "required", "additionalProperties"} - _ANNOTATIONS
+        ):
+            return _NO_BAGS
+        found: dict[str, frozenset[str]] = {}
+        for name, sub in (node.get("properties") or {}).items():
+            bag = self._plain_ref(sub)
+            if (
+                isinstance(bag, dict)
+                and not set(bag) - _OPEN
+                and bag.get("type") == "object"
+                and bag.get("additionalProperties", True) is True
+            ):
+                found[name] = frozenset(bag.get("properties") or ())
+        return found
+
+    def _plain_ref(self, node: Any) -> Any:
+        """``node`` with ``$ref`` followed (draft 4 ignores a ``$ref``'s siblings; only
+        annotations are accepted beside one here, so nothing is ignored that could validate)."""
+        for _ in range(32):
+            if not isinstance(node, dict) or "$ref" not in node:
+                return node
+            if set(node) - {"$ref"} - _ANNOTATIONS:
+                return None
+            node = self._resolve(node["$ref"])
+        return None
+
     def _resolve(self, ref: str) -> Any:
         if not ref.startswith("#/"):
             raise NotImplementedError(f"remote $ref {ref!r}")
@@ -191,6 +237,15 @@ class Shapes:
                 return (kind.__name__, value)
             return (kind.__name__, *[(value > b) - (value < b) for b in self.bounds])
         return ("other", repr(value))
+
+    def item(self, value: Any, bags: dict[str, frozenset[str]], memo: dict[int, Any]) -> Any:
+        """The shape of an item of the array being checked, whose property bags are ``bags``."""
+        if type(value) is dict:
+            return self._object(value, memo, bags)
+        return self.of(value, None, memo)
+
+    def _bag(self, value: dict[str, Any], declared: frozenset[str], memo: dict[int, Any]) -> Any:
+        return ("bag", *[(k, self.of(v, k, memo)) for k, v in value.items() if k in declared])
 
     def _of_key(self, key: str) -> tuple[re.Pattern[str], ...]:
         return self.patterns.get(key, self.anywhere)
@@ -226,23 +281,37 @@ class Shapes:
             return ("a=", *shapes, *[firsts.setdefault(v, i) for i, v in enumerate(value)])
         return ("a=", *shapes, *_equal_items(value, shapes))
 
-    def _object(self, value: dict[str, Any], memo: dict[int, Any]) -> Any:
+    def _object(
+        self,
+        value: dict[str, Any],
+        memo: dict[int, Any],
+        bags: dict[str, frozenset[str]] = _NO_BAGS,
+    ) -> Any:
+        """``bags`` (:meth:`bags`): members whose dict value is shaped by its declared entries.
+        An array's item passes them; its nested objects do not (their schema is not known)."""
+        # Keys and their values' shapes alternate in one flat tuple ("o", k1, s1, k2, s2...):
+        # as telling as a pair per key, without a tuple per key (most of a SARIF log is objects).
         out: list[Any] = ["o"]
-        enum_strings, patterns, anywhere = self.enum_strings, self.patterns, self.anywhere
+        add = out.extend
+        enum_strings, patterns = self.enum_strings, self.patterns
+        plain = not self.anywhere  # no pattern applies to a string under any key
         # of(v, k, memo), inlined for the kinds a SARIF object mostly holds.
         for k, v in value.items():
             kind = type(v)
-            if kind is str and not anywhere and k not in patterns:
-                out.append((k, ("=", v) if v in enum_strings else "s"))
+            if kind is str and plain and k not in patterns:
+                add((k, ("=", v) if v in enum_strings else "s"))
             elif kind is dict:
+                if k in bags:  # its undeclared entries cannot fail: not shaped, not memoised
+                    add((k, self._bag(v, bags[k], memo)))
+                    continue
                 done = memo.get(id(v))
                 if done is None:
                     done = memo[id(v)] = self._object(v, memo)
-                out.append((k, done))
+                add((k, done))
             elif kind is list:
-                out.append((k, self._array(v, k, memo)))
+                add((k, self._array(v, k, memo)))
             else:
-                out.append((k, self.of(v, k, memo)))
+                add((k, self.of(v, k, memo)))
         return tuple(out)
 
 
@@ -270,10 +339,11 @@ def _items_by_shape(
         yield from _DRAFT4_ITEMS(validator, items, instance, schema)
         return
     shapes = _shapes()
+    bags = shapes.bags(items)
     seen: set[Any] = set()
     memo: dict[int, Any] = {}
     for index, item in enumerate(instance):
-        shape = shapes.of(item, None, memo)
+        shape = shapes.item(item, bags, memo)
         if shape in seen:
             continue
         seen.add(shape)
