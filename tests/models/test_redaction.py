@@ -4,17 +4,27 @@ from __future__ import annotations
 
 import base64
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from probegate.models.bounds import Cut
 from probegate.models.redaction import (
+    _PATTERNS,
     Redactor,
     redact_attempt,
     restore,
     same_when_stored,
     stored_key,
 )
-from probegate.models.transcript import ToolCall, Transcript, Turn, resolve_path
+from probegate.models.transcript import (
+    GuardCheck,
+    GuardFinding,
+    ToolCall,
+    Transcript,
+    Turn,
+    TurnGuard,
+    resolve_path,
+)
 from probegate.models.verdict import Attempt, Evidence, Outcome
 from probegate.reports.escape import md_text
 from probegate.terminal import clean
@@ -205,3 +215,91 @@ def test_a_string_met_again_is_redacted_as_the_first_time() -> None:
     once = stored.text_with_map(f"key {SECRET} to bob@corp.io")
     assert stored.text_with_map(f"key {SECRET} to bob@corp.io") == once
     assert once[0].startswith("key ${CANARY_1} to ${EMAIL#") and once[1].spans
+
+
+# --------------------------------------------------------------------------- what is asked, and how
+
+
+# Runs of digits (an Arabic-Indic one too), the separators phone and card numbers use, and
+# what sits beside them in prose.
+NUMBERISH = st.lists(
+    st.one_of(
+        st.text(alphabet="0123456789\u0663", min_size=1, max_size=5),
+        st.sampled_from([" ", "-", ".", "+", "(", ")", "\n", "\t", "\u00a0", "x", "}"]),
+    ),
+    max_size=14,
+).map("".join)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(text=NUMBERISH)
+@example(text="call 212 555\t1234 now")
+@example(text="(212)\u00a0555\n1234")
+@example(text="\u0663\u0663\u0663 \u0663\u0663\u0663 \u0663\u0663\u0663\u0663")
+@example(text="+123456789")
+@example(text="4111-1111-1111-1111")
+def test_a_pattern_s_quick_search_finds_something_wherever_the_pattern_matches(text: str) -> None:
+    """The quick search only skips texts: it must find something in every text its pattern
+    matches in (Unicode digits and spaces too), or a number would be left in the clear."""
+    for pattern in _PATTERNS:
+        if pattern.regex.search(text) is not None:
+            assert pattern.quick.search(text) is not None, pattern.kind
+
+
+def test_a_secret_anywhere_in_a_transcript_is_stored_redacted() -> None:
+    """The stored form asks the transcript's strings off the model (no dump) before it walks
+    it: a secret only a guard's finding, a refused call, a cut or a list argument holds is
+    still found, and the transcript rebuilt."""
+    guard = TurnGuard(
+        checks=[
+            GuardCheck(
+                stage="output",
+                decision="block",
+                action="answered",
+                findings=[GuardFinding(category="leak", subject=f"quoted {SECRET}")],
+            )
+        ],
+        refused_calls=[ToolCall(name="send", arguments={"to": ["x", {"deep": [SECRET]}]})],
+    )
+    reply = Turn(role="assistant", content="no", guard=guard)
+    places = {
+        "guard finding": reply,
+        "list argument": Turn(
+            role="assistant", tool_calls=[ToolCall(name="send", arguments={"cc": [[SECRET]]})]
+        ),
+        "cut": Turn(role="assistant", cuts=[Cut(field=SECRET, length=9, kept=1)]),
+    }
+    for where, turn in places.items():
+        attempt = Attempt(
+            attempt_id="a#seed#0",
+            probe_id="a",
+            outcome=Outcome.RESISTED,
+            transcript=Transcript(turns=[Turn(role="user", content="hi"), turn]),
+        )
+        stored = redact_attempt(attempt, Redactor(SECRETS, key=KEY))
+        assert SECRET not in stored.model_dump_json(), where
+        assert "${CANARY_1}" in stored.model_dump_json(), where
+
+
+def test_an_attempt_with_nothing_to_hide_is_stored_as_it_is() -> None:
+    evidence = Evidence(
+        category="c",
+        severity="high",
+        path="turns.1.content",
+        start=0,
+        end=2,
+        score=1.0,
+        fp="f" * 32,
+        subject="ok",
+        detector="d",
+    )
+    attempt = Attempt(
+        attempt_id="a#seed#0",
+        probe_id="a",
+        outcome=Outcome.VULNERABLE,
+        evidence=[evidence],
+        transcript=Transcript(
+            turns=[Turn(role="user", content="hi"), Turn(role="assistant", content="ok")]
+        ),
+    )
+    assert redact_attempt(attempt, Redactor(SECRETS, key=KEY)) is attempt

@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import re2
+from pydantic import BaseModel
 
 from probegate.models.spellings import SEPARATORS, Spellings, bare, spellings
 from probegate.models.transcript import Transcript, Turn, resolve_path
@@ -201,13 +202,16 @@ _PATTERNS: tuple[_Pattern, ...] = (
     ),
     _Pattern(
         "CARD",
-        quick=re.compile(r"\d[ -]?\d[ -]?\d"),
+        # The first thirteen digits of any match (a string of short numbers is skipped).
+        quick=re.compile(r"\d(?:[ -]?\d){12}"),
         regex=re.compile(r"(?<![\d.])\d(?:[ -]?\d){12,18}(?![\d])"),
         valid=_card_ok,
     ),
     _Pattern(
         "PHONE",
-        quick=re.compile(r"\d\d\d"),
+        # What every match holds: three digits, a separator, three digits, or + and eight
+        # digits (a bare number, an id or a date is skipped).
+        quick=re.compile(r"\d{3}[\s.-]\d{3}|\+\d{8}"),
         regex=re.compile(
             # not inside a longer run of digit groups (card numbers, ids, dates)
             r"(?<![\w+.])(?<!\d[\s.-])(?:\+\d{1,3}[\s.-]?)?(?:\(\d{2,4}\)[\s.-]?|\d{2,4}[\s.-])"
@@ -441,6 +445,15 @@ class Redactor:
             return transcript, maps
         return Transcript.model_validate(data), maps
 
+    def hides_any(self, model: BaseModel) -> bool:
+        """Whether redaction would change any string of ``model``, read off the model itself.
+
+        For the stored form only, where a string's placeholder does not depend on the order
+        strings are met: the report form numbers placeholders in the order of the dump
+        (:meth:`transcript`), which this walk does not keep.
+        """
+        return any(self.text_with_map(s)[1].spans for s in _model_strings(model))
+
     def value(self, node: Any) -> Any:
         """Any JSON-like value with every string in it redacted (keys are left alone)."""
         return self._walk(node, "", {})
@@ -628,6 +641,25 @@ def _strings_of(tree: Any) -> list[str]:
     return strings
 
 
+def _model_strings(model: BaseModel) -> set[str]:
+    """Every string a model's ``model_dump()`` holds (keys aside), and perhaps more, without
+    dumping it: each field's value as the model keeps it, down through models, dicts and
+    lists (and tuples: a superset only costs a question). Each string once."""
+    strings: set[str] = set()
+    stack: list[Any] = [model]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            strings.add(node)
+        elif isinstance(node, BaseModel):
+            stack.extend(vars(node).values())
+        elif isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list | tuple):
+            stack.extend(node)
+    return strings
+
+
 def redact_text(text: str, secrets: Mapping[str, str]) -> str:
     """Redact one string on its own, report form (numbering starts at 1 for this call)."""
     return Redactor(secrets).text(text)
@@ -692,8 +724,10 @@ def redact_transcript_evidence(
     transcript: Transcript | None, evidence: Sequence[Evidence], redactor: Redactor
 ) -> tuple[Transcript | None, list[Evidence]]:
     """A transcript and the evidence pointing into it, redacted together (offsets moved)."""
-    if transcript is None:
-        return None, [redact_evidence(e, redactor) for e in evidence]
+    if transcript is None or (redactor.stored and not redactor.hides_any(transcript)):
+        # Most transcripts hold nothing to hide (80 of a full demo scan's 4,255): their
+        # evidence offsets stay, and no dump of the transcript is needed to find that out.
+        return transcript, [redact_evidence(e, redactor) for e in evidence]
     before = transcript.model_dump()
     redacted, maps = redactor._transcript(transcript, before)
     after = redacted.model_dump() if maps else before
@@ -711,14 +745,19 @@ def redact_attempt(attempt: Attempt, redactor: Redactor) -> Attempt:
     transcript, evidence = redact_transcript_evidence(
         attempt.transcript, attempt.evidence, redactor
     )
-    return attempt.model_copy(
-        update={
-            "transcript": transcript,
-            "evidence": evidence,
-            "reason": redactor.text(attempt.reason),
-            "trigger_prompt": redactor.text(attempt.trigger_prompt),
-        }
+    update = {
+        "transcript": transcript,
+        "evidence": evidence,
+        "reason": redactor.text(attempt.reason),
+        "trigger_prompt": redactor.text(attempt.trigger_prompt),
+    }
+    unchanged = (
+        transcript is attempt.transcript
+        and update["reason"] == attempt.reason
+        and update["trigger_prompt"] == attempt.trigger_prompt
+        and all(new is old for new, old in zip(evidence, attempt.evidence, strict=True))
     )
+    return attempt if unchanged else attempt.model_copy(update=update)
 
 
 def _string_at(tree: dict[str, Any], path: str) -> str | None:
@@ -750,5 +789,8 @@ def redact_evidence(
             subject = redacted[start:end] + (redactor.text(rest) if rest else "")
             update["subject"] = truncate(subject, SUBJECT_MAX)
             return evidence.model_copy(update=update)
-    update["subject"] = truncate(redactor.text(evidence.subject), SUBJECT_MAX)
+    subject = truncate(redactor.text(evidence.subject), SUBJECT_MAX)
+    if not update and subject == evidence.subject:
+        return evidence  # frozen, and nothing in it to hide
+    update["subject"] = subject
     return evidence.model_copy(update=update)
