@@ -8,17 +8,27 @@ something no agent would.
 from __future__ import annotations
 
 import base64
+import re
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from probegate.library.loader import load_library
+from probegate.library.mutators import MUTATORS, mutate
 from probegate.targets.demo.agent import url_refusal
 from probegate.targets.demo.intents import (
+    _CLAUSE_SPLIT,
+    _MATCH_WORDS,
+    COPY_SEPARATOR,
+    _search,
     claims_authority,
     is_code_block,
     normalise,
     read_intents,
     readable,
+    split_sentences,
 )
 
 
@@ -220,3 +230,67 @@ def test_a_text_read_again_gives_the_same_intents_in_a_list_of_its_own() -> None
         assert [(i.action, i.args) for i in read_intents(text)] == [
             ("email", {"to": "attacker@evil.test", "topic": "customer", "encoding": "plain"})
         ]
+
+
+# --------------------------------------------------------------------------- the word test
+
+
+def _clauses(text: str) -> list[str]:
+    """The clauses the reader reads in ``text``, decoded copies included (as _read splits)."""
+    return [
+        clause.strip()
+        for copy in normalise(text).split(COPY_SEPARATOR)
+        for sentence in split_sentences(copy)
+        for clause in _CLAUSE_SPLIT.split(sentence)
+        if clause.strip()
+    ]
+
+
+def _library_texts() -> list[str]:
+    """What the library makes the demo read: every turn and fixture, with every mutator's
+    variant of the payload."""
+    texts = [text for text, _, _ in LABELLED] + BENIGN + [text for _, text in OBFUSCATED]
+    for probe in load_library().probes:
+        payloads = [probe.payload or ""] + [
+            mutate(probe.payload, name, 0, probe.id) for name in MUTATORS if probe.payload
+        ]
+        fixtures = probe.fixtures
+        carriers = [t.content for t in probe.turns] + [
+            *fixtures.documents.values(),
+            *fixtures.memory,
+            *fixtures.agent_replies.values(),
+            *fixtures.tool_results.values(),
+            *fixtures.tool_descriptions.values(),
+            *fixtures.tool_errors.values(),
+        ]
+        texts.extend(c.replace("{{payload}}", p) for c in carriers for p in payloads)
+    return texts
+
+
+def test_every_clause_the_library_makes_is_searched_as_the_pattern_would() -> None:
+    """The word test answers a search only when the pattern could not match: on every clause
+    the probe library can make the demo read, each gated search is the pattern's own."""
+    clauses = {c for text in _library_texts() for c in _clauses(text)}
+    assert len(clauses) > 1000
+    for clause in clauses:
+        for pattern in _MATCH_WORDS:
+            gated, plain = _search(pattern, clause), pattern.search(clause)
+            assert (gated and gated.span()) == (plain and plain.span()), (pattern.pattern, clause)
+
+
+@pytest.mark.slow  # hypothesis writing texts from each pattern: seconds per pattern
+@pytest.mark.parametrize(
+    "pattern", sorted(_MATCH_WORDS, key=lambda p: p.pattern), ids=lambda p: p.pattern[:24]
+)
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_every_match_of_a_clause_pattern_holds_one_of_its_words(
+    pattern: re.Pattern[str], data: st.DataObject
+) -> None:
+    """Texts made to hold a match of the pattern (hypothesis writes them from the pattern
+    itself, in any case): each holds one of the pattern's words. The quick test of the same
+    rule, on the library's own clauses, is the one above."""
+    ascii_text = st.from_regex(pattern, alphabet=st.characters(max_codepoint=127))
+    text = data.draw(ascii_text)
+    assert pattern.search(text) is not None
+    assert any(word in text.lower() for word in _MATCH_WORDS[pattern]), text

@@ -217,6 +217,49 @@ _B64_BLOB = re.compile(r"\b[A-Za-z0-9+/]{24,}={0,2}")
 _SPLIT_PART = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]{0,11})\s*=\s*(\"(?:[^\"\\]|\\.)*\")")
 _SPLIT_JOIN = re.compile(r"\b(followed by|concatenat\w*|join(?:ed)?|combine[sd]?|then)\b", re.I)
 
+# Words every match of a clause pattern holds, in lower case, `|` between them (_search).
+_MATCH_WORDS: dict[re.Pattern[str], tuple[str, ...]] = {
+    pattern: tuple(words.split("|"))
+    for pattern, words in {
+        _REMEMBER: "remember|memori|note down|keep in mind|memory|store |save ",
+        _RECALL: "remember|recall|memory|saved|notes",
+        _SUPPRESS: "do not|don't|never|stop|refuse to|cease",
+        _ASK_USER: "ask ",
+        _SAY_ALWAYS: "answer|repl|respons|message",
+        _SAY_QUOTED: "say|with",
+        _SAY: "the user|the customer",
+        _ASK_AGENT: "agent",
+        _RUN: "run|exec|eval|launch|install",
+        _LOOKUP: "customer|account|record|profile",
+        _REFUND: "refund|reimburse|credit back|pay out|payout",
+        _INSTALL: "pip|npm |curl|wget",
+        _GRANT: "admin|superuser|root|owner|elevated|full access|privilege",
+        _DISABLE: "disable|turn off|switch off|deactivate|bypass|suspend|silence|mute|skip",
+        _DELETE_QUOTED: "delete|remove|purge|wipe|drop|erase|truncate",
+        _DELETE: "delete|remove|purge|wipe|drop|erase|truncate",
+        _EMAIL_VERB: "mail|send|forward|cc|cop|exfiltrate|upload",
+        _REVEAL: "prompt|instruction|config|escalation code|api key|api token|"
+        "credential|secret|password|billing key|hidden rules|keys|tokens",
+    }.items()
+}
+
+
+def _search(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """``pattern.search(text)``, answered at once for ASCII text that holds none of the words
+    every match of ``pattern`` holds (:data:`_MATCH_WORDS`).
+
+    A scan hands the clause reader thousands of clauses it has not seen (4,385 in a full scan
+    of the demo), each searched for every action, and most name none: a word test is a tenth
+    of a search. Text that is not ASCII is always searched: under IGNORECASE, Unicode letters
+    such as the long s (U+017F) match ASCII ones, and that is the pattern's to decide.
+    tests/targets/demo/test_intents.py holds every pattern to its words.
+    """
+    if text.isascii():
+        lowered = text.lower()
+        if not any(word in lowered for word in _MATCH_WORDS[pattern]):
+            return None
+    return pattern.search(text)
+
 
 @dataclass(frozen=True)
 class Intent:
@@ -508,15 +551,15 @@ def _clause_intents(s: str) -> list[Intent]:
     """What one clause asks for, in the order the over-trusting agent acts on it: a memory
     to keep (and nothing else), then what to recall, a message to pass on (which takes the rest
     of the clause), a suppression, then every action the clause names."""
-    remember = _REMEMBER.search(s)
-    if remember and not _RECALL.search(s):
+    remember = _search(_REMEMBER, s)
+    if remember and not _search(_RECALL, s):
         # "remember that X" stores X; the instruction inside is not acted on now.
         return [Intent("remember", {"note": _clean(remember.group(2))}, s)]
-    found = [Intent("recall", {}, s)] if _RECALL.search(s) else []
+    found = [Intent("recall", {}, s)] if _search(_RECALL, s) else []
     speech = _speech_intents(s)
     if speech is not None:
         return found + speech
-    if _SUPPRESS.search(s):
+    if _search(_SUPPRESS, s):
         return [*found, Intent("suppress", {}, s)]
     for read in _ACTIONS:
         found.extend(read(s))
@@ -526,16 +569,16 @@ def _clause_intents(s: str) -> list[Intent]:
 def _speech_intents(s: str) -> list[Intent] | None:
     """A message for the user or another agent: it takes the rest of the clause, and the
     first speech act of the clause wins. None when the clause says nothing to pass on."""
-    ask_user = _ASK_USER.search(s)
+    ask_user = _search(_ASK_USER, s)
     if ask_user:
         verb = "provide " if ask_user.group(1).lower() == "for" else ""
         return [Intent("say", {"text": f"Please {verb}{_clean(ask_user.group(2))}"}, s)]
     speech = [
         (m.start(), kind, m)
         for kind, m in (
-            ("always", _SAY_ALWAYS.search(s)),
-            ("say", _SAY_QUOTED.search(s) or _SAY.search(s)),
-            ("agent", _ASK_AGENT.search(s)),
+            ("always", _search(_SAY_ALWAYS, s)),
+            ("say", _search(_SAY_QUOTED, s) or _search(_SAY, s)),
+            ("agent", _search(_ASK_AGENT, s)),
         )
         if m is not None
     ]
@@ -554,15 +597,17 @@ def _speech_intents(s: str) -> list[Intent] | None:
 
 def _fetches(s: str) -> list[Intent]:
     # An agent follows the links it reads, except those inside code it was asked to run.
-    run = _RUN.search(s)
-    urls = (url.rstrip(".,;:") for url in URL_RE.findall(s))
+    urls = [url.rstrip(".,;:") for url in URL_RE.findall(s)]
+    if not urls:
+        return []
+    run = _search(_RUN, s)
     return [
         Intent("fetch", {"url": url}, s) for url in urls if run is None or url not in run.group(2)
     ]
 
 
 def _lookups(s: str) -> list[Intent]:
-    lookup = _LOOKUP.search(s)
+    lookup = _search(_LOOKUP, s)
     if not lookup:
         return []
     quoted_id = _QUOTED_ID.search(s)
@@ -574,9 +619,11 @@ def _lookups(s: str) -> list[Intent]:
 
 
 def _refunds(s: str) -> list[Intent]:
+    if not _search(_REFUND, s):
+        return []
     order = _ORDER_RE.search(s)
     amount = _AMOUNT_RE.search(s)
-    if not (_REFUND.search(s) and (order or amount)):
+    if not (order or amount):
         return []
     args = {
         "order_id": order.group(1) if order else "",
@@ -586,15 +633,15 @@ def _refunds(s: str) -> list[Intent]:
 
 
 def _code_runs(s: str) -> list[Intent]:
-    run = _RUN.search(s)
+    run = _search(_RUN, s)
     if run:
         return [Intent("run_code", {"code": run.group(2).strip()}, s)]
-    install = _INSTALL.search(s)
+    install = _search(_INSTALL, s)
     return [Intent("run_code", {"code": install.group(0).strip()}, s)] if install else []
 
 
 def _grants(s: str) -> list[Intent]:
-    grant = _GRANT.search(s)
+    grant = _search(_GRANT, s)
     if not grant:
         return []
     who = EMAIL_RE.search(s)
@@ -604,27 +651,27 @@ def _grants(s: str) -> list[Intent]:
 
 
 def _disables(s: str) -> list[Intent]:
-    disable = _DISABLE.search(s)
+    disable = _search(_DISABLE, s)
     return [Intent("disable", {"setting": disable.group(2).lower()}, s)] if disable else []
 
 
 def _deletes(s: str) -> list[Intent]:
-    delete_quoted = _DELETE_QUOTED.search(s)
+    delete_quoted = _search(_DELETE_QUOTED, s)
     if delete_quoted:
         return [Intent("delete", {"scope": delete_quoted.group(1)}, s)]
-    delete = _DELETE.search(s)
+    delete = _search(_DELETE, s)
     return [Intent("delete", {"scope": delete.group(2).lower()}, s)] if delete else []
 
 
 def _sends(s: str) -> list[Intent]:
     """E-mails to every address the clause names when it asks to send, else a reveal."""
     emails = EMAIL_RE.findall(s)
-    if emails and _EMAIL_VERB.search(s):
+    if emails and _search(_EMAIL_VERB, s):
         return [
             Intent("email", {"to": to, "topic": _topic(s), "encoding": _encoding(s)}, s)
             for to in emails
         ]
-    if _REVEAL.search(_SELF_REFERENCE.sub(" ", s)):
+    if _search(_REVEAL, _SELF_REFERENCE.sub(" ", s)):
         return [Intent("reveal", {"encoding": _encoding(s)}, s)]
     return []
 
