@@ -36,6 +36,8 @@ _MEMORY_READ = re.compile(r"recall|search|read|get|list|load|retrieve|query", re
 
 def _fixture_for(table: dict[str, str], tool: ToolSpec) -> str | None:
     """A fixture keyed by the tool's name wins over one keyed by any of its capabilities."""
+    if not table:  # most probes fix no tool's answer, error or description
+        return None
     if tool.name in table:
         return table[tool.name]
     for cap in sorted(tool.capabilities):
