@@ -177,16 +177,14 @@ class Runner:
         self.fatal: str | None = None
         self._stopped = threading.Event()
         self.artefacts: dict[str, frozenset[str]] = {}
+        self._filled: dict[tuple[str, str | None, bool], Fixtures] = {}
 
     # -- one attempt ---------------------------------------------------------------------
     def run_one(self, planned: PlannedAttempt) -> Attempt:
         probe = planned.probe
         canaries = make_canaries(self.seed, planned.attempt_id, self.declared)
         sandbox = Sandbox(
-            self.tools,
-            fill_fixtures(probe.fixtures, planned.payload, control=planned.is_control),
-            canaries,
-            attempt_id=planned.attempt_id,
+            self.tools, self._fixtures(planned), canaries, attempt_id=planned.attempt_id
         )
         transcript = Transcript(tools_offered=[t.name for t in self.tools])
         usage = Usage()
@@ -226,6 +224,19 @@ class Runner:
         if self.record_dir is not None:
             write_recording(self.record_dir, attempt, self.seed)
         return attempt
+
+    def _fixtures(self, planned: PlannedAttempt) -> Fixtures:
+        """The attempt's fixtures, filled once per probe, payload and kind of attempt: the
+        repeats of a variant share them, and Fixtures are frozen. Two workers filling the same
+        ones at once only fill them twice."""
+        key = (planned.probe.id, planned.payload, planned.is_control)
+        filled = self._filled.get(key)
+        if filled is None:
+            filled = fill_fixtures(
+                planned.probe.fixtures, planned.payload, control=planned.is_control
+            )
+            self._filled[key] = filled
+        return filled
 
     def _converse(
         self, planned: PlannedAttempt, sandbox: Sandbox, transcript: Transcript, usage: Usage
