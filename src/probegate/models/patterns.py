@@ -25,6 +25,10 @@ import re2
 
 from probegate.models.bounds import clean_text
 
+# Searches remembered per pattern, of texts up to this long: bounded whatever agents send.
+_MEMO_ENTRIES = 256
+_MEMO_TEXT_MAX = 1024
+
 HINT = (
     "patterns are RE2 (time linear in the text): no backreferences, lookaround, atomic or "
     "possessive groups, or (?x)"
@@ -78,9 +82,20 @@ class Pattern:
             ) from None
         except (TypeError, UnicodeEncodeError):
             raise PatternError(f"invalid regular expression {source!r}: not text") from None
+        self._search_memo = functools.lru_cache(maxsize=_MEMO_ENTRIES)(self._search)
 
     def search(self, text: str) -> Match | None:
-        """The first match in ``text``, or None; lone surrogates never stop a match."""
+        """The first match in ``text``, or None; lone surrogates never stop a match.
+
+        Remembered per text (a Match is frozen): oracles ask the same pattern of the same
+        arguments in every repeat of a variant and its control (7,096 searches of 851
+        distinct texts in a full scan of the demo).
+        """
+        if len(text) <= _MEMO_TEXT_MAX:
+            return self._search_memo(text)
+        return self._search(text)
+
+    def _search(self, text: str) -> Match | None:
         found = self._regex.search(clean_text(text))
         if found is None:
             return None
