@@ -644,20 +644,34 @@ def _strings_of(tree: Any) -> list[str]:
 def _model_strings(model: BaseModel) -> set[str]:
     """Every string a model's ``model_dump()`` holds (keys aside), and perhaps more, without
     dumping it: each field's value as the model keeps it, down through models, dicts and
-    lists (and tuples: a superset only costs a question). Each string once."""
+    lists (and tuples: a superset only costs a question). Each string once. The exact types
+    are asked first: a transcript is mostly plain strings, dicts, lists and numbers."""
     strings: set[str] = set()
     stack: list[Any] = [model]
+    pop, push, add = stack.pop, stack.extend, strings.add
     while stack:
-        node = stack.pop()
-        if isinstance(node, str):
-            strings.add(node)
+        node = pop()
+        kind = type(node)
+        if kind is str:
+            add(node)
+        elif kind is dict:
+            push(node.values())
+        elif kind is list or kind is tuple:
+            push(node)
+        elif kind in _SCALARS:
+            continue
         elif isinstance(node, BaseModel):
-            stack.extend(vars(node).values())
+            push(vars(node).values())
+        elif isinstance(node, str):  # a str enum
+            add(node)
         elif isinstance(node, dict):
-            stack.extend(node.values())
+            push(node.values())
         elif isinstance(node, list | tuple):
-            stack.extend(node)
+            push(node)
     return strings
+
+
+_SCALARS = frozenset({int, float, bool, type(None)})
 
 
 def redact_text(text: str, secrets: Mapping[str, str]) -> str:
