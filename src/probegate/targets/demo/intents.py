@@ -333,10 +333,18 @@ def _unleet(text: str, *, numbers_too: bool) -> str:
             return tok
         return tok.translate(_LEET)
 
+    if _LEET_DIGIT.search(text) is None:
+        return text  # no word has a leet digit: every word reads as it stands
     out: list[str] = []
     for word in text.split(" "):
-        # A word without a leet digit reads as it stands (most words: skip the address checks).
-        if not _LEET_DIGIT.search(word) or EMAIL_RE.search(word) or URL_RE.search(word):
+        # A word without a leet digit reads as it stands (most words: skip the address checks;
+        # a word of letters alone has none, and isalpha asks that at C speed).
+        if (
+            word.isalpha()
+            or not _LEET_DIGIT.search(word)
+            or EMAIL_RE.search(word)
+            or URL_RE.search(word)
+        ):
             out.append(word)
         else:
             out.append(_LEET_TOKEN.sub(token, word))
