@@ -380,3 +380,38 @@ def test_a_url_that_is_not_http_is_an_invalid_url() -> None:
     client.close()
     assert info.value.reason.startswith("invalid URL:")
     assert info.value.fatal
+
+
+class _Writes:
+    """A socket stand-in that records each write and passes it on."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.writes: list[bytes] = []
+
+    def sendall(self, data: bytes) -> None:
+        self.writes.append(bytes(data))
+        self.sock.sendall(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sock, name)
+
+
+@pytest.mark.parametrize(("method", "body"), [("POST", b'{"q": 1}'), ("GET", None)])
+def test_a_request_goes_out_in_one_write(method: str, body: bytes | None) -> None:
+    """Head and body in one send: each write hands the interpreter lock to another worker and
+    back, which at --concurrency 64 cost more CPU than the request itself."""
+    pool = ConnectionPool(maxsize=1, connect_timeout=5, read_timeout=5, user_agent="t")
+    with EchoServer() as server:
+        conn = pool._open(pool._target(server.url + "/x", None).route)
+        conn.connect()
+        assert conn.sock is not None
+        writes = _Writes(conn.sock)
+        conn.sock = writes
+        conn.send_request(method, "/x", body, {"Content-Type": "application/json"})
+        response = conn.getresponse()
+        assert response.status == 200 and json.loads(response.read())["path"] == "/x"
+        conn.close()
+    assert len(writes.writes) == 1
+    head, _, sent = writes.writes[0].partition(b"\r\n\r\n")
+    assert head.startswith(f"{method} /x HTTP/1.1".encode()) and sent == (body or b"")
