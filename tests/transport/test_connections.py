@@ -382,6 +382,29 @@ def test_a_url_that_is_not_http_is_an_invalid_url() -> None:
     assert info.value.fatal
 
 
+@pytest.mark.parametrize(
+    ("url", "proxy"),
+    [
+        ("ftp://scanner:pw-NOT-REGISTERED-99@agent.internal/v1/x", None),
+        ("http://agent.internal:99999/v1/x", None),
+        ("http://agent.internal/v1/x", "http://127.0.0.1:notaport"),
+        ("http://\u200d.test/v1/x", None),  # a label IDNA cannot spell
+    ],
+)
+def test_a_url_or_proxy_that_cannot_be_sent_to_is_an_invalid_url_that_shows_no_password(
+    no_proxies: pytest.MonkeyPatch, url: str, proxy: str | None
+) -> None:
+    if proxy is not None:
+        no_proxies.setenv("HTTP_PROXY", proxy)
+    client = HttpClient(timeout=5, retries=2, backoff_base=0.01)
+    with pytest.raises(TransportError) as info:
+        post(client, url)
+    client.close()
+    assert info.value.reason.startswith("invalid URL:"), info.value.reason
+    assert info.value.fatal and client.stats.retries == 0
+    assert "pw-NOT-REGISTERED" not in info.value.reason
+
+
 class _Writes:
     """A socket stand-in that records each write and passes it on."""
 

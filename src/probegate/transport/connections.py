@@ -27,7 +27,7 @@ import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, unquote, urlencode, urlsplit
+from urllib.parse import SplitResult, quote, unquote, urlencode, urlsplit
 
 CHUNK_BYTES = 65536
 # URLs read and kept (an http target with a session id in its path has one per attempt).
@@ -37,8 +37,13 @@ _TARGETS_KEPT = 1024
 _URL_SAFE = "!#$%&'()*+,/:;=?@[]~"
 
 
-class InvalidTarget(ValueError):
-    """The URL cannot be sent at all: no host, or a scheme that is not http or https."""
+class InvalidRequest(ValueError):
+    """The request cannot be written at all: nothing a retry or the peer could change."""
+
+
+class InvalidTarget(InvalidRequest):
+    """The URL cannot be sent to: no host, a scheme that is not http or https, a bad port, a
+    host name IDNA cannot spell, or a proxy the environment names that is not http://."""
 
 
 class ConnectFailed(Exception):
@@ -60,7 +65,7 @@ class Route:
     scheme: str
     host: str
     port: int
-    proxy: str | None = None  # "host:port" of a plain HTTP proxy
+    proxy: tuple[str, int] | None = None  # (host, port) of a plain HTTP proxy
     # "Basic ..." for a proxy URL with credentials: sent to the proxy, never shown.
     proxy_authorization: str | None = field(default=None, repr=False)
 
@@ -145,10 +150,15 @@ class _Connection(http.client.HTTPConnection):
     _held: list[bytes] | None = None
 
     def send_request(
-        self, method: str, target: str, body: bytes | None, headers: Mapping[str, str]
+        self, method: str, target: str, body: bytes | None, headers: dict[str, str]
     ) -> None:
         self._held = [] if body else None
-        self.request(method, target, body=body, headers=dict(headers))
+        try:
+            self.request(method, target, body=body, headers=headers)
+        except ValueError:  # http.client refuses a header with a line break in its value
+            raise InvalidRequest(
+                "a request header has a value HTTP cannot carry (a line break?)"
+            ) from None
         held, self._held = self._held, None
         if held:  # the body was never written (no body after all): the head goes alone
             super().send(b"".join(held))
@@ -216,8 +226,7 @@ class ConnectionPool:
             except (OSError, http.client.HTTPException) as exc:
                 conn.close()
                 route = target.route
-                host = route.proxy.rpartition(":")[0] if route.proxy else route.host
-                raise ConnectFailed(exc, host) from exc
+                raise ConnectFailed(exc, route.proxy[0] if route.proxy else route.host) from exc
             assert conn.sock is not None
             conn.sock.settimeout(self.read_timeout)
             # No write waits for the peer's delayed ACK of the one before (Nagle's algorithm:
@@ -268,11 +277,11 @@ class ConnectionPool:
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
         if scheme not in ("http", "https") or not parts.hostname:
-            raise InvalidTarget(f"cannot send to {url!r}: an http:// or https:// URL is needed")
-        try:
-            port = parts.port or (443 if scheme == "https" else 80)
-        except ValueError as exc:  # a port that is not a number or out of range
-            raise InvalidTarget(str(exc)) from None
+            # Not the URL itself: it may carry credentials.
+            raise InvalidTarget(
+                f"an http:// or https:// URL with a host is needed, not {scheme or 'no'} scheme"
+            )
+        port = _port(parts, 443 if scheme == "https" else 80)
         query = parts.query
         if params:
             query = f"{query}&{urlencode(params)}" if query else urlencode(params)
@@ -310,7 +319,7 @@ class ConnectionPool:
         authorization = None
         if parts.username is not None:
             authorization = _basic(parts.username, parts.password)
-        where = f"{parts.hostname}:{parts.port or 80}"
+        where = (_ascii_host(parts.hostname), _port(parts, 80))
         return Route(scheme, host, port, where, authorization)
 
     def _take(self, route: Route) -> _Connection | None:
@@ -325,10 +334,7 @@ class ConnectionPool:
             conn.close()
 
     def _open(self, route: Route) -> _Connection:
-        host, port = route.host, route.port
-        if route.proxy is not None:
-            proxy_host, _, proxy_port = route.proxy.rpartition(":")
-            host, port = proxy_host, int(proxy_port)
+        host, port = route.proxy or (route.host, route.port)
         if route.scheme == "http":
             return _Connection(host, port, timeout=self.connect_timeout)
         conn = _TLSConnection(host, port, timeout=self.connect_timeout, context=self._tls_context())
@@ -382,11 +388,19 @@ def _dropped(conn: http.client.HTTPConnection) -> bool:
 
 
 def _ascii_host(host: str) -> str:
+    if host.isascii():
+        return host
     try:
-        host.encode("ascii")
-    except UnicodeEncodeError:
         return host.encode("idna").decode("ascii")
-    return host
+    except UnicodeError:
+        raise InvalidTarget("a host name IDNA cannot spell") from None
+
+
+def _port(parts: SplitResult, default: int) -> int:
+    try:
+        return parts.port or default
+    except ValueError as exc:  # not a number, or out of range
+        raise InvalidTarget(str(exc)) from None
 
 
 def _ca_bundle() -> str:

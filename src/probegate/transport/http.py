@@ -56,7 +56,13 @@ from probegate import __version__
 from probegate.models.bounds import loads_bounded
 from probegate.models.spellings import Spellings, hide
 from probegate.terminal import clean
-from probegate.transport.connections import ConnectFailed, ConnectionPool, InvalidTarget, Reply
+from probegate.transport.connections import (
+    ConnectFailed,
+    ConnectionPool,
+    InvalidRequest,
+    InvalidTarget,
+    Reply,
+)
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.sse import SseEvent, is_event_stream, parse_events
 from probegate.transport.usage import UNREADABLE, MalformedReply, TransportError, Usage
@@ -436,7 +442,9 @@ class HttpClient:
         raise MalformedReply(self.scrub(failure.reason + self._tries_note(failure)))
 
     def _forward(self, method: str, url: str, body: bytes, headers: Mapping[str, str]) -> Forwarded:
-        reply, raw = self._exchange(method, url, body, None, headers, self.timeout)
+        reply, raw = self._exchange(
+            method, url, body, None, headers, time.monotonic() + self.timeout
+        )
         if isinstance(raw, _Failure):
             if raw.dropped:
                 raise _Dropped(self.scrub(raw.reason))
@@ -520,7 +528,7 @@ class HttpClient:
                 return _Failure("the request body is not valid JSON (NaN or infinity)", False)
             if not any(name.lower() == "content-type" for name in sent):
                 sent["Content-Type"] = "application/json"
-        reply, raw = self._exchange(method, url, data, params, sent, deadline - time.monotonic())
+        reply, raw = self._exchange(method, url, data, params, sent, deadline)
         if isinstance(raw, _Failure):
             return raw
         assert reply is not None
@@ -533,14 +541,14 @@ class HttpClient:
         body: bytes | None,
         params: Mapping[str, str] | None,
         headers: Mapping[str, str],
-        within: float,
+        deadline: float,
     ) -> tuple[Reply | None, bytes | _Failure]:
         """One request as every call sends it, its body read under the cap and the watchdog's
-        deadline ``within`` seconds from now: no redirect followed, the proxies the environment
-        names, connect and read timeouts. The watch is released before the reply is closed:
-        closing hands the connection back to the pool, and a later request on it must never
-        be shut down by this one's deadline."""
-        watch = self._watchdog.watch(time.monotonic() + within)
+        ``deadline``: no redirect followed, the proxies the environment names, connect and
+        read timeouts. The watch is released before the reply is closed: closing hands the
+        connection back to the pool, and a later request on it must never be shut down by this
+        one's deadline."""
+        watch = self._watchdog.watch(deadline)
 
         def watched(conn: http.client.HTTPConnection) -> None:
             if watch.active:
@@ -552,12 +560,8 @@ class HttpClient:
                 method, url, body=body, headers=headers, params=params, on_connection=watched
             )
             return reply, self._read(reply, watch)
-        except (OSError, http.client.HTTPException, ConnectFailed, InvalidTarget) as exc:
+        except (OSError, http.client.HTTPException, ConnectFailed, InvalidRequest) as exc:
             return reply, self._network_failure(exc, watch, replied=reply is not None)
-        except ValueError:  # http.client refuses a header value with a line break in it
-            return reply, _Failure(
-                "a request header has a value HTTP cannot carry (a line break?)", False, fatal=True
-            )
         finally:
             self._watchdog.release(watch)
             if reply is not None:
@@ -596,6 +600,8 @@ class HttpClient:
             return self._slow()
         if isinstance(exc, InvalidTarget | http.client.InvalidURL):
             return _Failure(f"invalid URL: {self.excerpt(str(exc))}", False, fatal=True)
+        if isinstance(exc, InvalidRequest):
+            return _Failure(str(exc), False, fatal=True)
         if isinstance(exc, ConnectFailed):
             return self._connect_failure(exc)
         if isinstance(exc, ssl.SSLError):
