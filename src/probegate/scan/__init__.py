@@ -25,6 +25,7 @@ from typing import TextIO
 
 from probegate.config import ScanConfig
 from probegate.errors import UsageError
+from probegate.perf import collector_for_scan
 from probegate.scan.closing import conclude
 from probegate.scan.execute import run_attempts
 from probegate.scan.finalise import build_report, report_files
@@ -59,6 +60,7 @@ def execute_scan(
         if not plan.attempts and not plan.escalations:
             raise UsageError(nothing_to_run(plan, settings.plan.variant))
         view = View(out, err, quiet=config.quiet, verbose=verbose, as_json=as_json)
+        held.enter_context(collector_for_scan())
         # The scan's lock, taken by run_attempts, is held in ``held`` until the report and the
         # reproducers are written: a second run of this scan is refused until then.
         run = run_attempts(target, plan, settings.run, inputs, view, held)
