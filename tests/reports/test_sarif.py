@@ -196,6 +196,31 @@ def test_result_properties_are_the_documented_ones() -> None:
     assert result["message"]["text"].startswith(finding.summary)
 
 
+def _nulls(value: Any, path: str = "") -> list[str]:
+    if value is None:
+        return [path]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _nulls(v, f"{path}/{k}")]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _nulls(v, f"{path}/{i}")]
+    return []
+
+
+def test_an_unset_field_is_left_out_never_written_as_null() -> None:
+    """Rules and results are written as plain dicts, not through omjson.node and plain: an
+    optional field left unset (no reproducer, no control, no expiry) is left out as they
+    would leave it; SARIF's null is never a value of these properties."""
+    bare = make_finding(0).model_copy(
+        update={"pov_reference": None, "pov_reliability": None, "control": None}
+    )
+    suppressed = make_finding(1).model_copy(update={"suppressed": Suppression(reason="ok")})
+    document = json.loads(sarif.render(make_report([bare, suppressed])))
+    assert _nulls(document) == []
+    first = document["runs"][0]["results"][0]
+    assert {"pov_reference", "pov_reliability", "control"}.isdisjoint(first["properties"])
+    assert "properties" not in document["runs"][0]["results"][1]["suppressions"][0]
+
+
 def test_message_text_escapes_embedded_link_syntax() -> None:
     finding = make_finding(0).model_copy(update={"summary": "see [here](0) \\o/"})
     (result,) = json.loads(sarif.render(make_report([finding])))["runs"][0]["results"]

@@ -28,9 +28,10 @@ def build(report: ScanReport) -> dict[str, Any]:
             f"{len(report.findings)} findings exceed GitHub's {MAX_RESULTS} results per "
             "SARIF run; narrow the scan (--asi, --probes) or shard it"
         )
+    finding_rules = [stable_id(f.probe_id) for f in report.findings]
     by_rule: dict[str, list[Finding]] = {}
-    for finding in report.findings:
-        by_rule.setdefault(stable_id(finding.probe_id), []).append(finding)
+    for rule_id, finding in zip(finding_rules, report.findings, strict=True):
+        by_rule.setdefault(rule_id, []).append(finding)
     rule_ids = sorted(by_rule)
     rule_index = {rule_id: i for i, rule_id in enumerate(rule_ids)}
     shared = Shared()
@@ -53,7 +54,8 @@ def build(report: ScanReport) -> dict[str, Any]:
         taxonomies=rules.taxonomies(),
         invocations=[_invocation(report)],
         results=[
-            results.result(f, rule_index[stable_id(f.probe_id)], shared) for f in report.findings
+            results.result(f, rule_id, rule_index[rule_id], shared)
+            for rule_id, f in zip(finding_rules, report.findings, strict=True)
         ],
         column_kind="unicodeCodePoints",
         properties=plain(_run_properties(report)),
