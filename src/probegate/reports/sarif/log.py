@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import sarif_om as om
-
 from probegate import PROJECT_URL
 from probegate.errors import ReportError
 from probegate.models.probe import stable_id
@@ -36,11 +34,11 @@ def build(report: ScanReport) -> dict[str, Any]:
     rule_index = {rule_id: i for i, rule_id in enumerate(rule_ids)}
     shared = Shared()
     run = node(
-        om.Run,
+        "Run",
         tool=node(
-            om.Tool,
+            "Tool",
             driver=node(
-                om.ToolComponent,
+                "ToolComponent",
                 name=TOOL_NAME,
                 full_name="probegate: red-team AI agents in CI",
                 information_uri=PROJECT_URL,
@@ -60,12 +58,12 @@ def build(report: ScanReport) -> dict[str, Any]:
         column_kind="unicodeCodePoints",
         properties=plain(_run_properties(report)),
     )
-    return node(om.SarifLog, runs=[run], version=SARIF_VERSION, schema_uri=SCHEMA_URI)
+    return node("SarifLog", runs=[run], version=SARIF_VERSION, schema_uri=SCHEMA_URI)
 
 
 def _invocation(report: ScanReport) -> dict[str, Any]:
     return node(
-        om.Invocation,
+        "Invocation",
         execution_successful=report.stopped_reason != "cancelled",
         properties=plain(
             {

@@ -13,8 +13,6 @@ import re
 import urllib.parse
 from typing import Any
 
-import sarif_om as om
-
 from probegate.errors import ReportError
 from probegate.models.report import Finding
 from probegate.reports.escape import clean_text, sarif_text, truncate
@@ -75,7 +73,7 @@ def result(finding: Finding, rule_id: str, rule_index: int, shared: Shared) -> d
     if finding.suppressed is not None:
         out["suppressions"] = [
             node(
-                om.Suppression,
+                "Suppression",
                 kind="external",
                 justification=clean_text(finding.suppressed.reason) or "suppressed",
                 properties=(
@@ -93,11 +91,11 @@ def _location(path: str, line: int) -> Any:
     """A file and line of the repository. Findings mostly share a handful (the config and
     prompt files): one object each per document (:class:`Shared`)."""
     return node(
-        om.Location,
+        "Location",
         physical_location=node(
-            om.PhysicalLocation,
-            artifact_location=node(om.ArtifactLocation, uri=artifact_uri(path)),
-            region=node(om.Region, start_line=line),
+            "PhysicalLocation",
+            artifact_location=node("ArtifactLocation", uri=artifact_uri(path)),
+            region=node("Region", start_line=line),
         ),
     )
 

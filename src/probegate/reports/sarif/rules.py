@@ -15,8 +15,6 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-import sarif_om as om
-
 from probegate import DOCS_URL
 from probegate.models.probe import stable_id, version_of
 from probegate.models.report import Finding
@@ -156,23 +154,23 @@ def taxonomies() -> list[dict[str, Any]]:
 
 def supported_taxonomies() -> list[dict[str, Any]]:
     return [
-        node(om.ToolComponentReference, name=name, index=i)
+        node("ToolComponentReference", name=name, index=i)
         for i, (name, _org, _version, _taxa) in enumerate(TAXONOMIES)
     ]
 
 
 def _taxonomy(name: str, organization: str, version: str, taxa: dict[str, str]) -> Any:
     return node(
-        om.ToolComponent,
+        "ToolComponent",
         name=name,
         organization=organization,
         version=version,
         taxa=[
             node(
-                om.ReportingDescriptor,
+                "ReportingDescriptor",
                 id=taxon,
                 name=title,
-                short_description=node(om.MultiformatMessageString, text=title),
+                short_description=node("MultiformatMessageString", text=title),
             )
             for taxon, title in taxa.items()
         ],
@@ -192,13 +190,13 @@ def _relationship(taxonomy: int, taxon: str) -> Any:
     if index is None:
         return None
     return node(
-        om.ReportingDescriptorRelationship,
+        "ReportingDescriptorRelationship",
         target=node(
-            om.ReportingDescriptorReference,
+            "ReportingDescriptorReference",
             id=taxon,
             index=index,
             tool_component=node(
-                om.ToolComponentReference, name=TAXONOMIES[taxonomy][0], index=taxonomy
+                "ToolComponentReference", name=TAXONOMIES[taxonomy][0], index=taxonomy
             ),
         ),
         kinds=["subset"],  # a probe is one case of its category
@@ -206,7 +204,7 @@ def _relationship(taxonomy: int, taxon: str) -> Any:
 
 
 def _configuration(level: str) -> Any:
-    return node(om.ReportingConfiguration, level=level)
+    return node("ReportingConfiguration", level=level)
 
 
 def _llm(llm_id: str) -> str:
