@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import re
+from importlib import resources
+from pathlib import Path
 from typing import Any
 
+import attr
 import jsonschema
 import pytest
 import sarif_om as om
@@ -196,6 +201,31 @@ def test_result_properties_are_the_documented_ones() -> None:
     assert result["message"]["text"].startswith(finding.summary)
 
 
+def _nulls(value: Any, path: str = "") -> list[str]:
+    if value is None:
+        return [path]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _nulls(v, f"{path}/{k}")]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _nulls(v, f"{path}/{i}")]
+    return []
+
+
+def test_an_unset_field_is_left_out_never_written_as_null() -> None:
+    """Rules and results are written as plain dicts, not through omjson.node and plain: an
+    optional field left unset (no reproducer, no control, no expiry) is left out as they
+    would leave it; SARIF's null is never a value of these properties."""
+    bare = make_finding(0).model_copy(
+        update={"pov_reference": None, "pov_reliability": None, "control": None}
+    )
+    suppressed = make_finding(1).model_copy(update={"suppressed": Suppression(reason="ok")})
+    document = json.loads(sarif.render(make_report([bare, suppressed])))
+    assert _nulls(document) == []
+    first = document["runs"][0]["results"][0]
+    assert {"pov_reference", "pov_reliability", "control"}.isdisjoint(first["properties"])
+    assert "properties" not in document["runs"][0]["results"][1]["suppressions"][0]
+
+
 def test_message_text_escapes_embedded_link_syntax() -> None:
     finding = make_finding(0).model_copy(update={"summary": "see [here](0) \\o/"})
     (result,) = json.loads(sarif.render(make_report([finding])))["runs"][0]["results"]
@@ -204,12 +234,12 @@ def test_message_text_escapes_embedded_link_syntax() -> None:
 
 def test_node_uses_schema_names_and_drops_defaults() -> None:
     location = omjson.node(
-        om.Location,
-        physical_location=omjson.node(om.PhysicalLocation, region=omjson.node(om.Region)),
+        "Location",
+        physical_location=omjson.node("PhysicalLocation", region=omjson.node("Region")),
     )
     result = omjson.node(
-        om.Result,
-        message=omjson.node(om.Message, text="x"),
+        "Result",
+        message=omjson.node("Message", text="x"),
         rule_id="r",
         level="warning",
         kind="fail",  # the schema default: left out
@@ -223,10 +253,46 @@ def test_node_uses_schema_names_and_drops_defaults() -> None:
         "level": "warning",  # kept: a missing level would inherit the rule's
         "locations": [{"physicalLocation": {"region": {}}}],
     }
-    tool = omjson.node(om.Tool, driver=omjson.node(om.ToolComponent, name="t", language="en-US"))
-    assert omjson.node(om.Run, tool=tool) == {"tool": {"driver": {"name": "t"}}}
+    tool = omjson.node("Tool", driver=omjson.node("ToolComponent", name="t", language="en-US"))
+    assert omjson.node("Run", tool=tool) == {"tool": {"driver": {"name": "t"}}}
     with pytest.raises(TypeError, match="rule_idx"):
-        omjson.node(om.Result, rule_idx=1)
+        omjson.node("Result", rule_idx=1)
+    with pytest.raises(TypeError, match="Resultt"):
+        omjson.node("Resultt", rule_id="r")
+
+
+def _om_fields(cls: type) -> dict[str, dict[str, Any]]:
+    """What sarif-om says of one class: each attribute's schema name, and the defaults that
+    are not None (a factory's value)."""
+    names: dict[str, str] = {}
+    defaults: dict[str, Any] = {}
+    for field in attr.fields(cls):
+        names[field.name] = field.metadata["schema_property_name"]
+        default = field.default
+        if isinstance(default, attr.Factory):  # type: ignore[arg-type]
+            default = default.factory()
+        if default is not None and default is not attr.NOTHING:
+            defaults[field.name] = default
+    return {"names": names, "defaults": defaults}
+
+
+def test_the_bundled_names_and_defaults_are_sarif_oms() -> None:
+    """omjson reads sarif-om's names and defaults from a file (importing sarif-om took 40-60
+    ms of every render): the file holds every class the emitter writes, as sarif-om says."""
+    path = Path(str(resources.files("probegate.reports").joinpath(omjson.FIELDS_FILE)))
+    written = set(re.findall(r'\bnode\(\s*"(\w+)"', _emitter_source()))
+    classes = sorted(written | {"Message", "Result"})  # the two written as plain dicts
+    want = {name: _om_fields(getattr(om, name)) for name in classes}
+    if os.environ.get("PROBEGATE_UPDATE_GOLDEN") == "1":
+        path.write_text(json.dumps(want, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    assert json.loads(path.read_text(encoding="utf-8")) == want, (
+        f"{path} differs from sarif-om (PROBEGATE_UPDATE_GOLDEN=1 to rewrite it)"
+    )
+
+
+def _emitter_source() -> str:
+    folder = Path(str(resources.files("probegate.reports").joinpath("sarif")))
+    return "".join(p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.py")))
 
 
 def test_property_bags_drop_nulls_and_refuse_what_json_cannot_hold() -> None:

@@ -2,7 +2,7 @@
 
 One module per job: :mod:`.log` assembles the run, :mod:`.rules` and :mod:`.results` build its
 rules and results, :mod:`.omjson` writes each object as JSON under the names and defaults of
-``sarif-om`` (the object model generated from the OASIS schema), and :mod:`.schema`
+``sarif-om`` (the object model generated from the OASIS schema, bundled as data), and :mod:`.schema`
 checks the document against the bundled OASIS schema with jsonschema before any byte is
 returned: an invalid document is a ``ReportError``, never a file GitHub rejects later.
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import sarif_om as om
-
 from probegate import PROJECT_URL
 from probegate.errors import ReportError
 from probegate.models.probe import stable_id
@@ -28,18 +26,19 @@ def build(report: ScanReport) -> dict[str, Any]:
             f"{len(report.findings)} findings exceed GitHub's {MAX_RESULTS} results per "
             "SARIF run; narrow the scan (--asi, --probes) or shard it"
         )
+    finding_rules = [stable_id(f.probe_id) for f in report.findings]
     by_rule: dict[str, list[Finding]] = {}
-    for finding in report.findings:
-        by_rule.setdefault(stable_id(finding.probe_id), []).append(finding)
+    for rule_id, finding in zip(finding_rules, report.findings, strict=True):
+        by_rule.setdefault(rule_id, []).append(finding)
     rule_ids = sorted(by_rule)
     rule_index = {rule_id: i for i, rule_id in enumerate(rule_ids)}
     shared = Shared()
     run = node(
-        om.Run,
+        "Run",
         tool=node(
-            om.Tool,
+            "Tool",
             driver=node(
-                om.ToolComponent,
+                "ToolComponent",
                 name=TOOL_NAME,
                 full_name="probegate: red-team AI agents in CI",
                 information_uri=PROJECT_URL,
@@ -53,17 +52,18 @@ def build(report: ScanReport) -> dict[str, Any]:
         taxonomies=rules.taxonomies(),
         invocations=[_invocation(report)],
         results=[
-            results.result(f, rule_index[stable_id(f.probe_id)], shared) for f in report.findings
+            results.result(f, rule_id, rule_index[rule_id], shared)
+            for rule_id, f in zip(finding_rules, report.findings, strict=True)
         ],
         column_kind="unicodeCodePoints",
         properties=plain(_run_properties(report)),
     )
-    return node(om.SarifLog, runs=[run], version=SARIF_VERSION, schema_uri=SCHEMA_URI)
+    return node("SarifLog", runs=[run], version=SARIF_VERSION, schema_uri=SCHEMA_URI)
 
 
 def _invocation(report: ScanReport) -> dict[str, Any]:
     return node(
-        om.Invocation,
+        "Invocation",
         execution_successful=report.stopped_reason != "cancelled",
         properties=plain(
             {

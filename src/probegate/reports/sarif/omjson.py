@@ -10,19 +10,26 @@ rule's level rather than mean "warning".
 
 The attrs objects themselves are never built: building ten thousand results and rules as
 objects and then walking the graph into JSON took as long as everything else in the SARIF
-emitter together. The classes are still the one source of names and defaults, and an attribute
-a class does not have is a ``TypeError``, as its constructor would raise.
+emitter together. Nor is ``sarif-om`` imported to render: creating its hundred attrs classes
+took 40-60 ms of every SARIF render. The names and defaults of the classes used here are read
+from :data:`FIELDS_FILE`, which a test holds equal to what ``sarif-om`` says (and rewrites
+with ``PROBEGATE_UPDATE_GOLDEN=1``), so the classes are still the one source of both; an
+attribute a class does not have is a ``TypeError``, as its constructor would raise.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable
+from importlib import resources
 from typing import Any
 
-import attr
-
 from probegate.errors import ReportError
+
+# Per sarif-om class (by name): each attribute's schema name, and the defaults that are not
+# None (None is never written either).
+FIELDS_FILE = "data/sarif-om-fields.json"
 
 # Attributes written even when equal to the schema default (see the module docstring).
 _ALWAYS_WRITE = frozenset({"level"})
@@ -30,30 +37,33 @@ _SCALARS = frozenset({str, int, float, bool})
 
 
 @functools.cache
-def _fields(cls: type) -> tuple[dict[str, str], dict[str, Any]]:
+def om_fields() -> dict[str, dict[str, dict[str, Any]]]:
+    """The bundled names and defaults of the sarif-om classes :func:`node` writes."""
+    text = resources.files("probegate.reports").joinpath(FIELDS_FILE).read_text(encoding="utf-8")
+    fields: dict[str, dict[str, dict[str, Any]]] = json.loads(text)
+    return fields
+
+
+@functools.cache
+def _fields(cls: str) -> tuple[dict[str, str], dict[str, Any]]:
     """A sarif-om class's attribute -> schema name, and attribute -> default for the defaults
-    that are not ``None`` (never written either), computed once per class."""
-    names: dict[str, str] = {}
-    defaults: dict[str, Any] = {}
-    for f in attr.fields(cls):
-        names[f.name] = f.metadata["schema_property_name"]
-        default = f.default
-        if isinstance(default, attr.Factory):  # type: ignore[arg-type]
-            default = default.factory()
-        if default is not None and default is not attr.NOTHING and f.name not in _ALWAYS_WRITE:
-            defaults[f.name] = default
-    return names, defaults
+    that are left out, read once per class."""
+    entry = om_fields().get(cls)
+    if entry is None:
+        raise TypeError(f"no sarif-om class {cls!r} in {FIELDS_FILE}")
+    defaults = {k: v for k, v in entry["defaults"].items() if k not in _ALWAYS_WRITE}
+    return entry["names"], defaults
 
 
-def node(cls: type, /, **attributes: Any) -> dict[str, Any]:
-    """The JSON object of sarif-om class ``cls`` with these attributes (already JSON values:
-    other nodes, lists of them, :func:`plain` property bags, scalars)."""
+def node(cls: str, /, **attributes: Any) -> dict[str, Any]:
+    """The JSON object of the sarif-om class named ``cls`` with these attributes (already JSON
+    values: other nodes, lists of them, :func:`plain` property bags, scalars)."""
     names, defaults = _fields(cls)
     out: dict[str, Any] = {}
     for name, value in attributes.items():
         json_name = names.get(name)
         if json_name is None:
-            raise TypeError(f"{cls.__name__} has no attribute {name!r}")
+            raise TypeError(f"{cls} has no attribute {name!r}")
         if value is not None and (name not in defaults or value != defaults[name]):
             out[json_name] = value
     return out

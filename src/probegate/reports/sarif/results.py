@@ -13,10 +13,7 @@ import re
 import urllib.parse
 from typing import Any
 
-import sarif_om as om
-
 from probegate.errors import ReportError
-from probegate.models.probe import stable_id
 from probegate.models.report import Finding
 from probegate.reports.escape import clean_text, sarif_text, truncate
 from probegate.reports.sarif.omjson import Shared, node, plain
@@ -28,7 +25,14 @@ MESSAGE_MAX = 4000
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
-def result(finding: Finding, rule_index: int, shared: Shared) -> dict[str, Any]:
+def result(finding: Finding, rule_id: str, rule_index: int, shared: Shared) -> dict[str, Any]:
+    """The result of one finding, of the rule ``rule_id`` (its probe's :func:`stable_id`).
+
+    Written straight under the schema's names, as a rule is (:func:`.rules.rule`): the schema
+    allows no other property on a result or a message, so a misspelt name is refused.
+    """
+    # The finding's model types every entry as JSON data; None (an optional field left
+    # unset) is left out, as a property bag of omjson.plain would leave it.
     properties: dict[str, Any] = {
         "aivss_severity": finding.severity.value,
         "security-severity": severity_string(finding.aivss_severity),
@@ -44,23 +48,32 @@ def result(finding: Finding, rule_index: int, shared: Shared) -> dict[str, Any]:
         "finding_id": finding.id,
         "fp": finding.fp,
         "channel": finding.channel,
-        "pov_reference": finding.pov_reference,
-        "pov_reliability": finding.pov_reliability,
-        "control": (
-            {
-                "attempt_id": clean_text(finding.control.attempt_id),
-                "outcome": finding.control.outcome,
-                "summary": clean_text(finding.control.summary),
-            }
-            if finding.control is not None
-            else None
-        ),
     }
-    suppressions = None
+    if finding.pov_reference is not None:
+        properties["pov_reference"] = finding.pov_reference
+    if finding.pov_reliability is not None:
+        properties["pov_reliability"] = finding.pov_reliability
+    message = sarif_text(finding.summary or f"{finding.name} succeeded against the agent")
+    if finding.control is not None:
+        properties["control"] = {
+            "attempt_id": clean_text(finding.control.attempt_id),
+            "outcome": finding.control.outcome,
+            "summary": clean_text(finding.control.summary),
+        }
+        # The causal check, where a reviewer reads the alert: it did not happen without the attack.
+        message = f"{sentence(message)} Control: {sarif_text(finding.control.summary)}"
+    out: dict[str, Any] = {
+        "ruleId": rule_id,
+        "ruleIndex": rule_index,
+        "level": LEVELS[finding.severity],
+        "message": {"text": sentence(truncate(message, MESSAGE_MAX))},
+        "locations": [shared.get(_location, finding.location.path, finding.location.line)],
+        "partialFingerprints": {FINGERPRINT_KEY: finding.fp},
+    }
     if finding.suppressed is not None:
-        suppressions = [
+        out["suppressions"] = [
             node(
-                om.Suppression,
+                "Suppression",
                 kind="external",
                 justification=clean_text(finding.suppressed.reason) or "suppressed",
                 properties=(
@@ -70,32 +83,19 @@ def result(finding: Finding, rule_index: int, shared: Shared) -> dict[str, Any]:
                 ),
             )
         ]
-    message = sarif_text(finding.summary or f"{finding.name} succeeded against the agent")
-    if finding.control is not None:
-        # The causal check, where a reviewer reads the alert: it did not happen without the attack.
-        message = f"{sentence(message)} Control: {sarif_text(finding.control.summary)}"
-    return node(
-        om.Result,
-        rule_id=stable_id(finding.probe_id),
-        rule_index=rule_index,
-        level=LEVELS[finding.severity],
-        message=node(om.Message, text=sentence(truncate(message, MESSAGE_MAX))),
-        locations=[shared.get(_location, finding.location.path, finding.location.line)],
-        partial_fingerprints=plain({FINGERPRINT_KEY: finding.fp}),
-        suppressions=suppressions,
-        properties=plain(properties),
-    )
+    out["properties"] = properties
+    return out
 
 
 def _location(path: str, line: int) -> Any:
     """A file and line of the repository. Findings mostly share a handful (the config and
     prompt files): one object each per document (:class:`Shared`)."""
     return node(
-        om.Location,
+        "Location",
         physical_location=node(
-            om.PhysicalLocation,
-            artifact_location=node(om.ArtifactLocation, uri=artifact_uri(path)),
-            region=node(om.Region, start_line=line),
+            "PhysicalLocation",
+            artifact_location=node("ArtifactLocation", uri=artifact_uri(path)),
+            region=node("Region", start_line=line),
         ),
     )
 

@@ -15,8 +15,6 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-import sarif_om as om
-
 from probegate import DOCS_URL
 from probegate.models.probe import stable_id, version_of
 from probegate.models.report import Finding
@@ -28,7 +26,7 @@ from probegate.models.taxonomy import (
     Severity,
 )
 from probegate.reports.escape import clean_text, md_code, md_text, sarif_text, truncate
-from probegate.reports.sarif.omjson import Shared, node, plain
+from probegate.reports.sarif.omjson import Shared, node
 
 DESCRIPTION_MAX = 1024  # GitHub's limit for short and full descriptions
 MAX_TAGS = 10  # GitHub's recommendation (20 is the hard cap)
@@ -40,6 +38,7 @@ TAXONOMIES: tuple[tuple[str, str, str, dict[str, str]], ...] = (
     ("OWASP Top 10 for LLM Applications", "OWASP", "2025", OWASP_LLM_TITLES),
     ("CSA Agentic AI Red Teaming Guide", "Cloud Security Alliance", "2025", CSA_TITLES),
 )
+_WORDS = re.compile(r"[A-Za-z0-9]+")  # the words of a rule's PascalCase name
 _TAXON_INDEX: dict[tuple[int, str], int] = {
     (t, taxon): i for t, entry in enumerate(TAXONOMIES) for i, taxon in enumerate(entry[3])
 }
@@ -73,8 +72,9 @@ def rule(stable_id: str, findings: list[Finding], shared: Shared) -> dict[str, A
     asi_title = ASI_TITLES.get(latest.asi, latest.asi)
     name = clean_text(latest.name) or stable_id
     remediation = clean_text(latest.remediation)
+    asi, csa, llm_ids, atlas_ids = latest.asi, latest.csa_category, tuple(llm), tuple(atlas)
 
-    mapping, table = _mapping(latest.asi, tuple(llm), tuple(atlas), latest.csa_category)
+    mapping, table = _mapping(asi, llm_ids, atlas_ids, csa)
     full = (
         f"{name}: an attack through the {latest.channel.replace('_', ' ')} channel that the "
         f"agent followed. Maps to {mapping}."
@@ -93,36 +93,35 @@ def rule(stable_id: str, findings: list[Finding], shared: Shared) -> dict[str, A
             table,
         ]
     )
-    return node(
-        om.ReportingDescriptor,
-        id=stable_id,
-        name=_pascal(name),
-        short_description=node(
-            om.MultiformatMessageString,
-            text=sentence(truncate(sarif_text(name), DESCRIPTION_MAX - 1)),
-        ),
-        full_description=node(
-            om.MultiformatMessageString,
-            text=sentence(truncate(sarif_text(full), DESCRIPTION_MAX - 1)),
-        ),
-        help=node(om.MultiformatMessageString, text=sarif_text(help_text), markdown=help_md),
-        help_uri=help_uri(latest.probe_id),
-        default_configuration=shared.get(_configuration, LEVELS[worst]),
-        relationships=_relationships(latest.asi, llm, latest.csa_category, shared) or None,
-        properties=plain(
-            {
-                "tags": _tags(latest.asi, llm, atlas, latest.csa_category),
-                "security-severity": severity_string(score),
-                "precision": "very-high" if precise else "high",
-                "probe_id": latest.probe_id,
-                "asi": latest.asi,
-                "csa": latest.csa_category,
-                "mitre_atlas": atlas,
-                "owasp_llm": llm,
-                "channel": latest.channel,
-            }
-        ),
-    )
+    # Written straight under the schema's names (the ten thousand rules of a large scan made
+    # this the SARIF emitter's busiest function): every value here is set, none is a sarif-om
+    # default, and a misspelt name is refused by the schema, which allows no other property
+    # on a rule or a message. The shared parts are one object per document (:class:`Shared`).
+    descriptor: dict[str, Any] = {
+        "id": stable_id,
+        "name": _pascal(name),
+        "shortDescription": {"text": sentence(truncate(sarif_text(name), DESCRIPTION_MAX - 1))},
+        "fullDescription": {"text": sentence(truncate(sarif_text(full), DESCRIPTION_MAX - 1))},
+        "help": {"text": sarif_text(help_text), "markdown": help_md},
+        "helpUri": help_uri(latest.probe_id),
+        "defaultConfiguration": shared.get(_configuration, LEVELS[worst]),
+    }
+    relationships = shared.get(_relationships, asi, llm_ids, csa)
+    if relationships:
+        descriptor["relationships"] = relationships
+    # Every entry is a field of the finding's model typed as JSON text or a list of it.
+    descriptor["properties"] = {
+        "tags": shared.get(_tags, asi, llm_ids, atlas_ids, csa),
+        "security-severity": severity_string(score),
+        "precision": "very-high" if precise else "high",
+        "probe_id": latest.probe_id,
+        "asi": asi,
+        "csa": csa,
+        "mitre_atlas": atlas,
+        "owasp_llm": llm,
+        "channel": latest.channel,
+    }
+    return descriptor
 
 
 # Probes of one category share their mapping: a scan of thousands of probes has a few dozen.
@@ -155,48 +154,49 @@ def taxonomies() -> list[dict[str, Any]]:
 
 def supported_taxonomies() -> list[dict[str, Any]]:
     return [
-        node(om.ToolComponentReference, name=name, index=i)
+        node("ToolComponentReference", name=name, index=i)
         for i, (name, _org, _version, _taxa) in enumerate(TAXONOMIES)
     ]
 
 
 def _taxonomy(name: str, organization: str, version: str, taxa: dict[str, str]) -> Any:
     return node(
-        om.ToolComponent,
+        "ToolComponent",
         name=name,
         organization=organization,
         version=version,
         taxa=[
             node(
-                om.ReportingDescriptor,
+                "ReportingDescriptor",
                 id=taxon,
                 name=title,
-                short_description=node(om.MultiformatMessageString, text=title),
+                short_description=node("MultiformatMessageString", text=title),
             )
             for taxon, title in taxa.items()
         ],
     )
 
 
-def _relationships(asi: str, llm: list[str], csa: str, shared: Shared) -> list[Any]:
-    """Links from a rule to its taxa; ids the taxonomies do not know are left to the tags."""
+def _relationships(asi: str, llm: tuple[str, ...], csa: str) -> list[Any]:
+    """Links from a rule to its taxa; ids the taxonomies do not know are left to the tags.
+    Rules of one mapping share the list: one per document (:class:`Shared`)."""
     wanted = [(0, asi), *((1, x) for x in llm), (2, csa)]
-    return [rel for t, taxon in wanted if (rel := shared.get(_relationship, t, taxon)) is not None]
+    return [rel for t, taxon in wanted if (rel := _relationship(t, taxon)) is not None]
 
 
 def _relationship(taxonomy: int, taxon: str) -> Any:
-    """The link to one taxon: one object per document (:class:`Shared`)."""
+    """The link to one taxon."""
     index = _TAXON_INDEX.get((taxonomy, taxon))
     if index is None:
         return None
     return node(
-        om.ReportingDescriptorRelationship,
+        "ReportingDescriptorRelationship",
         target=node(
-            om.ReportingDescriptorReference,
+            "ReportingDescriptorReference",
             id=taxon,
             index=index,
             tool_component=node(
-                om.ToolComponentReference, name=TAXONOMIES[taxonomy][0], index=taxonomy
+                "ToolComponentReference", name=TAXONOMIES[taxonomy][0], index=taxonomy
             ),
         ),
         kinds=["subset"],  # a probe is one case of its category
@@ -204,16 +204,17 @@ def _relationship(taxonomy: int, taxon: str) -> Any:
 
 
 def _configuration(level: str) -> Any:
-    return node(om.ReportingConfiguration, level=level)
+    return node("ReportingConfiguration", level=level)
 
 
 def _llm(llm_id: str) -> str:
     return f"{llm_id} {OWASP_LLM_TITLES.get(llm_id, '')}".rstrip()
 
 
-def _tags(asi: str, llm: list[str], atlas: list[str], csa: str) -> list[str]:
+def _tags(asi: str, llm: tuple[str, ...], atlas: tuple[str, ...], csa: str) -> list[str]:
     """At most ten tags; ``security`` (which makes GitHub read security-severity), the ASI
-    category and the CSA category always survive, LLM and ATLAS ids fill the rest."""
+    category and the CSA category always survive, LLM and ATLAS ids fill the rest. Rules of
+    one mapping share the list: one per document (:class:`Shared`)."""
     optional = [f"owasp-llm/{x.lower()}" for x in llm] + [f"mitre-atlas/{x.lower()}" for x in atlas]
     room = MAX_TAGS - 3
     return ["security", f"owasp-agentic/{asi.lower()}", *optional[:room], f"csa/{csa}"]
@@ -236,5 +237,5 @@ def sentence(text: str) -> str:
 
 def _pascal(name: str) -> str:
     """A rule's friendly ``name`` in PascalCase, as SARIF recommends (SARIF2012)."""
-    words = re.findall(r"[A-Za-z0-9]+", name)
+    words = _WORDS.findall(name)
     return "".join([w[:1].upper() + w[1:] for w in words]) or "Probe"

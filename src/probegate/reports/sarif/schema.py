@@ -245,7 +245,9 @@ class Shapes:
         return self.of(value, None, memo)
 
     def _bag(self, value: dict[str, Any], declared: frozenset[str], memo: dict[int, Any]) -> Any:
-        return ("bag", *[(k, self.of(v, k, memo)) for k, v in value.items() if k in declared])
+        # Read by the declared entries (a bag's tags), not by the bag's own: a result's bag
+        # holds a dozen entries and declares none.
+        return ("bag", *[(k, self.of(value[k], k, memo)) for k in declared if k in value])
 
     def _of_key(self, key: str) -> tuple[re.Pattern[str], ...]:
         return self.patterns.get(key, self.anywhere)
