@@ -75,12 +75,12 @@ def judge_attempt(
         return result
 
     rules = dataclasses.replace(ctx, decide=by_rules)
-    judged = dataclasses.replace(ctx, decide=with_judge)
     # The rules first: evidence they find decides the attempt, and no judge is asked.
     first = [(oracle, oracle.decide(transcript, rules)) for oracle in ctx.probe.oracles]
     if llm_judge is not None and not any(
         r.evidence and r.judged_by is None and not o.needs_judge() for o, r in first
     ):
+        judged = dataclasses.replace(ctx, decide=with_judge)
         first = [(o, r if r.decided else with_judge(o, transcript)) for o, r in first]
     return _combine(first)
 

@@ -28,6 +28,7 @@ from probegate.targets.demo.intents import (
     normalise,
     read_intents,
     readable,
+    split_clauses,
     split_sentences,
 )
 
@@ -241,7 +242,7 @@ def _clauses(text: str) -> list[str]:
         clause.strip()
         for copy in normalise(text).split(COPY_SEPARATOR)
         for sentence in split_sentences(copy)
-        for clause in _CLAUSE_SPLIT.split(sentence)
+        for clause in split_clauses(sentence)
         if clause.strip()
     ]
 
@@ -296,3 +297,35 @@ def test_every_match_of_a_clause_pattern_holds_one_of_its_words(
     text = data.draw(ascii_text)
     assert pattern.search(text) is not None
     assert any(word in text.lower() for word in _MATCH_WORDS[pattern]), text
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "then",
+                "THEN",
+                "Then",
+                "tHeN",
+                "and",
+                "AND",
+                ",",
+                ";",
+                " ",
+                "\u2003",
+                "\n",
+                "email x",
+                "t",
+                "hen",
+                "\u0130",
+                "\u212a",
+                "\u017f",
+            ]
+        ),
+        max_size=12,
+    ).map("".join)
+)
+def test_a_sentence_splits_into_the_clauses_the_pattern_finds(sentence: str) -> None:
+    """Skipping the split of a sentence without "then" never loses a clause boundary."""
+    assert split_clauses(sentence) == _CLAUSE_SPLIT.split(sentence)
