@@ -20,9 +20,15 @@ from probegate.library.mutators import MUTATORS, mutate
 from probegate.targets.demo.agent import url_refusal
 from probegate.targets.demo.intents import (
     _CLAUSE_SPLIT,
+    _LEET,
+    _LEET_DIGIT,
+    _LEET_TOKEN,
     _MATCH_WORDS,
     COPY_SEPARATOR,
+    EMAIL_RE,
+    URL_RE,
     _search,
+    _unleet,
     claims_authority,
     is_code_block,
     normalise,
@@ -329,3 +335,63 @@ def test_every_match_of_a_clause_pattern_holds_one_of_its_words(
 def test_a_sentence_splits_into_the_clauses_the_pattern_finds(sentence: str) -> None:
     """Skipping the split of a sentence without "then" never loses a clause boundary."""
     assert split_clauses(sentence) == _CLAUSE_SPLIT.split(sentence)
+
+
+def _unleet_word_by_word(text: str, *, numbers_too: bool) -> str:
+    """The leetspeak reading as first written: every word between spaces, one at a time."""
+
+    def token(match: re.Match[str]) -> str:
+        tok = match.group(0)
+        if not _LEET_DIGIT.search(tok) or (not numbers_too and not re.search(r"[A-Za-z]", tok)):
+            return tok
+        return tok.translate(_LEET)
+
+    out = []
+    for word in text.split(" "):
+        if (
+            word.isalpha()
+            or not _LEET_DIGIT.search(word)
+            or EMAIL_RE.search(word)
+            or URL_RE.search(word)
+        ):
+            out.append(word)
+        else:
+            out.append(_LEET_TOKEN.sub(token, word))
+    return " ".join(out)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "r3m3mb3r",
+                "70",
+                "4417",
+                "$40",
+                "a@evil.test",
+                "x@y",
+                "https://a.test/7",
+                "file://1",
+                "order",
+                "wr1735",
+                "@",
+                "$",
+                "0",
+                " ",
+                "  ",
+                "\n",
+                "\t",
+                "\u00e9",
+                "5",
+                "ab",
+                ".",
+                ":",
+            ]
+        ),
+        max_size=14,
+    ).map("".join),
+    st.booleans(),
+)
+def test_the_leet_reading_reads_every_word_as_word_by_word_did(text: str, eager: bool) -> None:
+    assert _unleet(text, numbers_too=eager) == _unleet_word_by_word(text, numbers_too=eager)

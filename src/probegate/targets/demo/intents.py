@@ -212,6 +212,9 @@ _LEET = str.maketrans(
 )
 _LEET_TOKEN = re.compile(r"[A-Za-z0-9@$]+")
 _LEET_DIGIT = re.compile(r"[013457@$]")
+# A word, between spaces, that holds a leet digit. It is tried only where a word starts (the
+# lookbehind), so a long word without one is read once, not again from each of its characters.
+_LEET_WORD = re.compile(r"(?<![^ ])[^ 013457@$]*[013457@$][^ ]*")
 _B64_BLOB = re.compile(r"\b[A-Za-z0-9+/]{24,}={0,2}")
 # Payload splitting: a = "..." b = "..." followed by an ask to join them.
 _SPLIT_PART = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]{0,11})\s*=\s*(\"(?:[^\"\\]|\\.)*\")")
@@ -336,22 +339,17 @@ def _unleet(text: str, *, numbers_too: bool) -> str:
             return tok
         return tok.translate(_LEET)
 
+    def word(match: re.Match[str]) -> str:
+        found = match.group(0)
+        if EMAIL_RE.search(found) or URL_RE.search(found):
+            return found
+        return _LEET_TOKEN.sub(token, found)
+
     if _LEET_DIGIT.search(text) is None:
         return text  # no word has a leet digit: every word reads as it stands
-    out: list[str] = []
-    for word in text.split(" "):
-        # A word without a leet digit reads as it stands (most words: skip the address checks;
-        # a word of letters alone has none, and isalpha asks that at C speed).
-        if (
-            word.isalpha()
-            or not _LEET_DIGIT.search(word)
-            or EMAIL_RE.search(word)
-            or URL_RE.search(word)
-        ):
-            out.append(word)
-        else:
-            out.append(_LEET_TOKEN.sub(token, word))
-    return " ".join(out)
+    # Only the words (between spaces) that hold a leet digit are read: the others are passed
+    # over by the search, not one by one in Python.
+    return _LEET_WORD.sub(word, text)
 
 
 def _join_split_parts(text: str) -> str:
