@@ -31,7 +31,6 @@ conversations' attempts are unjudged, never judged as if the agent made no call.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
@@ -43,9 +42,13 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from probegate.terminal import clean
+
+if TYPE_CHECKING:
+    # Only named in annotations: a scan that serves no MCP never imports the event loop.
+    import asyncio
 
 CONNECTIONS_MAX = 1024
 # File descriptors left for everything else the scan opens (its clients, files, threads).
