@@ -10,6 +10,7 @@ oracle saw.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Callable, Iterator
@@ -119,6 +120,17 @@ def _compiles(pattern: str) -> str:
 Pattern = Annotated[str, AfterValidator(_compiles)]
 
 
+_INDEX = re.compile(r"\.\d+\.")
+
+
+@functools.lru_cache(maxsize=4096)
+def _evidence_fp(probe_id: str, detector: str, category: str, path: str) -> str:
+    """The fingerprint of evidence at ``path`` with its turn and call numbers left out, worked
+    out once: every repeat of a variant and its control find the same evidence again."""
+    shape = _INDEX.sub(".N.", path)
+    return hashlib.sha256(f"{probe_id}|{detector}|{category}|{shape}".encode()).hexdigest()[:32]
+
+
 def make_evidence(
     ctx: JudgeContext,
     detector: str,
@@ -130,8 +142,7 @@ def make_evidence(
     score: float,
 ) -> Evidence:
     """One piece of Verdict-style evidence; its fp is stable across runs and turn positions."""
-    shape = re.sub(r"\.\d+\.", ".N.", path)
-    fp = hashlib.sha256(f"{ctx.probe.id}|{detector}|{category}|{shape}".encode()).hexdigest()
+    fp = _evidence_fp(ctx.probe.id, detector, category, path)
     if len(subject) > SUBJECT_MAX:
         # Keep the offsets an exact slice of the bounded subject.
         subject = subject[:SUBJECT_MAX]
@@ -143,7 +154,7 @@ def make_evidence(
         start=start,
         end=end,
         score=score,
-        fp=fp[:32],
+        fp=fp,
         subject=subject,
         detector=detector,
     )
