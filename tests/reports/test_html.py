@@ -6,7 +6,13 @@ import base64
 import hashlib
 import re
 from html.parser import HTMLParser
+from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
+from probegate.models.taxonomy import Severity
+from probegate.models.transcript import ToolCall, Transcript, Turn, text_at
 from probegate.models.verdict import Evidence
 from probegate.reports import html_report
 from tests.factories import make_finding, make_report
@@ -169,3 +175,90 @@ def test_nothing_is_wider_than_the_page() -> None:
     assert ".wide{max-width:100%;overflow-x:auto}" in css
     assert "overflow-wrap:anywhere" in css and "white-space:pre-wrap" in css
     assert 'width="100%"' in page  # the chart scales with the page
+
+
+# Argument keys that make dotted paths ambiguous: a key holding a dot reads, as a path, like a
+# nested key (or like nothing), and a digit key like a list index.
+_KEYS = st.sampled_from(["a", "b", "a.b", "0", "1", "", "b.0"])
+_ARGUMENTS = st.recursive(
+    st.text(max_size=6) | st.integers(0, 9) | st.none(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=3),
+    max_leaves=8,
+)
+_ELSEWHERE = [
+    "turns.1.role",
+    "turns.1.tool_calls.0.name",
+    "turns.1.tool_calls.1.arguments",
+    "tools_offered.0",
+    "turns.2.content",
+    "turns.1.tool_calls.0.arguments.a.b.c",
+]
+
+
+def _written_paths(value: Any, path: str) -> list[str]:
+    """Every path the report writes a string of ``value`` under, as it spells them (a key's
+    dot and all): what evidence would point at."""
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _written_paths(v, f"{path}.{k}")]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _written_paths(v, f"{path}.{i}")]
+    return [path] if isinstance(value, str) else []
+
+
+@given(
+    arguments=st.lists(st.dictionaries(_KEYS, _ARGUMENTS, max_size=4), min_size=1, max_size=2),
+    content=st.text(max_size=8),
+    result=st.none() | st.text(max_size=8),
+    error=st.none() | st.text(max_size=8),
+    data=st.data(),
+)
+def test_evidence_is_located_where_the_evidence_path_reads_a_string(
+    arguments: list[dict[str, Any]],
+    content: str,
+    result: str | None,
+    error: str | None,
+    data: st.DataObject,
+) -> None:
+    """The report says "not located" exactly where text_at finds no string at the path that
+    the offsets fit: the lengths measured while the transcript is written agree with it."""
+    calls = [
+        ToolCall(name="t", arguments=args, result=result, error=error if i == 0 else None)
+        for i, args in enumerate(arguments)
+    ]
+    transcript = Transcript(
+        turns=[Turn(role="user", content=content), Turn(role="assistant", tool_calls=calls)],
+        tools_offered=["t"],
+    )
+    written = _written_paths(transcript.model_dump(), "")
+    paths = data.draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from([p[1:] for p in written] + _ELSEWHERE),
+                st.integers(0, 9),
+                st.integers(0, 9),
+            ),
+            min_size=1,
+            max_size=6,
+        )
+    )
+    evidence = [
+        Evidence(
+            category="c",
+            severity=Severity.HIGH,
+            path=path,
+            start=start,
+            end=end,
+            score=1.0,
+            fp=f"{n:032d}",
+            subject="s",
+            detector=f"det-{n}",
+        )
+        for n, (path, start, end) in enumerate(paths)
+    ]
+    finding = make_finding(0).model_copy(update={"transcript": transcript, "evidence": evidence})
+    text = html_report.render(make_report([finding])).decode()
+    shown = dict(re.findall(r"<li>det-(\d+) · [^<]*<span[^>]*>[^<]*</span>([^:]*):", text))
+    for n, ev in enumerate(evidence):
+        string = text_at(transcript, ev.path)
+        located = string is not None and ev.start <= ev.end <= len(string)
+        assert shown[str(n)] == ("" if located else " (not located in transcript)"), ev.path

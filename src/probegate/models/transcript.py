@@ -16,17 +16,11 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 from collections.abc import Iterator
 from typing import Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    SerializerFunctionWrapHandler,
-    model_serializer,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from probegate.models.bounds import (
     NAME_MAX,
@@ -114,15 +108,13 @@ class GuardCheck(BaseModel):
         return _clean_strings(data)
 
 
-def _omit_guard(data: dict[str, Any]) -> dict[str, Any]:
-    # Transcripts of unguarded targets serialise exactly as before the guard existed: golden
-    # files, journals and recordings made without a guard stay byte-identical. So do those
-    # of agents that stayed within the bounds: no empty ``cuts``.
-    if data.get("guard") is None:
-        data.pop("guard", None)
-    if not data.get("cuts"):
-        data.pop("cuts", None)
-    return data
+# Transcripts of unguarded targets serialise exactly as before the guard existed: golden
+# files, journals and recordings made without a guard stay byte-identical. So do those of
+# agents that stayed within the bounds: no empty ``cuts``. Both tests are C callables that
+# pydantic-core calls per field (``exclude_if``): a wrap serialiser per model, which built the
+# dump and popped from it in Python, was half the JSON dump of a 10,000-finding report.
+_OMIT_GUARD = functools.partial(operator.is_, None)  # a guard is omitted when absent only
+_OMIT_CUTS = operator.not_  # cuts are omitted when empty
 
 
 def _with_cut(data: dict[str, Any], cut: Cut | None) -> None:
@@ -160,8 +152,8 @@ class ToolCall(BaseModel):
     result: str | None = None
     error: str | None = None
     declared: bool = True
-    guard: list[GuardCheck] | None = None
-    cuts: list[Cut] = Field(default_factory=list)
+    guard: list[GuardCheck] | None = Field(default=None, exclude_if=_OMIT_GUARD)
+    cuts: list[Cut] = Field(default_factory=list, exclude_if=_OMIT_CUTS)
 
     @model_validator(mode="before")
     @classmethod
@@ -178,11 +170,6 @@ class ToolCall(BaseModel):
             data["arguments"], cut = bound_arguments(data["arguments"])
             _with_cut(data, cut)
         return data
-
-    @model_serializer(mode="wrap")
-    def _serialise(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        return _omit_guard(data)
 
 
 class TurnGuard(BaseModel):
@@ -210,8 +197,8 @@ class Turn(BaseModel):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     session: int = 1
     name: str | None = None
-    guard: TurnGuard | None = None
-    cuts: list[Cut] = Field(default_factory=list)
+    guard: TurnGuard | None = Field(default=None, exclude_if=_OMIT_GUARD)
+    cuts: list[Cut] = Field(default_factory=list, exclude_if=_OMIT_CUTS)
 
     @model_validator(mode="before")
     @classmethod
@@ -227,11 +214,6 @@ class Turn(BaseModel):
             data["tool_calls"] = calls[:TOOL_CALLS_MAX]
             _with_cut(data, calls_cut(len(calls), TOOL_CALLS_MAX))
         return data
-
-    @model_serializer(mode="wrap")
-    def _serialise(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        return _omit_guard(data)
 
 
 class Transcript(BaseModel):

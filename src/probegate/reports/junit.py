@@ -27,6 +27,8 @@ same scan gives the same bytes.
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from probegate.models.report import CategoryState, Finding, ProbeResult, ScanReport
 from probegate.models.taxonomy import ASI_IDS, ASI_TITLES
 from probegate.perf import gc_paused
@@ -39,8 +41,8 @@ TEXT_MAX = 4000
 
 def render(report: ScanReport) -> bytes:
     with gc_paused():
-        body = "\n".join(build(report))
-    return ('<?xml version="1.0" encoding="UTF-8"?>\n' + body + "\n").encode("utf-8")
+        lines = build(report)
+        return "\n".join(['<?xml version="1.0" encoding="UTF-8"?>', *lines, ""]).encode("utf-8")
 
 
 def build(report: ScanReport) -> list[str]:
@@ -123,8 +125,10 @@ class _Suite:
         body = ["    <properties>"]
         body += [f"      {_start('property', name=k, value=v)} />" for k, v in properties]
         body.append("    </properties>")
-        for result in sorted(results, key=lambda r: r.probe_id):
-            body += self._case(asi, result, findings.get(result.probe_id))
+        # What every case of the suite carries after its name, written once per suite.
+        self._case_rest = f"{_attributes(classname=f'probegate.{asi}', time='0')}>"
+        for result in sorted(results, key=_PROBE_ID):
+            body += self._case(result, findings.get(result.probe_id))
         attributes: dict[str, object] = {
             "name": f"{asi} {ASI_TITLES.get(asi, asi)}",
             "tests": len(results),
@@ -137,24 +141,26 @@ class _Suite:
             attributes["file"] = report.target.definition.path
         self.lines = [f"  {_start('testsuite', **attributes)}>", *body, "  </testsuite>"]
 
-    def _case(self, asi: str, result: ProbeResult, finding: Finding | None) -> list[str]:
+    def _case(self, result: ProbeResult, finding: Finding | None) -> list[str]:
         """A ``<testcase>`` and the one element inside it."""
-        case = _start("testcase", name=result.probe_id, classname=f"probegate.{asi}", time="0")
+        case = f"    <testcase{_attributes(name=result.probe_id)}{self._case_rest}"
         if result.outcome == "vulnerable":
+            # The summary as one line, read once: the message and the text both show it.
+            summary = marked_lines(finding.summary) if finding is not None else None
             if finding is not None and finding.suppressed is not None:
                 self.skipped += 1
                 reason = f"suppressed: {marked_lines(finding.suppressed.reason)}"
                 inner = [
                     _start("skipped", message=truncate(reason, MESSAGE_MAX)) + " />",
-                    _system_out(_finding_text(finding, result)),
+                    _system_out(_finding_text(finding, summary, result)),
                 ]
             else:
                 self.failures += 1
-                summary = marked_lines(finding.summary) if finding else f"{result.name}: vulnerable"
+                message = summary if summary is not None else f"{result.name}: vulnerable"
                 failure = _start(
-                    "failure", message=truncate(summary, MESSAGE_MAX), type=result.severity.value
+                    "failure", message=truncate(message, MESSAGE_MAX), type=result.severity.value
                 )
-                inner = [_with_text(failure, "failure", _finding_text(finding, result))]
+                inner = [_with_text(failure, "failure", _finding_text(finding, summary, result))]
         elif result.outcome in ("unjudged", "not_applicable", "not_run"):
             self.skipped += 1
             reason = marked_lines(result.reason) or result.outcome.replace("_", " ")
@@ -168,10 +174,11 @@ class _Suite:
                     + (f"; {result.reason}" if result.reason else "")
                 )
             ]
-        return [f"    {case}>", *(f"      {line}" for line in inner), "    </testcase>"]
+        return [case, *[f"      {line}" for line in inner], "    </testcase>"]
 
 
-def _finding_text(finding: Finding | None, result: ProbeResult) -> str:
+def _finding_text(finding: Finding | None, summary: str | None, result: ProbeResult) -> str:
+    """The case's text; ``summary`` is the finding's, as :func:`marked_lines` wrote it."""
     lines = [
         f"{result.name} ({result.probe_id})",
         f"severity: {result.severity.value}; attempts: {result.attempts}, "
@@ -179,7 +186,7 @@ def _finding_text(finding: Finding | None, result: ProbeResult) -> str:
         f"unjudged: {result.unjudged}",
     ]
     if finding is not None:
-        lines.append(f"summary: {marked_lines(finding.summary)}")
+        lines.append(f"summary: {summary}")
         lines.append(f"fp: {finding.fp}")
         lines.append(f"location: {finding.location.path}:{finding.location.line}")
         for ev in finding.evidence:
@@ -210,8 +217,13 @@ def _with_text(start: str, tag: str, text: str) -> str:
 
 def _start(tag: str, /, **attributes: object) -> str:
     """A start tag without its closing ``>``, attributes in the order given."""
+    return f"<{tag}{_attributes(**attributes)}"
+
+
+def _attributes(**attributes: object) -> str:
+    """Attributes as written in a start tag, each with a space before it, in the order given."""
     # A reporter prints names and messages to the log too: no workflow command in any of them.
-    written = "".join(
-        f' {k}="{xml_attribute(log_xml_text(str(v)))}"' for k, v in attributes.items()
-    )
-    return f"<{tag}{written}"
+    return "".join(f' {k}="{xml_attribute(log_xml_text(str(v)))}"' for k, v in attributes.items())
+
+
+_PROBE_ID = attrgetter("probe_id")
