@@ -487,3 +487,19 @@ def test_a_finding_without_summary_names_itself_as_plain_text() -> None:
     text = data["runs"][0]["results"][0]["message"]["text"]
     assert text.startswith("\\[x\\](1)  succeeded against the agent"), text
     assert "\x1b" not in text
+
+
+def test_a_shared_list_is_shaped_again_under_a_key_with_patterns() -> None:
+    """The builder shares lists (a rule's tags), and a list is shaped once per document only
+    under keys where no pattern applies: the same list under ``deprecatedGuids`` (a guid
+    pattern) is shaped for that key, so a bad guid in a later rule is still checked."""
+    doc = _doc()
+    rules = doc["runs"][0]["tool"]["driver"]["rules"]
+    good = ["7f1c1a8e-3b5d-4c1e-9a2b-0c3d4e5f6a7b"]
+    bad = ["not-a-guid"]
+    rules[1] = {**rules[0], "id": "another-rule"}  # alike in everything the schema can see
+    for rule, guids in ((rules[0], good), (rules[1], bad)):
+        rule["properties"] = {"tags": guids}  # shaped first, under a key without patterns
+        rule["deprecatedGuids"] = guids  # the very same list, where the pattern applies
+    with pytest.raises(ReportError, match=r"rules/1/deprecatedGuids/0"):
+        schema.validate(doc)
