@@ -23,7 +23,7 @@ from probegate.models.probe import stable_id
 from probegate.models.report import SourceLocation, Suppression
 from probegate.models.taxonomy import Severity
 from probegate.reports import sarif
-from probegate.reports.sarif import omjson, results, schema
+from probegate.reports.sarif import omjson, results, rules, schema
 from probegate.reports.sarif.log import SCHEMA_URI
 from tests.factories import make_finding, make_report
 from tests.reports.samples import golden_report
@@ -503,3 +503,48 @@ def test_a_shared_list_is_shaped_again_under_a_key_with_patterns() -> None:
         rule["deprecatedGuids"] = guids  # the very same list, where the pattern applies
     with pytest.raises(ReportError, match=r"rules/1/deprecatedGuids/0"):
         schema.validate(doc)
+
+
+_PARTS = st.text(alphabet=st.sampled_from("ab _:.[]\\\x1b\x07\x9b\u202e\r\n\t(1)"), max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    name=_PARTS,
+    remediation=_PARTS,
+    channel=_PARTS,
+    probe_id=_PARTS,
+    asi=st.sampled_from(["ASI01", "ASI0[2]", "AS\x1bI"]),
+    csa=_PARTS,
+    llm=st.lists(_PARTS, max_size=2),
+)
+def test_rule_texts_read_by_their_parts_are_sarif_text_of_the_whole(
+    name: str,
+    remediation: str,
+    channel: str,
+    probe_id: str,
+    asi: str,
+    csa: str,
+    llm: list[str],
+) -> None:
+    """A rule's description and help are read by sarif_text part by part when every part is
+    plain (rules._plain); with hostile parts they are still what sarif_text of the whole
+    text makes, as when no part is trusted."""
+    finding = make_finding(0).model_copy(
+        update={
+            "name": name,
+            "remediation": remediation,
+            "channel": channel,
+            "probe_id": probe_id + ".v1",
+            "asi": asi,
+            "csa_category": csa,
+            "owasp_llm": llm,
+        }
+    )
+    fast = rules.rule("r", [finding], omjson.Shared())
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rules, "_plain", lambda escaped, text: False)
+        rules._mapping.cache_clear()
+        whole = rules.rule("r", [finding], omjson.Shared())
+    rules._mapping.cache_clear()
+    assert fast == whole
