@@ -23,7 +23,7 @@ from probegate.models.probe import stable_id
 from probegate.models.report import SourceLocation, Suppression
 from probegate.models.taxonomy import Severity
 from probegate.reports import sarif
-from probegate.reports.sarif import omjson, results, schema
+from probegate.reports.sarif import omjson, results, rules, schema
 from probegate.reports.sarif.log import SCHEMA_URI
 from tests.factories import make_finding, make_report
 from tests.reports.samples import golden_report
@@ -487,3 +487,64 @@ def test_a_finding_without_summary_names_itself_as_plain_text() -> None:
     text = data["runs"][0]["results"][0]["message"]["text"]
     assert text.startswith("\\[x\\](1)  succeeded against the agent"), text
     assert "\x1b" not in text
+
+
+def test_a_shared_list_is_shaped_again_under_a_key_with_patterns() -> None:
+    """The builder shares lists (a rule's tags), and a list is shaped once per document only
+    under keys where no pattern applies: the same list under ``deprecatedGuids`` (a guid
+    pattern) is shaped for that key, so a bad guid in a later rule is still checked."""
+    doc = _doc()
+    rules = doc["runs"][0]["tool"]["driver"]["rules"]
+    good = ["7f1c1a8e-3b5d-4c1e-9a2b-0c3d4e5f6a7b"]
+    bad = ["not-a-guid"]
+    rules[1] = {**rules[0], "id": "another-rule"}  # alike in everything the schema can see
+    for rule, guids in ((rules[0], good), (rules[1], bad)):
+        rule["properties"] = {"tags": guids}  # shaped first, under a key without patterns
+        rule["deprecatedGuids"] = guids  # the very same list, where the pattern applies
+    with pytest.raises(ReportError, match=r"rules/1/deprecatedGuids/0"):
+        schema.validate(doc)
+
+
+_PARTS = st.text(alphabet=st.sampled_from("ab _:.[]\\\x1b\x07\x9b\u202e\r\n\t(1)"), max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    name=_PARTS,
+    remediation=_PARTS,
+    channel=_PARTS,
+    probe_id=_PARTS,
+    asi=st.sampled_from(["ASI01", "ASI0[2]", "AS\x1bI"]),
+    csa=_PARTS,
+    llm=st.lists(_PARTS, max_size=2),
+)
+def test_rule_texts_read_by_their_parts_are_sarif_text_of_the_whole(
+    name: str,
+    remediation: str,
+    channel: str,
+    probe_id: str,
+    asi: str,
+    csa: str,
+    llm: list[str],
+) -> None:
+    """A rule's description and help are read by sarif_text part by part when every part is
+    plain (rules._plain); with hostile parts they are still what sarif_text of the whole
+    text makes, as when no part is trusted."""
+    finding = make_finding(0).model_copy(
+        update={
+            "name": name,
+            "remediation": remediation,
+            "channel": channel,
+            "probe_id": probe_id + ".v1",
+            "asi": asi,
+            "csa_category": csa,
+            "owasp_llm": llm,
+        }
+    )
+    fast = rules.rule("r", [finding], omjson.Shared())
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rules, "_plain", lambda escaped, text: False)
+        rules._mapping.cache_clear()
+        whole = rules.rule("r", [finding], omjson.Shared())
+    rules._mapping.cache_clear()
+    assert fast == whole

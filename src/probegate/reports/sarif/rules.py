@@ -74,9 +74,10 @@ def rule(stable_id: str, findings: list[Finding], shared: Shared) -> dict[str, A
     remediation = clean_text(latest.remediation)
     asi, csa, llm_ids, atlas_ids = latest.asi, latest.csa_category, tuple(llm), tuple(atlas)
 
-    mapping, table = _mapping(asi, llm_ids, atlas_ids, csa)
+    mapping, table, mapping_plain = _mapping(asi, llm_ids, atlas_ids, csa)
+    channel = latest.channel.replace("_", " ")
     full = (
-        f"{name}: an attack through the {latest.channel.replace('_', ' ')} channel that the "
+        f"{name}: an attack through the {channel} channel that the "
         f"agent followed. Maps to {mapping}."
     )
     help_text = (
@@ -84,6 +85,19 @@ def rule(stable_id: str, findings: list[Finding], shared: Shared) -> dict[str, A
         f"{mapping}. Scan again after a fix: the alert closes when the probe no "
         "longer succeeds (its fingerprint depends on the probe alone)."
     )
+    short = sarif_text(name)
+    # The two long texts are mostly the mapping, which a scan's rules share: when every part
+    # they are made of is plain SARIF text (the mapping's is known once per mapping), so is
+    # the whole (:func:`_plain`), and it is not read again character by character.
+    if not (mapping_plain and _plain(short, name) and _plain(sarif_text(channel), channel)):
+        full = sarif_text(full)
+    # (The mapping's line holds "{asi} {asi_title}" itself: it answers for that part too.)
+    if not (
+        mapping_plain
+        and _plain(sarif_text(remediation), remediation)
+        and _plain(sarif_text(latest.probe_id), latest.probe_id)
+    ):
+        help_text = sarif_text(help_text)
     help_md = "\n".join(
         [
             f"**{md_text(name)}** ({md_code(latest.probe_id)})",
@@ -100,9 +114,9 @@ def rule(stable_id: str, findings: list[Finding], shared: Shared) -> dict[str, A
     descriptor: dict[str, Any] = {
         "id": stable_id,
         "name": _pascal(name),
-        "shortDescription": {"text": sentence(truncate(sarif_text(name), DESCRIPTION_MAX - 1))},
-        "fullDescription": {"text": sentence(truncate(sarif_text(full), DESCRIPTION_MAX - 1))},
-        "help": {"text": sarif_text(help_text), "markdown": help_md},
+        "shortDescription": {"text": sentence(truncate(short, DESCRIPTION_MAX - 1))},
+        "fullDescription": {"text": sentence(truncate(full, DESCRIPTION_MAX - 1))},
+        "help": {"text": help_text, "markdown": help_md},
         "helpUri": help_uri(latest.probe_id),
         "defaultConfiguration": shared.get(_configuration, LEVELS[worst]),
     }
@@ -126,8 +140,11 @@ def rule(stable_id: str, findings: list[Finding], shared: Shared) -> dict[str, A
 
 # Probes of one category share their mapping: a scan of thousands of probes has a few dozen.
 @functools.lru_cache(maxsize=1024)
-def _mapping(asi: str, llm: tuple[str, ...], atlas: tuple[str, ...], csa: str) -> tuple[str, str]:
-    """A rule's taxonomy mapping: as one line for its text, as a Markdown table for its help."""
+def _mapping(
+    asi: str, llm: tuple[str, ...], atlas: tuple[str, ...], csa: str
+) -> tuple[str, str, bool]:
+    """A rule's taxonomy mapping: as one line for its text, as a Markdown table for its help,
+    and whether the line is plain SARIF text (:func:`_plain`)."""
     asi_title = ASI_TITLES.get(asi, asi)
     csa_title = CSA_TITLES.get(csa, csa)
     mapping = [
@@ -144,7 +161,20 @@ def _mapping(asi: str, llm: tuple[str, ...], atlas: tuple[str, ...], csa: str) -
         *(f"| MITRE ATLAS | {md_text(x)} |" for x in atlas),
         f"| CSA Agentic AI Red Teaming | {md_text(csa_title)} |",
     ]
-    return "; ".join(mapping), "\n".join(table)
+    line = "; ".join(mapping)
+    return line, "\n".join(table), _plain(sarif_text(line), line)
+
+
+def _plain(escaped: str, text: str) -> bool:
+    """Whether ``text``, which :func:`sarif_text` made ``escaped``, was plain SARIF text.
+
+    sarif_text changes a text exactly when it holds one of the characters it drops or escapes
+    (a control, a bracket, a backslash): each is dropped or gains a backslash, so the text
+    cannot come out equal. A text made of plain parts holds none of them either, so
+    sarif_text leaves it as it is: the parts answer for the whole. (A test holds the texts of
+    rules made of hostile parts equal to sarif_text of the whole.)
+    """
+    return escaped == text
 
 
 def taxonomies() -> list[dict[str, Any]]:

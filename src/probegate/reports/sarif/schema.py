@@ -261,6 +261,24 @@ class Shapes:
 
     def _array(self, value: list[Any], key: str | None, memo: dict[int, Any]) -> Any:
         patterns = self.every if key is None else self._of_key(key)
+        if patterns:  # its strings' shapes depend on the key it is under: shaped each time
+            return self._array_of(value, patterns, key, memo)
+        # No pattern applies under this key, so none under its nested arrays either: the shape
+        # is the same under every such key, and a list the builder shares (a rule's tags, its
+        # relationships) is shaped once, as a shared object is. Under a key with patterns the
+        # same list is shaped again, never looked up here.
+        done = memo.get(id(value))
+        if done is None:
+            done = memo[id(value)] = self._array_of(value, patterns, key, memo)
+        return done
+
+    def _array_of(
+        self,
+        value: list[Any],
+        patterns: tuple[re.Pattern[str], ...],
+        key: str | None,
+        memo: dict[int, Any],
+    ) -> Any:
         strings = True
         shapes: list[Any] = []
         for v in value:
