@@ -126,9 +126,9 @@ class _Suite:
         body += [f"      {_start('property', name=k, value=v)} />" for k, v in properties]
         body.append("    </properties>")
         # What every case of the suite carries after its name, written once per suite.
-        self._case_rest = f"{_attributes(classname=f'probegate.{asi}', time='0')}>"
+        rest = f"{_attributes(classname=f'probegate.{asi}', time='0')}>"
         for result in sorted(results, key=_PROBE_ID):
-            body += self._case(result, findings.get(result.probe_id))
+            body += self._case(result, findings.get(result.probe_id), rest)
         attributes: dict[str, object] = {
             "name": f"{asi} {ASI_TITLES.get(asi, asi)}",
             "tests": len(results),
@@ -141,9 +141,10 @@ class _Suite:
             attributes["file"] = report.target.definition.path
         self.lines = [f"  {_start('testsuite', **attributes)}>", *body, "  </testsuite>"]
 
-    def _case(self, result: ProbeResult, finding: Finding | None) -> list[str]:
-        """A ``<testcase>`` and the one element inside it."""
-        case = f"    <testcase{_attributes(name=result.probe_id)}{self._case_rest}"
+    def _case(self, result: ProbeResult, finding: Finding | None, rest: str) -> list[str]:
+        """A ``<testcase>`` and the one element inside it; ``rest`` ends its start tag (the
+        attributes every case of the suite shares)."""
+        case = f"    <testcase{_attributes(name=result.probe_id)}{rest}"
         if result.outcome == "vulnerable":
             # The summary as one line, read once: the message and the text both show it.
             summary = marked_lines(finding.summary) if finding is not None else None
