@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from probegate.canonical import canonical_bytes
+from probegate.canonical import canonical_bytes, canonical_line
 from probegate.errors import UsageError
 from probegate.files import MAX_INPUT_BYTES, open_private_append, read_text, write_atomic
 from probegate.models.verdict import Attempt
@@ -107,7 +107,7 @@ class Journal:
             self._write({"kind": HEADER_KIND, **header})
 
     def _write(self, obj: dict[str, Any]) -> None:
-        self._fh.write(canonical_bytes(obj) + b"\n")
+        self._fh.write(canonical_line(obj))
         self._fh.flush()
 
     def record(self, attempt: Attempt) -> None:

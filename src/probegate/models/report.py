@@ -38,7 +38,9 @@ StoppedReason = Literal["completed", "budget", "deadline", "early_stop", "cancel
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # A report holds finite numbers only: its reader refuses others (models/stored.py), and
+    # its writer would write them as null (probegate/canonical.py). Subclasses inherit this.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class Budget(_Model):

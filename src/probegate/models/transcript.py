@@ -63,7 +63,7 @@ class GuardFinding(BaseModel):
     into this transcript; ``subject`` is bounded before it is stored.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     @model_validator(mode="before")
     @classmethod
@@ -89,7 +89,7 @@ class GuardCheck(BaseModel):
     ended at a refusal is not executed and not sent to the guard.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     stage: GuardStage
     decision: Literal["allow", "block"] | None
@@ -144,7 +144,7 @@ class ToolCall(BaseModel):
     the agent (``kind: guard``); absent otherwise.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     id: str = ""
     name: str
@@ -181,7 +181,7 @@ class TurnGuard(BaseModel):
     agent's actions, which oracles judge) while staying in the evidence.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     checks: list[GuardCheck] = Field(default_factory=list)
     refused_calls: list[ToolCall] = Field(default_factory=list)
@@ -190,7 +190,7 @@ class TurnGuard(BaseModel):
 class Turn(BaseModel):
     """One message: the attacker's input (user or peer agent) or the agent's reply."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     role: Role
     content: str = ""
@@ -219,7 +219,7 @@ class Turn(BaseModel):
 class Transcript(BaseModel):
     """The whole exchange of one attempt; what oracles judge and reports show."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     turns: list[Turn] = Field(default_factory=list)
     tools_offered: list[str] = Field(default_factory=list)

@@ -38,7 +38,7 @@ class Evidence(BaseModel):
     ``start``/``end`` are offsets into the string at ``path``.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
 
     category: str
     severity: Severity
@@ -54,7 +54,7 @@ class Evidence(BaseModel):
 class Attempt(BaseModel):
     """One probe variant run once, and its outcome."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     attempt_id: str
     probe_id: str

@@ -16,7 +16,7 @@ Pure and deterministic: no clock, no file system beyond the bundled schema, sort
 
 from __future__ import annotations
 
-from probegate.canonical import canonical_bytes
+from probegate.canonical import canonical_line
 from probegate.models.report import ScanReport
 from probegate.perf import gc_paused
 from probegate.reports.escape import json_bytes
@@ -33,4 +33,4 @@ def render(report: ScanReport) -> bytes:
         # scan) and GitHub's upload limit is on size; sorted keys keep the bytes stable.
         # Property bags carry report fields as they are: their terminal-unsafe characters
         # are written as \u escapes, the same values for every parser.
-        return json_bytes(canonical_bytes(document) + b"\n")
+        return json_bytes(canonical_line(document))
