@@ -42,9 +42,10 @@ _COMMAND_LINE = re.compile(r"^(\s*)::", re.MULTILINE)
 
 # In JSON text these can only stand inside strings (JSON's own syntax is ASCII, and encoders
 # escape C0 controls themselves), where their \u escape is the same character.
-_JSON_UNSAFE = re.compile(
-    r"[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]"
+JSON_UNSAFE_CHARS = (
+    r"\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff"
 )
+_JSON_UNSAFE = re.compile(f"[{JSON_UNSAFE_CHARS}]")
 
 
 def strip_controls(text: str) -> str:

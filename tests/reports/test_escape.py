@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import json
+import re
+import sys
 import xml.etree.ElementTree as ET
 
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from probegate.reports import escape
 from probegate.reports.escape import (
     clean_text,
+    json_bytes,
     number,
     sarif_text,
     xml_attribute,
     xml_chars,
     xml_text,
 )
+from probegate.terminal import JSON_UNSAFE_CHARS, json_text
 
 
 @given(st.one_of(st.floats(), st.integers(), st.booleans()))
@@ -55,3 +60,34 @@ def test_sarif_text_strips_then_escapes_links(text: str) -> None:
     """The fast path for text with nothing to change returns what the full escape would."""
     expected = clean_text(text).replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
     assert sarif_text(text) == expected
+
+
+def _as_decoded(data: bytes) -> bytes:
+    """json_bytes's contract read the slow way: decode, escape every unsafe character, encode."""
+    return json_text(data.decode("utf-8")).encode("utf-8")
+
+
+# Text an agent writes (accents, curly quotes, emoji) around the characters that must be escaped.
+_UNSAFE = ["\x7f", "\x80", "\x85", "\x9b", "\x9f", "\u061c", "\u200e", "\u200f", "\u2028",
+           "\u2029", "\u202a", "\u202e", "\u2066", "\u2069"]  # fmt: skip
+_NEAR = ["\x7e", "\xa0", "\xe9", "\u2018", "\u201d", "\u2014", "\u2027", "\u202f", "\u2065",
+         "\u206a", "\U0001f600", "\u061b", "\u061d"]  # fmt: skip
+
+
+@given(st.lists(st.one_of(st.sampled_from(_UNSAFE + _NEAR), st.text(max_size=8)), max_size=12))
+@example(["\x7f"])  # ASCII, yet a terminal acts on it
+def test_json_bytes_escapes_what_json_text_escapes(pieces: list[str]) -> None:
+    text = "".join(pieces).encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    data = json.dumps({"said": text}, ensure_ascii=False).encode("utf-8")
+    assert json_bytes(data) == _as_decoded(data)
+    assert json.loads(json_bytes(data)) == json.loads(data)
+
+
+def test_json_bytes_reads_utf8_as_json_text_reads_every_code_point() -> None:
+    """The bytes-level search finds exactly the characters json_text escapes, over every code
+    point (surrogates cannot stand in UTF-8)."""
+    every = "".join(chr(cp) for cp in range(sys.maxunicode + 1) if not 0xD800 <= cp <= 0xDFFF)
+    found = {m.group().decode() for m in escape._JSON_UNSAFE_UTF8.finditer(every.encode())}
+    escaped = {c for c in re.findall(f"[{JSON_UNSAFE_CHARS}]", every) if json_text(c) != c}
+    assert found == escaped
+    assert len(found) == 0x9F - 0x7F + 1 + 1 + 2 + 2 + 5 + 4  # DEL, C1, ALM, LRM/RLM, LS/PS, bidi
