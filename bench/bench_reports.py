@@ -49,7 +49,12 @@ def synthetic_report(count: int = FINDINGS) -> ScanReport:
         summary[severity.value] += 1
         probe_id = f"{asi.lower()}.bench-{i:05d}.v1"
         fp = hashlib.sha256(f"finding:v1:{probe_id}".encode()).hexdigest()[:32]
-        body = f"Customer record {i}: PG-CANARY-{i:06d} | <b>notes</b> ]]> \x1b[31m::warning::"
+        # What agents write: markup, terminal escapes, and text that is not ASCII (a report that
+        # is all ASCII skips the escaping's slow paths).
+        body = (
+            f"Customer record {i}: PG-CANARY-{i:06d} | <b>notes</b> ]]> \x1b[31m::warning:: "
+            "“café” — ok 😀"
+        )
         transcript = Transcript(
             turns=[
                 Turn(role="user", content=f"Please summarise https://docs.example.test/{i}.txt"),
