@@ -320,20 +320,7 @@ def _finding(finding: Finding, esc: Escape) -> list[str]:
     transcript = finding.transcript
     shown = [] if transcript is None else _transcript(transcript, _marks(finding), esc, lengths)
     if finding.evidence:
-        parts.append("<p><strong>Evidence</strong></p><ul>")
-        for ev in finding.evidence:
-            length = lengths.get(ev.path)
-            if length is None:  # a string the transcript does not show, or no string at all
-                located = _locates(transcript, ev)
-            else:
-                located = 0 <= ev.start <= ev.end <= length
-            parts.append(
-                f"<li>{esc(ev.detector)} · {esc(ev.category)} · score {number(ev.score)} · "
-                f'<span class="mono">{esc(ev.path)} [{ev.start}:{ev.end}]</span>'
-                f"{'' if located else ' (not located in transcript)'}: "
-                f"<mark>{esc(ev.subject)}</mark></li>"
-            )
-        parts.append("</ul>")
+        parts += _evidence(finding.evidence, transcript, lengths, esc)
     if finding.control is not None:
         control = finding.control
         parts.append(
@@ -357,6 +344,24 @@ def _finding(finding: Finding, esc: Escape) -> list[str]:
         + (f" · reproducer {esc(finding.pov_reference)}" if finding.pov_reference else "")
         + "</p></article>\n"
     )
+    return parts
+
+
+def _evidence(
+    evidence: list[Evidence], transcript: Transcript | None, lengths: Lengths, esc: Escape
+) -> list[str]:
+    """The evidence list, each item located by the lengths the transcript's rendering measured."""
+    parts = ["<p><strong>Evidence</strong></p><ul>"]
+    for ev in evidence:
+        length = lengths.get(ev.path)  # None: a string it does not show, or no string at all
+        located = _locates(transcript, ev) if length is None else 0 <= ev.start <= ev.end <= length
+        parts.append(
+            f"<li>{esc(ev.detector)} · {esc(ev.category)} · score {number(ev.score)} · "
+            f'<span class="mono">{esc(ev.path)} [{ev.start}:{ev.end}]</span>'
+            f"{'' if located else ' (not located in transcript)'}: "
+            f"<mark>{esc(ev.subject)}</mark></li>"
+        )
+    parts.append("</ul>")
     return parts
 
 
