@@ -21,6 +21,8 @@ two could differ, json writes the whole text:
   holds one. A report's models refuse them (``allow_inf_nan=False``), the report reader refuses
   them (models/stored.py), and what an agent sends is bounded to finite numbers (models/bounds.py).
 
+Where the two agree depends on orjson's version (before 3.12 it wrote 1e+16 as 1e16): at import,
+orjson writes a few probe values, and unless every byte is json's it is not used at all.
 tests/core/test_canonical.py holds the two equal on generated JSON values and on the floats where
 they differ.
 """
@@ -41,6 +43,13 @@ _ENCODER = json.JSONEncoder(
     sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False
 )
 _SORTED = orjson.OPT_SORT_KEYS
+# Values whose bytes orjson must write as json does for its bytes to be used at all: orjson
+# before 3.12 wrote 1e+16 as 1e16, and another version could change again.
+_PROBES: tuple[Any, ...] = (
+    1e16, 8.849005675541007e20, 1.5e300, 5e-324, 1e-4, 0.1, -0.0, 123456789.123, 2**63 - 1,
+    -(2**63), "\u2028\u2029\x7f\x1f\x00\"\\/\u00e9\U0001f600",
+    {"b": [True, None], "a": {"\u00e9": 1, "Z": 2}},
+)  # fmt: skip
 # A number token orjson writes otherwise than json: a float under 1e-4 in either of orjson's
 # forms, starting the text or after ":", ",", "[" or the layout's spaces.
 _OTHERWISE = re.compile(rb"(?:^|[:,\[ ])-?(?:0\.0000|[0-9]+(?:\.[0-9]+)?e-)")
@@ -61,6 +70,14 @@ def _may_differ(data: bytes) -> bool:
             return _OTHERWISE.search(data) is not None
         at = data.find(b"e-", at + 2)
     return False
+
+
+def agrees(dumps: Callable[..., bytes]) -> bool:
+    """Whether ``dumps`` (orjson's) writes every probe value as json does."""
+    try:
+        return all(dumps(v, option=_SORTED) == _json(v) for v in _PROBES)
+    except (TypeError, ValueError):  # a dumps that cannot write them does not agree either
+        return False
 
 
 def _fast(obj: Any) -> bytes:
@@ -86,6 +103,8 @@ def _written(
     obj: Any, write: Callable[[Any, Encode], bytes], fast: Encode = _fast, slow: Encode = _json
 ) -> bytes:
     """``write(obj, encode)`` with orjson's encode, or with json's where the bytes may differ."""
+    if not _ORJSON_AGREES:
+        return write(obj, slow)
     try:
         data = write(obj, fast)
     except orjson.JSONEncodeError:
@@ -95,6 +114,10 @@ def _written(
 
 def _call(obj: Any, encode: Encode) -> bytes:
     return encode(obj)
+
+
+# Checked once, at import: an orjson that writes the probes otherwise is not used.
+_ORJSON_AGREES = agrees(orjson.dumps)
 
 
 def canonical_bytes(obj: Any) -> bytes:

@@ -163,3 +163,34 @@ def test_report_models_refuse_non_finite_numbers(bad: float) -> None:
         make(0.5)
         with pytest.raises(ValidationError):
             make(bad)
+
+
+def test_the_installed_orjson_agrees_so_these_tests_read_its_bytes() -> None:
+    """Every other test here compares orjson's bytes with json's only if orjson is used."""
+    assert canonical._ORJSON_AGREES
+
+
+def test_an_orjson_that_writes_a_probe_otherwise_is_not_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """orjson before 3.12 wrote 1e+16 as 1e16: checked at import, such a version is not used."""
+
+    def unsigned_exponent(value: Any, option: int) -> bytes:
+        return orjson.dumps(value, option=option).replace(b"e+", b"e")
+
+    assert canonical.agrees(orjson.dumps)
+    assert not canonical.agrees(unsigned_exponent)
+
+    class Refused:
+        JSONEncodeError = orjson.JSONEncodeError
+
+        @staticmethod
+        def dumps(value: Any, option: int) -> bytes:
+            raise AssertionError("orjson was used although it does not agree")
+
+    monkeypatch.setattr(canonical, "_ORJSON_AGREES", False)
+    monkeypatch.setattr(canonical, "orjson", Refused)
+    value = {"big": 1e16, "small": 1e-5, "list": [1, 2]}
+    assert canonical_bytes(value) == by_json(value)
+    assert canonical_line(value) == by_json(value) + b"\n"
+    assert pretty_bytes(value) == old_pretty(value)
