@@ -142,12 +142,7 @@ def _layout(obj: Any, encode: Encode) -> bytes:
     (47,000 page faults against 6,000-12,000, and half the layout's time)."""
     out = bytearray()
     if isinstance(obj, list) and obj:
-        out += b"["
-        for item in obj:
-            out += b"\n  "
-            out += encode(item)
-            out += b","
-        out[-1:] = b"\n]\n"
+        _items(out, obj, encode, b"\n  ", b"\n]\n")
         return bytes(out)
     if not isinstance(obj, dict) or not obj:
         return encode(obj) + b"\n"
@@ -157,13 +152,18 @@ def _layout(obj: Any, encode: Encode) -> bytes:
         out += encode(key)
         out += b": "
         if isinstance(value, list) and value:
-            out += b"["
-            for item in value:
-                out += b"\n    "
-                out += encode(item)
-                out += b","
-            out[-1:] = b"\n  ]"
+            _items(out, value, encode, b"\n    ", b"\n  ]")
         else:
             out += encode(value)
     out += b"\n}\n"
     return bytes(out)
+
+
+def _items(out: bytearray, items: list[Any], encode: Encode, before: bytes, end: bytes) -> None:
+    """A non-empty list, one item a line: each ``before`` it, a comma after all but the last."""
+    out += b"["
+    for item in items:
+        out += before
+        out += encode(item)
+        out += b","
+    out[-1:] = end

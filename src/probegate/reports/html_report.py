@@ -316,7 +316,7 @@ def _finding(finding: Finding, esc: Escape) -> list[str]:
     )
     # The transcript is written first (it is shown last): writing it measures each string an
     # evidence path can name, so locating the evidence reads a length instead of the path.
-    lengths: dict[str, int] = {}
+    lengths: Lengths = {}
     transcript = finding.transcript
     shown = [] if transcript is None else _transcript(transcript, _marks(finding), esc, lengths)
     if finding.evidence:
