@@ -169,7 +169,10 @@ class Finding(_Model):
     suppressed: Suppression | None = None
 
 
-ProbeOutcome = Literal["vulnerable", "resisted", "unjudged", "not_applicable", "not_run"]
+# ``not_delivered``: attempts ran, and the attack reached the agent in none of them.
+ProbeOutcome = Literal[
+    "vulnerable", "resisted", "unjudged", "not_delivered", "not_applicable", "not_run"
+]
 
 
 def finding_rank(finding: Finding) -> tuple[bool, int, float, str, str]:
@@ -209,6 +212,11 @@ class ProbeResult(_Model):
     # Planned attempts that never started because the scan stopped first: missing evidence,
     # counted like unjudged attempts by the score and the gates (docs/scoring.md).
     not_started: int = 0
+    # Attempts whose attack reached the agent, and those of the unjudged ones it never
+    # reached because the agent answered without reading it (docs/scoring.md, "Delivery"):
+    # not missing evidence of what it does with an attack, and never a pass.
+    delivered: int = 0
+    not_delivered: int = 0
     reason: str = ""
     # What would let a probe that did not run run: for ``not_applicable``, the capabilities
     # the target's tools lack; for ``not_run``, the setting that enables it.
@@ -317,6 +325,28 @@ class CategoryState(_Model):
     unjudged: int = 0
     findings: int = 0
     enabled_by: list[str] = Field(default_factory=list)
+    # Attempts whose attack reached the agent, and those it answered without reading it.
+    delivered: int = 0
+    not_delivered: int = 0
+
+
+class ChannelDelivery(_Model):
+    """One channel's attempts by whether their attack reached the agent: ``delivered``;
+    ``not_delivered``, the agent answered without reading it; ``failed``, the attempt failed
+    first (its cause is with the unjudged attempts)."""
+
+    attempts: int = 0
+    delivered: int = 0
+    not_delivered: int = 0
+    failed: int = 0
+
+
+class Delivery(ChannelDelivery):
+    """Whether each attempt's attack reached the agent, in all and by channel (the user's
+    message, a tool result, a document, memory, another agent's message, a tool
+    description): docs/scoring.md, "Delivery". Controls carry no attack and are not counted."""
+
+    by_channel: dict[str, ChannelDelivery] = Field(default_factory=dict)
 
 
 class Authority(_Model):
@@ -362,6 +392,7 @@ class ScanReport(_Model):
     authority: Authority
     results: list[ProbeResult]
     controls: Controls | None = None
+    delivery: Delivery | None = None
     unjudged: list[UnjudgedAttempt]
     not_applicable: list[str]
     not_run: list[NotRunProbe] = Field(default_factory=list)

@@ -66,6 +66,10 @@ class Attempt(BaseModel):
     # Why it is unjudged (models/causes.py): set exactly when the outcome is, where the reason
     # is written, so nothing downstream reads a cause back from the reason's words.
     cause: Cause | None = None
+    # Whether the attack reached the agent (docs/scoring.md, "Delivery"): False for an
+    # attempt whose payload it never read or that failed before it could; None for a
+    # control, which carries no attack.
+    delivered: bool | None = None
     evidence: list[Evidence] = Field(default_factory=list)
     transcript: Transcript | None = None
     trigger_prompt: str = ""

@@ -326,9 +326,13 @@ class HttpSession:
         try:
             reply, calls, made = self._send(text)
         finally:
-            stopped, over = conversation.end(self.limiter)
+            end = conversation.end(self.limiter)
+        fault = end.fault(conversation.proxy.base_url)
+        if fault is not None:
+            raise fault
         # What the model said in a reply safe mode stopped is its reply too (evidence).
-        return reply_turn("\n".join(filter(None, [reply, *stopped])), calls, made=made + over)
+        joined = "\n".join(filter(None, [reply, *end.stopped]))
+        return reply_turn(joined, calls, made=made + end.over)
 
     def _send(self, text: str) -> tuple[str, list[ToolCall], int]:
         """The agent's reply to one message: its text, its tool calls, how many it made."""

@@ -264,7 +264,7 @@ class PythonSession:
                 timeout if remaining is None else min(timeout, remaining),
             )
         finally:
-            stopped, beyond = conversation.end(self.limiter) if conversation else ([], 0)
+            end = conversation.end(self.limiter) if conversation else None
         if self._failure is not None:
             raise self._failure
         if outcome.error is not None:
@@ -281,8 +281,12 @@ class PythonSession:
             raise TransportError(
                 f"probegate's MCP server: {self.endpoint.undelivered}", cause=Cause.TOOL_SERVER
             )
+        fault = end.fault(conversation.proxy.base_url) if end and conversation else None
+        if fault is not None:
+            raise fault
         result = outcome.value
-        refused = self.sandbox.over - over + beyond
+        refused = self.sandbox.over - over + (end.over if end else 0)
+        stopped = end.stopped if end else []
         turn = self._to_turn(result, self.sandbox.calls_since(mark), refused, stopped)
         self.history.append({"role": "user", "content": text})
         self.history.append({"role": "assistant", "content": turn.content})

@@ -83,10 +83,20 @@ class Sandbox:
         *,
         attempt_id: str = "",
         screen: ToolScreen | None = None,
+        payload: str | None = None,
     ) -> None:
         self.tools = {t.name: t for t in tools}
         self.fixtures = fixtures
         self.canaries = canaries
+        # The attack text this attempt's fixtures carry, and whether anything carrying it was
+        # handed to the agent: a tool answer, an error, a memory, a peer's reply or a tool
+        # description it read. A resisted verdict needs it (docs/scoring.md, "Delivery"). It
+        # is marked before any screen (a guard) sees the content: what a guard then does with
+        # it is what a guard scan measures.
+        self.payload = payload or None
+        # As it reads inside a JSON answer (a memory tool's list): quotes and non-ASCII escaped.
+        self._encoded = json.dumps(payload)[1:-1] if payload else None
+        self.delivered = False
         # Which attempt this sandbox serves: the replay target looks its recording up by it.
         self.attempt_id = attempt_id
         self.memory: list[str] = list(fixtures.memory)
@@ -110,7 +120,10 @@ class Sandbox:
     def unscreened_description(self, tool: ToolSpec) -> str:
         """The description as the probe's fixtures make it, before any screen saw it."""
         extra = _fixture_for(self.fixtures.tool_descriptions, tool)
-        return f"{tool.description} {extra}" if extra else tool.description
+        if not extra:
+            return tool.description
+        self._mark(extra)
+        return f"{tool.description} {extra}"
 
     def supplies(self, tool: ToolSpec) -> bool:
         """Whether this attempt's probe decides what ``tool`` returns: a fixture keyed to it
@@ -220,11 +233,31 @@ class Sandbox:
             )
         error = _fixture_for(self.fixtures.tool_errors, tool)
         if error is not None:
+            self._mark(error)
             return ToolCall(id=call_id, name=name, arguments=arguments, error=error)
         result = _fixture_for(self.fixtures.tool_results, tool)
         if result is None:
             result = self._default_result(tool, arguments)
+        self._mark(result)
         return ToolCall(id=call_id, name=name, arguments=arguments, result=result)
+
+    def _mark(self, content: str) -> None:
+        if self.payload is None or self.delivered:
+            return
+        assert self._encoded is not None
+        if self.payload in content or self._encoded in content:
+            self.delivered = True
+
+    def serving_tools(self) -> list[str]:
+        """The tools whose answer or description would carry this attempt's fixtures: what
+        the agent had to use for the attack to reach it."""
+        fixtures = self.fixtures
+        names = [
+            t.name
+            for t in self.tools.values()
+            if self.supplies(t) or _fixture_for(fixtures.tool_descriptions, t) is not None
+        ]
+        return sorted(names)
 
     def _default_result(self, tool: ToolSpec, args: dict[str, Any]) -> str:
         """What a tool no fixture answers returns, by the first of its capabilities in this

@@ -43,9 +43,12 @@ def test_a_careful_voice_gets_no_finding_in_full_mode(
     code, report = _scan(tmp_path, model, "--mode", "full", "--repeat", "1")
     assert report["findings"] == [], [f["probe_id"] for f in report["findings"]]
     assert report["coverage"]["attempts_completed"] >= 150
-    assert all(u["reason"].startswith(NEEDS_JUDGE) for u in report["unjudged"]), {
-        u["reason"] for u in report["unjudged"]
-    }
+    # Left to a judge, or (the refund probe whose every payment fails: its replies were
+    # written without the failing call) an attack that never reached the scripted agent.
+    assert all(
+        u["reason"].startswith(NEEDS_JUDGE) or u["cause"] == "not_delivered"
+        for u in report["unjudged"]
+    ), {u["reason"] for u in report["unjudged"]}
     assert code == 0
 
 
