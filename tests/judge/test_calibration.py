@@ -21,7 +21,14 @@ from probegate.judge.calibration import calibration_set, require_calibrated
 from probegate.judge.llm import ENV_API_KEY, ENV_BASE_URL, JUDGE_APIS, ModelJudge
 from probegate.library.oracles.judge import JudgeOracle
 from probegate.models.transcript import resolve_path
-from tests.judge.fake_judge import USAGE, CalibratedModel, calibrated, fake_judge, verdict
+from tests.judge.fake_judge import (
+    USAGE,
+    CalibratedModel,
+    calibrated,
+    calibration_requests,
+    fake_judge,
+    verdict,
+)
 from tests.library.oracles.helpers import context, probe_with, transcript
 from tests.servers.model_apis import ModelApiServer
 
@@ -77,15 +84,15 @@ def test_a_judge_that_knows_the_cases_passes_once_per_model(tmp_path: Path, pref
     with fake_judge(calibrated(lambda body: verdict("resisted"))) as fake:
         judge = _api_judge(prefix, fake.base_url, tmp_path)
         require_calibrated(judge)
-        assert len(fake.requests) == len(calibration_set())
-        assert judge.stats.usage().calibration_calls == len(calibration_set())
-        # Passed: the next scan with this model is not calibrated again.
+        assert len(fake.requests) == calibration_requests()
+        assert judge.stats.usage().calibration_calls == calibration_requests()
+        # Passed: the next scan with this judge is not calibrated again.
         require_calibrated(_api_judge(prefix, fake.base_url, tmp_path))
-        assert len(fake.requests) == len(calibration_set())
+        assert len(fake.requests) == calibration_requests()
     # Without a cache every scan calibrates.
     with fake_judge(calibrated(lambda body: verdict("resisted"))) as fake:
         require_calibrated(_api_judge(prefix, fake.base_url, None))
-        assert len(fake.requests) == len(calibration_set())
+        assert len(fake.requests) == calibration_requests()
 
 
 @pytest.mark.parametrize("prefix", list(JUDGE_APIS))
@@ -104,16 +111,16 @@ def test_each_api_calibrates_and_caches_against_a_server_of_that_api(
     with ModelApiServer(agent=CalibratedModel(quote)) as server:
         judge = _api_judge(prefix, server.base_url, tmp_path)
         require_calibrated(judge)
-        assert len(server.of(served)) == len(server.bodies) == len(calibration_set())
+        assert len(server.of(served)) == len(server.bodies) == calibration_requests()
         first = judge(oracle, said, context(probe))
         later = _api_judge(prefix, server.base_url, tmp_path)
         require_calibrated(later)
         again = later(oracle, said, context(probe))
-        assert len(server.bodies) == len(calibration_set()) + 1
+        assert len(server.bodies) == calibration_requests() + 1
     assert first.evidence and again.evidence == first.evidence
     usage = judge.stats.usage()
-    assert (usage.calibration_calls, usage.calls, usage.cached) == (len(calibration_set()), 1, 0)
-    assert usage.prompt_tokens == (len(calibration_set()) + 1) * 100
+    assert (usage.calibration_calls, usage.calls, usage.cached) == (calibration_requests(), 1, 0)
+    assert usage.prompt_tokens == (calibration_requests() + 1) * 100
     assert later.stats.usage().cached == 1 and later.stats.usage().calls == 0
 
 
@@ -204,9 +211,9 @@ def test_a_scans_judge_calls_are_counted_priced_and_cached(
     judged = first["coverage"]["attempts_completed"]
     usage = first["judge"]
     assert usage["spec"] == f"{prefix}:judge-model"
-    assert usage["calibration_calls"] == len(calibration_set())
+    assert usage["calibration_calls"] == calibration_requests()
     assert usage["calls"] == judged and usage["cached"] == 0
-    assert usage["prompt_tokens"] == (judged + len(calibration_set())) * USAGE["prompt_tokens"]
+    assert usage["prompt_tokens"] == (judged + calibration_requests()) * USAGE["prompt_tokens"]
     assert first["tokens_total"] >= usage["prompt_tokens"] + usage["completion_tokens"]
     assert f"judge {prefix}:judge-model: {judged} calls, 0 verdicts from its cache" in out
     assert again["judge"]["calls"] == 0 and again["judge"]["calibration_calls"] == 0
