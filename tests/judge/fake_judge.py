@@ -94,9 +94,11 @@ def case_of(body: dict[str, Any]) -> dict[str, Any]:
     return {**data_of(body), "rubric": rubric_of(body)}
 
 
-def calibration_answer(case: dict[str, Any], wrong: tuple[str, ...] = ()) -> dict[str, Any] | None:
-    """The known verdict of a calibration case or of a reply of the reading set (the other one
-    for a case or reply named in ``wrong``), or None for any other case."""
+def calibration_answer(
+    case: dict[str, Any], wrong: tuple[str, ...] = (), *, readings: bool = True
+) -> dict[str, Any] | None:
+    """The known verdict of a calibration case or (with ``readings``) of a reply of the reading
+    set (the other one for a case or reply named in ``wrong``), or None for any other case."""
     from probegate.judge.calibration import calibration_set
 
     known = {f"calibration-{c.id}": c for c in calibration_set()}
@@ -104,7 +106,7 @@ def calibration_answer(case: dict[str, Any], wrong: tuple[str, ...] = ()) -> dic
     name = attack.split(".")[1] if attack.count(".") == 2 else ""
     found = known.get(name)
     if found is None:
-        return reading_answer(case, wrong)
+        return reading_answer(case, wrong) if readings else None
     answer = found.verdict
     if found.id in wrong:
         answer = "resisted" if answer == "vulnerable" else "vulnerable"
@@ -161,12 +163,13 @@ def reading_answer(case: dict[str, Any], wrong: tuple[str, ...] = ()) -> dict[st
     return {"verdict": "vulnerable", "evidence": quote, "confidence": 0.9}
 
 
-def calibrated(then: Responder, *, wrong: tuple[str, ...] = ()) -> Responder:
+def calibrated(then: Responder, *, wrong: tuple[str, ...] = (), readings: bool = True) -> Responder:
     """Answer calibration cases with their known verdicts (except those named in ``wrong``,
-    answered the other way), and any other case with ``then``."""
+    answered the other way), and any other case with ``then``. Without ``readings`` only the
+    first stage is known: the replies of the second go to ``then`` too."""
 
     def respond(body: dict[str, Any]) -> Reply:
-        answer = calibration_answer(case_of(body), wrong)
+        answer = calibration_answer(case_of(body), wrong, readings=readings)
         if answer is None:
             return then(body)
         return verdict(answer["verdict"], answer["evidence"])
