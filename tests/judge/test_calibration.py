@@ -383,3 +383,17 @@ def test_a_new_endpoint_is_calibrated_before_use_whatever_its_spec_passed(
         assert len(good.requests) == before  # every verdict from its own cache
     err = capsys.readouterr().err
     assert "slanted-summary: expected vulnerable, answered resisted" in err
+
+
+def test_a_budget_too_small_for_the_calibration_says_so(
+    judge_env: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Calibration spends from the scan's limiter: a budget it cannot fit in is named as the
+    reason, not a judge that got cases wrong."""
+    with fake_judge(calibrated(lambda body: verdict("resisted"))) as fake:
+        judge_env.setenv(ENV_BASE_URL, fake.base_url)
+        assert main(_scan(tmp_path, "--max-requests", "50")) == 2
+        assert len(fake.requests) <= 50
+    err = capsys.readouterr().err
+    assert "could not be calibrated within this scan's budget" in err
+    assert "judged wrong" not in err

@@ -47,7 +47,7 @@ from probegate.judge.readings import (
     check_reading,
     readings,
 )
-from probegate.judge.verdict import JudgeFailure, verdict_schema
+from probegate.judge.verdict import JudgeFailure, JudgeNotAsked, verdict_schema
 from probegate.library.oracles.base import JudgeContext, OracleResult
 from probegate.library.oracles.judge import JudgeOracle
 from probegate.library.probe import Probe
@@ -154,6 +154,8 @@ class Calibrating:
         asked = self.judge.ask(question_of(oracle), transcript, ctx)
         try:
             verdict = self.judge.verdict(asked.messages, calibration=True)
+        except JudgeNotAsked:
+            raise  # the budget, not the judge: require_calibrated says so
         except JudgeFailure as exc:
             return OracleResult(False, reason=f"LLM judge failed: {exc}", judged_by="judge")
         return verdict_result(verdict, asked, ctx, detector="judge", judged_by="judge")
@@ -232,9 +234,17 @@ def require_calibrated(judge: ModelJudge, *, concurrency: int = 4) -> Calibratio
     if judge.cache is not None and judge.cache.calibrated(digest):
         return None
     before, started = judge.stats.usage(), time.monotonic()
-    failures = calibrate(judge, concurrency=concurrency)
-    _refuse(judge, "its calibration", len(calibration_set()), failures)
-    failures = calibrate_readings(judge, concurrency=concurrency)
+    try:
+        failures = calibrate(judge, concurrency=concurrency)
+        _refuse(judge, "its calibration", len(calibration_set()), failures)
+        failures = calibrate_readings(judge, concurrency=concurrency)
+    except JudgeNotAsked as exc:
+        raise UsageError(
+            f"--judge {judge.spec} could not be calibrated within this scan's budget ({exc}): "
+            f"a calibration takes up to {len(calibration_set()) + len(readings())} requests, "
+            'once per judge (docs/judge.md, "Calibration"); raise --max-requests or '
+            "--budget-usd for the scan that calibrates it"
+        ) from None
     _refuse(judge, "its calibration on the replies it reads", len(readings()), failures)
     after = judge.stats.usage()
     cost = CalibrationCost(

@@ -52,7 +52,13 @@ from probegate.errors import UsageError
 from probegate.judge.cache import MAX_ENTRIES, JudgeIdentity, VerdictCache, endpoint_of
 from probegate.judge.prompt import Asked, ask, prompt_version, verdict_result
 from probegate.judge.question import REASONS, Question, Reason, question_of
-from probegate.judge.verdict import JudgeFailure, JudgeVerdict, parse_verdict, wire_schema
+from probegate.judge.verdict import (
+    JudgeFailure,
+    JudgeNotAsked,
+    JudgeVerdict,
+    parse_verdict,
+    wire_schema,
+)
 from probegate.library.oracles.base import JudgeContext, OracleResult
 from probegate.library.oracles.judge import JudgeOracle
 from probegate.models.redaction import Redactor
@@ -297,7 +303,7 @@ class ModelJudge:
                 parse=lambda data: _answer(api, data, excerpt),
             )
         except BudgetExhausted as exc:
-            raise JudgeFailure(f"not asked: {exc}") from None
+            raise JudgeNotAsked(f"not asked: {exc}") from None
         except TransportError as exc:
             self.stats.add(**{"calibration_calls" if calibration else "calls": 1})
             raise JudgeFailure(f"{self.host}: {exc.reason}") from None

@@ -71,6 +71,10 @@ class JudgeFailure(Exception):
     """The judge could not give a usable verdict; the attempt stays unjudged with this reason."""
 
 
+class JudgeNotAsked(JudgeFailure):
+    """The judge was not asked: the scan's request or dollar budget is spent."""
+
+
 def parse_verdict(content: str) -> JudgeVerdict:
     """Parse the judge's answer strictly: one JSON object valid against the verdict schema."""
     try:
