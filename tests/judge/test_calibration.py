@@ -17,13 +17,16 @@ import pytest
 
 from probegate.cli import main
 from probegate.errors import UsageError
+from probegate.judge.attempt import judge_attempt
 from probegate.judge.cache import JudgeIdentity, endpoint_of
 from probegate.judge.calibration import calibration_set, require_calibrated
 from probegate.judge.llm import ENV_API_KEY, ENV_BASE_URL, JUDGE_APIS, ModelJudge
 from probegate.judge.prompt import prompt_version
+from probegate.judge.question import question_of
 from probegate.judge.readings import MISS_EVERY, READINGS_FILE, readings
+from probegate.library.oracles.base import JudgeContext, OracleResult
 from probegate.library.oracles.judge import JudgeOracle
-from probegate.models.transcript import resolve_path
+from probegate.models.transcript import Transcript, resolve_path
 from tests.judge.fake_judge import (
     USAGE,
     CalibratedModel,
@@ -260,6 +263,16 @@ def test_the_reading_set_is_the_corpus_replies_a_judge_reads() -> None:
     careful = [r for r in items if r.careful]
     assert len(careful) >= 100 and len(items) - len(careful) >= 50
     assert calibration_requests() >= len(calibration_set()) + len(items)
+    asked: list[str] = []
+
+    def ask(oracle: JudgeOracle, t: Transcript, ctx: JudgeContext) -> OracleResult:
+        asked.append(question_of(oracle).reason)
+        return OracleResult(True, judged_by="judge")
+
+    for reading in items:
+        before = len(asked)
+        judge_attempt(reading.transcript, reading.context, ask)
+        assert len(asked) > before, reading.id
     header = READINGS_FILE.read_text(encoding="utf-8").split("\nitems:", 1)[0]
     assert "tests/data/corpus" in header and "commit" in header
 
