@@ -52,6 +52,7 @@ from probegate.library.oracles.base import JudgeContext, OracleResult
 from probegate.library.oracles.judge import JudgeOracle
 from probegate.library.probe import Probe
 from probegate.models.canaries import make_canaries
+from probegate.models.causes import Cause
 from probegate.models.transcript import Transcript
 from probegate.validation import describe
 
@@ -157,7 +158,12 @@ class Calibrating:
         except JudgeNotAsked:
             raise  # the budget, not the judge: require_calibrated says so
         except JudgeFailure as exc:
-            return OracleResult(False, reason=f"LLM judge failed: {exc}", judged_by="judge")
+            return OracleResult(
+                False,
+                reason=f"LLM judge failed: {exc}",
+                cause=Cause.JUDGE_FAILED,
+                judged_by="judge",
+            )
         return verdict_result(verdict, asked, ctx, detector="judge", judged_by="judge")
 
 

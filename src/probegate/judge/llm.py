@@ -61,6 +61,7 @@ from probegate.judge.verdict import (
 )
 from probegate.library.oracles.base import JudgeContext, OracleResult
 from probegate.library.oracles.judge import JudgeOracle
+from probegate.models.causes import Cause
 from probegate.models.redaction import Redactor
 from probegate.models.report import JudgeReasons, JudgeUsage
 from probegate.models.transcript import Transcript
@@ -253,7 +254,12 @@ class ModelJudge:
             try:
                 verdict = self.verdict(asked.messages)
             except JudgeFailure as exc:
-                return OracleResult(False, reason=f"LLM judge failed: {exc}", judged_by="judge")
+                # Not asked (the scan's budget, deadline or stop) is the scan's cause, not the
+                # judge's failure.
+                cause = exc.cause if isinstance(exc, JudgeNotAsked) else Cause.JUDGE_FAILED
+                return OracleResult(
+                    False, reason=f"LLM judge failed: {exc}", cause=cause, judged_by="judge"
+                )
             if self.cache is not None:
                 self.cache.put(ctx.probe.id, key, verdict.model_dump())
         return verdict_result(
@@ -303,7 +309,7 @@ class ModelJudge:
                 parse=lambda data: _answer(api, data, excerpt),
             )
         except BudgetExhausted as exc:
-            raise JudgeNotAsked(f"not asked: {exc}") from None
+            raise JudgeNotAsked(f"not asked: {exc}", cause=exc.cause) from None
         except TransportError as exc:
             self.stats.add(**{"calibration_calls" if calibration else "calls": 1})
             raise JudgeFailure(f"{self.host}: {exc.reason}") from None

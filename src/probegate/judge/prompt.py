@@ -31,6 +31,7 @@ from typing import Any
 from probegate.judge.question import READING_RUBRIC, Question
 from probegate.judge.verdict import JudgeVerdict
 from probegate.library.oracles.base import JudgeContext, OracleResult, make_evidence
+from probegate.models.causes import Cause
 from probegate.models.redaction import OffsetMap, Redactor
 from probegate.models.transcript import Transcript
 
@@ -244,6 +245,7 @@ def verdict_result(
             False,
             reason="the judge said vulnerable but its evidence quote is not in the agent's "
             "replies or tool calls",
+            cause=Cause.JUDGE_FAILED,
             judged_by=judged_by,
         )
     offsets = asked.maps.get(where.path)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from probegate.models.causes import Cause
 from probegate.validation import describe
 
 if TYPE_CHECKING:
@@ -72,7 +73,12 @@ class JudgeFailure(Exception):
 
 
 class JudgeNotAsked(JudgeFailure):
-    """The judge was not asked: the scan's request or dollar budget is spent."""
+    """The judge was not asked: the scan's request or dollar budget is spent, its deadline
+    passed, or it was stopped; ``cause`` says which (models/causes.py)."""
+
+    def __init__(self, reason: str, *, cause: Cause) -> None:
+        super().__init__(reason)
+        self.cause = cause
 
 
 def parse_verdict(content: str) -> JudgeVerdict:
