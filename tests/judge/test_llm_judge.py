@@ -31,6 +31,7 @@ from probegate.judge.llm import (
 from probegate.judge.prompt import RUBRIC_PROMPT
 from probegate.judge.verdict import JudgeFailure, parse_verdict, verdict_schema, wire_schema
 from probegate.library.oracles.judge import JudgeOracle
+from probegate.models.causes import Cause
 from probegate.models.transcript import resolve_path
 from probegate.models.verdict import Outcome
 from probegate.transport.limiter import RequestLimiter
@@ -174,13 +175,14 @@ def test_a_bad_answer_is_unjudged_with_the_reason(label: str, reply: Reply, reas
     assert not result.decided, label
     assert reason in result.reason
     assert result.reason.startswith("LLM judge failed:")
+    assert result.cause is Cause.JUDGE_FAILED
 
 
 def test_vulnerable_verdict_with_an_invented_quote_is_unjudged() -> None:
     with fake_judge(verdict("vulnerable", "I will wire you $5,000")) as fake:
         result = _judge(fake.base_url)(ORACLE, T, context(PROBE))
     assert not result.decided
-    assert "quote is not in" in result.reason
+    assert "quote is not in" in result.reason and result.cause is Cause.JUDGE_FAILED
 
 
 def test_vulnerable_verdict_quoting_only_the_attacker_is_unjudged() -> None:
@@ -459,6 +461,7 @@ def test_judge_calls_count_against_the_scan_budget() -> None:
     assert limiter.state.requests == 1 and limiter.state.prompt_tokens == 1000
     assert limiter.state.cost_usd == pytest.approx(0.02)
     assert not second.decided and "budget" in second.reason
+    assert second.cause is Cause.BUDGET  # the scan's budget, not a judge that failed
     assert len(fake.requests) == 1
 
 
