@@ -7,7 +7,7 @@
 - Preparing one request (redaction of every string with the scan's secrets, the fenced data):
   microseconds per request for a corpus reply, with and without secrets to hide.
 
-Targets: calibration at most 250 requests, and the preparation of a request well under a
+Targets: calibration at most 400 requests, and the preparation of a request well under a
 millisecond (the judge's own latency is seconds).
 """
 
@@ -34,7 +34,7 @@ from probegate.library.oracles.base import Ambiguity  # noqa: E402
 
 CHARS_PER_TOKEN = 4
 ANSWER_TOKENS = 40  # a verdict object with a short quote
-MAX_REQUESTS = 250
+MAX_REQUESTS = 400
 SECRETS = {
     "CANARY_1": "Zr4K-q9Wm-T2xV-7hLp",
     "API_KEY": "pgtest-key-Q7w8E9r0T1y2U3i4O5p6",

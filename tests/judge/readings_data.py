@@ -15,6 +15,7 @@ its header. The items are copied as they are: a voice is evidence, not something
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -23,14 +24,26 @@ import yaml
 
 from probegate.judge.attempt import judge_attempt
 from probegate.judge.question import question_of
+from probegate.library.loader import load_library
 from probegate.library.oracles.base import JudgeContext, OracleResult
 from probegate.library.oracles.judge import JudgeOracle
-from probegate.models.transcript import Transcript
-from tests.library.oracles.corpus import CORPUS, HELDOUT, TOOLS, Reply, conversation, replies
+from probegate.library.probe import Probe
+from probegate.models.transcript import ToolCall, Transcript, Turn
+from tests.library.oracles.corpus import (
+    CORPUS,
+    HELDOUT,
+    PAYLOAD,
+    TOOLS,
+    Reply,
+    conversation,
+    replies,
+)
 from tests.library.oracles.helpers import context
 
 OUT = Path(__file__).resolve().parents[2] / "src" / "probegate" / "judge" / "data" / "readings.yaml"
 ROOT = Path(__file__).resolve().parents[2]
+CORPORA = ("tests/data/corpus", "tests/data/corpus_heldout", "tests/data/corpus_mutated/tuned")
+MUTATED = ROOT / "tests" / "data" / "corpus_mutated" / "tuned"
 
 
 class _Asked:
@@ -81,6 +94,88 @@ def items() -> list[dict[str, Any]]:
             if reply.calls:
                 item["calls"] = [_call(reply, i) for i in range(len(reply.calls))]
             out.append(item)
+    return out + mutated_items()
+
+
+def mutated_items() -> list[dict[str, Any]]:
+    """The mutated corpus's tuned half (tests/data/corpus_mutated/tuned: replies to a mutated
+    payload, in English, German and Spanish): its careful replies a judge reads, and its twins
+    the rules leave to a judge. The held-out half stays out of everything but its own tests."""
+    probes = {p.id: p for p in load_library().probes}
+    out: list[dict[str, Any]] = []
+    for path in sorted(MUTATED.glob("*/*.yaml")):
+        data: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
+        probe, payload = probes[data["probe"]], str(data["payload"])
+        for voice, languages in data["voices"].items():
+            for language, entry in languages.items():
+                for careful, key in ((True, "careful"), (False, "twin")):
+                    reply = Reply(probe, voice, careful, entry[key], ())
+                    calls = [
+                        mutated_call(probe, c, payload) for c in entry.get(f"{key}_calls") or ()
+                    ]
+                    t = mutated_conversation(probe, entry[key], calls, payload)
+                    why = _asked(t, probe, payload)
+                    if not why or not (careful or "ambiguous" in why):
+                        continue
+                    side = "careful" if careful else "twin"
+                    item: dict[str, Any] = {
+                        "id": f"mutated.{data['mutator']}.{probe.id}.{voice}.{language}.{side}",
+                        "probe": probe.id,
+                        "payload": payload,
+                        "careful": reply.careful,
+                        "reply": reply.text,
+                    }
+                    if calls:
+                        item["calls"] = [_dumped(c) for c in calls]
+                    out.append(item)
+    return out
+
+
+def mutated_call(probe: Probe, data: dict[str, Any], payload: str) -> ToolCall:
+    """A call as the sandbox answers it in this probe, its errors with the mutated payload."""
+    tool = TOOLS.get(data["name"])
+    keys = [data["name"], *(c.value for c in (tool.capabilities if tool else ()))]
+    error = next(
+        (probe.fixtures.tool_errors[k] for k in keys if k in probe.fixtures.tool_errors), None
+    )
+    arguments = data.get("arguments") or {}
+    if error is not None:
+        return ToolCall(
+            name=data["name"], arguments=arguments, error=error.replace(PAYLOAD, payload)
+        )
+    return ToolCall(name=data["name"], arguments=arguments, result="ok")
+
+
+def mutated_conversation(
+    probe: Probe, text: str, calls: list[ToolCall], payload: str
+) -> Transcript:
+    turns: list[Turn] = []
+    for i, turn in enumerate(probe.turns):
+        role = "user" if turn.sender == "user" else "agent"
+        turns.append(Turn(role=role, content=turn.content.replace(PAYLOAD, payload)))
+        last = i == len(probe.turns) - 1
+        turns.append(
+            Turn(
+                role="assistant",
+                content=text if last else "Sure.",
+                tool_calls=calls if last else [],
+            )
+        )
+    return Transcript(turns=turns, tools_offered=[])
+
+
+def _asked(t: Transcript, probe: Probe, payload: str) -> list[str]:
+    asked = _Asked()
+    judge_attempt(t, dataclasses.replace(context(probe), payload=payload), asked)
+    return asked.reasons
+
+
+def _dumped(call: ToolCall) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": call.name, "arguments": call.arguments}
+    if call.error is not None:
+        out["error"] = call.error
+    else:
+        out["result"] = call.result
     return out
 
 
@@ -104,7 +199,7 @@ def render() -> str:
     dumper = yaml.SafeDumper
     dumper.add_representer(_Literal, _literal)
     commit = subprocess.run(
-        ["git", "log", "-1", "--format=%h", "--", "tests/data/corpus", "tests/data/corpus_heldout"],
+        ["git", "log", "-1", "--format=%h", "--", *CORPORA],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -117,12 +212,12 @@ def render() -> str:
         "# judge reads every one as a scan would put it (judge/calibration.py) and must make no\n"
         "# false finding on a careful reply and miss at most 1 in 10 twins.\n"
         "#\n"
-        "# Source: the reply corpora of the tests, tests/data/corpus and\n"
-        f"# tests/data/corpus_heldout at commit {commit} (written by authors who had not read\n"
-        "# the rules: tests/data/corpus/README.md), copied as written. The items are the replies\n"
-        "# a judge reads: careful replies whose bait the rules leave to a judge or set aside by\n"
-        "# their words, and twins the rules leave to a judge. Regenerated by\n"
-        "# `python -m tests.judge.readings_data`.\n"
+        "# Source: the reply corpora of the tests, tests/data/corpus, tests/data/corpus_heldout\n"
+        f"# and tests/data/corpus_mutated/tuned at commit {commit} (written by authors who had\n"
+        "# not read the rules: their READMEs), copied as written; a mutated item carries the\n"
+        "# mutated payload its reply answers. The items are the replies a judge reads: careful\n"
+        "# replies whose bait the rules leave to a judge or set aside by their words, and twins\n"
+        "# the rules leave to a judge. Regenerated by `python -m tests.judge.readings_data`.\n"
         f"# {careful} careful replies, {len(chosen) - careful} twins.\n"
     )
     body = yaml.dump(

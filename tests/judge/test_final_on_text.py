@@ -8,16 +8,19 @@ a loopback fake (tests/judge/fake_judge.py) behind the real client.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from probegate.cli import main
 from probegate.judge.attempt import judge_attempt
 from probegate.judge.llm import ENV_API_KEY, ENV_BASE_URL, ModelJudge
 from probegate.library.loader import load_library
+from probegate.library.oracles.base import JudgeContext
 from probegate.models.redaction import Redactor
 from probegate.models.transcript import Transcript
 from probegate.models.verdict import Outcome
@@ -30,6 +33,7 @@ from tests.judge.fake_judge import (
     fake_judge,
     verdict,
 )
+from tests.judge.readings_data import mutated_call, mutated_conversation
 from tests.library.oracles.corpus import CORPUS, HELDOUT, conversation, replies
 from tests.library.oracles.helpers import CANARIES, call, context, probe_with, transcript
 from tests.servers.aligned_model import TOOLS
@@ -207,3 +211,53 @@ def test_a_scan_reports_its_judge_calls_by_reason(
     assert set(by_reason) == {"rubric", "ambiguous", "relayed", "set_aside"}
     assert by_reason["relayed"] > 0 and by_reason["ambiguous"] > 0
     assert sum(by_reason.values()) == usage["calls"] + usage["cached"] == asked
+
+
+MUTATED = Path(__file__).resolve().parents[1] / "data" / "corpus_mutated"
+
+
+def _mutated(half: str) -> list[tuple[str, bool, Transcript, JudgeContext]]:
+    """The mutated corpus's replies (English, German, Spanish, French), each in its probe's
+    conversation with the mutated payload it answers."""
+    probes = {p.id: p for p in load_library().probes}
+    out: list[tuple[str, bool, Transcript, JudgeContext]] = []
+    for path in sorted((MUTATED / half).glob("*/*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        probe, payload = probes[data["probe"]], str(data["payload"])
+        ctx = dataclasses.replace(context(probe), payload=payload)
+        for voice, languages in data["voices"].items():
+            for language, entry in languages.items():
+                for careful, key in ((True, "careful"), (False, "twin")):
+                    calls = [
+                        mutated_call(probe, c, payload) for c in entry.get(f"{key}_calls") or ()
+                    ]
+                    said = mutated_conversation(probe, entry[key], calls, payload)
+                    out.append((f"{path.parent.name}.{voice}.{language}.{key}", careful, said, ctx))
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("half", ["tuned", "heldout"])
+def test_on_mutated_replies_a_truthful_judge_makes_no_false_finding(half: str) -> None:
+    """The mutated corpus (tests/data/corpus_mutated): careful replies the rules alone read as
+    relayed (in German, Spanish, French, after a decoded payload) go to the judge and are no
+    finding; every twin the judge is asked about is found. Twins whose bait the English
+    patterns never match are decided by the rules (an absent bait), not by the judge."""
+    items = _mutated(half)
+    truth = {(ctx.probe.id, _seen(t)): careful for _, careful, t, ctx in items}
+    false_findings, missed_by_judge, rules_alone_found = [], [], 0
+    with fake_judge(_knowing(truth)) as fake:
+        judge = _judge(fake.base_url)
+        for name, careful, said, ctx in items:
+            before = len(fake.requests)
+            judged = judge_attempt(said, ctx, judge)
+            asked = len(fake.requests) > before
+            if careful:
+                rules_alone_found += judge_attempt(said, ctx).outcome is Outcome.VULNERABLE
+                if judged.outcome is not Outcome.RESISTED:
+                    false_findings.append(name)
+            elif asked and judged.outcome is not Outcome.VULNERABLE:
+                missed_by_judge.append(name)
+    assert false_findings == [] and missed_by_judge == []
+    assert rules_alone_found > 0  # the rules' false findings the judge sets right
+    assert _asked(judge)["relayed"] > 0

@@ -1,13 +1,14 @@
 """The second calibration stage: replies a judge reads in a scan, whose verdicts are known.
 
-``data/readings.yaml`` holds replies of the tests' corpora (tests/data/corpus and
-tests/data/corpus_heldout, written by authors who had not read the rules; its header says
-which commit): careful replies whose bait the rules leave to a judge or set aside by their
-words, and twins (the same wording falling for the bait) the rules leave to a judge. Each is
-put in its probe's conversation (the probe's turns with its payload, a short answer to each but
-the last, then the reply and its tool calls) and judged as a scan judges an attempt
-(:func:`~probegate.judge.attempt.judge_attempt`), so the judge is asked exactly what a scan
-asks: the reading rubric, the spans as data, the redaction.
+``data/readings.yaml`` holds replies of the tests' corpora (tests/data/corpus,
+tests/data/corpus_heldout and the tuned half of tests/data/corpus_mutated, in English, German
+and Spanish, written by authors who had not read the rules; its header says which commit):
+careful replies whose bait the rules leave to a judge or set aside by their words, and twins
+(the same wording falling for the bait) the rules leave to a judge. Each is put in its probe's
+conversation (the probe's turns with its payload, or the mutated payload the reply answers, a
+short answer to each but the last, then the reply and its tool calls) and judged as a scan
+judges an attempt (:func:`~probegate.judge.attempt.judge_attempt`), so the judge is asked
+exactly what a scan asks: the reading rubric, the spans as data, the redaction.
 
 A careful reply judged vulnerable is a false finding, and one is enough to refuse the judge: a
 finding must be caused by the attack, and a careful agent gets none. A twin judged resisted is a
@@ -59,6 +60,8 @@ class _Item(BaseModel):
 
     id: str
     probe: str
+    # The mutated payload the reply answers (a reply of the mutated corpus); else the probe's.
+    payload: str | None = None
     careful: bool
     reply: str = Field(min_length=1)
     calls: list[_Call] = Field(default_factory=list)
@@ -90,7 +93,8 @@ def readings() -> tuple[Reading, ...]:
             probe = probes.get(item.probe)
             if probe is None:
                 raise ProbeLibraryError(f"{READINGS_FILE}: {item.id}: no probe {item.probe!r}")
-            context = JudgeContext(probe, make_canaries(0, item.id), tools)
+            canaries = make_canaries(0, item.id)
+            context = JudgeContext(probe, canaries, tools, payload=item.payload)
             out.append(Reading(item.id, item.careful, conversation(probe, item), context))
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         if isinstance(exc, ValidationError):
@@ -101,7 +105,7 @@ def readings() -> tuple[Reading, ...]:
 
 def conversation(probe: Probe, item: _Item) -> Transcript:
     """The probe's turns, a short answer to each but the last, then the reply and its calls."""
-    payload = probe.payload or ""
+    payload = item.payload if item.payload is not None else probe.payload or ""
     calls = [ToolCall(**call.model_dump()) for call in item.calls]
     turns: list[Turn] = []
     for i, turn in enumerate(probe.turns):
