@@ -268,12 +268,33 @@ class Controls(_Model):
     fails_only_under_controls: bool = False
 
 
+class JudgeReasons(_Model):
+    """The cases put to the judge, by why (docs/judge.md, "What goes to the judge"); each is
+    one verdict, answered by a request or from the cache.
+
+    ``rubric``: a probe only a judge can decide; ``ambiguous``: a match of the bait the rules
+    could not read; ``relayed``: one the rules read as relayed; ``set_aside``: one the rules set
+    aside by its words (a negation, a condition).
+    """
+
+    rubric: int = 0
+    ambiguous: int = 0
+    relayed: int = 0
+    set_aside: int = 0
+
+    def plus(self, other: JudgeReasons) -> JudgeReasons:
+        return JudgeReasons(
+            **{name: getattr(self, name) + getattr(other, name) for name in type(self).model_fields}
+        )
+
+
 class JudgeUsage(_Model):
     """What the LLM judge did and cost in this scan (docs/judge.md, "What it costs").
 
     ``calls``: requests for verdicts (an answer asked for again counts again); ``cached``:
     verdicts taken from the judge cache instead; ``calibration_calls``: requests of the
-    calibration the judge passed before the scan used it (0 once a model has passed).
+    calibration the judge passed before the scan used it (0 once a judge has passed);
+    ``by_reason``: the cases put to it, by why.
     """
 
     spec: str
@@ -283,6 +304,7 @@ class JudgeUsage(_Model):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    by_reason: JudgeReasons = Field(default_factory=JudgeReasons)
 
     @property
     def tokens(self) -> int:
@@ -298,6 +320,7 @@ class JudgeUsage(_Model):
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             cost_usd=round(self.cost_usd + other.cost_usd, 6),
+            by_reason=self.by_reason.plus(other.by_reason),
         )
 
 

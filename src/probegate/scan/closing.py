@@ -167,10 +167,14 @@ def _headline(closing: Closing, style: Style) -> list[str]:
 
 def judge_text(usage: JudgeUsage) -> str:
     """What the LLM judge did and cost, in one line (docs/judge.md, "What it costs")."""
+    reasons = usage.by_reason
+    asked = ", ".join(
+        f"{count} {name.replace('_', ' ')}" for name, count in reasons.model_dump().items() if count
+    )
     return (
         f"judge {usage.spec}: {usage.calls} calls, {usage.cached} verdicts from its cache, "
         f"{usage.calibration_calls} calibration calls; {usage.tokens:,} tokens, "
-        f"${usage.cost_usd:.4f}"
+        f"${usage.cost_usd:.4f}" + (f"; by reason: {asked}" if asked else "")
     )
 
 

@@ -60,6 +60,8 @@ class ScanInputs:
     secrets: dict[str, str]
     # The HMAC secret and the Ed25519 key (PEM) the report is signed with, if any.
     signing: tuple[bytes | None, bytes | None]
+    # Lines for the user once the scan's output is set up (a judge's calibration and its cost).
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -108,26 +110,12 @@ def prepare_scan(config: ScanConfig) -> Iterator[Prepared]:
         max_wait=config.max_wait,
     )
     agent = config.target.agent_under_test()
-    llm_judge = (
-        build_judge(
-            config.judge,
-            timeout=config.timeout,
-            limiter=limiter,
-            prices=agent.prices,
-            pool_size=config.concurrency,
-            # Verdicts and calibration are kept in the store (docs/judge.md); a dry run keeps
-            # nothing.
-            cache_dir=None if config.dry_run else config.store / JUDGE_CACHE,
-        )
-        if config.judge
-        else None
-    )
+    secrets = {} if config.dry_run else scan_secrets(config)
+    llm_judge = _judge(config, limiter, agent, secrets)
     try:
         if config.budget_usd is not None and not config.allow_unpriced:
             _refuse_unpriced(config, llm_judge)
-        if isinstance(llm_judge, ModelJudge) and not config.dry_run:
-            # A judge is used only once it passed the calibration set (exit 2 otherwise).
-            require_calibrated(llm_judge, concurrency=config.concurrency)
+        notes = _calibrated(config, llm_judge)
         signing = (None, None) if config.dry_run else _signing_material(config)
         # A dry run only plans: it must work before the secrets are set up.
         target_config = config.target.without_secrets() if config.dry_run else config.target
@@ -143,8 +131,9 @@ def prepare_scan(config: ScanConfig) -> Iterator[Prepared]:
         suppressions,
         llm_judge,
         limiter,
-        {} if config.dry_run else scan_secrets(config),
+        secrets,
         signing,
+        notes,
     )
     try:
         yield Prepared(target, inputs, settings, agent, config.dry_run)
@@ -152,6 +141,35 @@ def prepare_scan(config: ScanConfig) -> Iterator[Prepared]:
         target.close()
         if llm_judge is not None:
             llm_judge.close()
+
+
+def _judge(
+    config: ScanConfig, limiter: RequestLimiter, agent: AgentConfig, secrets: dict[str, str]
+) -> Judge | None:
+    """The ``--judge`` the config names, if any, spending from the scan's limiter."""
+    if not config.judge:
+        return None
+    return build_judge(
+        config.judge,
+        timeout=config.timeout,
+        limiter=limiter,
+        prices=agent.prices,
+        pool_size=config.concurrency,
+        # Verdicts and calibration are kept in the store (docs/judge.md); a dry run keeps
+        # nothing.
+        cache_dir=None if config.dry_run else config.store / JUDGE_CACHE,
+        # Nothing a file may not hold leaves for the judge either (judge/prompt.py).
+        secrets=secrets,
+    )
+
+
+def _calibrated(config: ScanConfig, judge: Judge | None) -> tuple[str, ...]:
+    """A judge is used only once it passed its calibration (exit 2 otherwise); a calibration
+    run now says what it cost. A dry run calibrates nothing."""
+    if not isinstance(judge, ModelJudge) or config.dry_run:
+        return ()
+    cost = require_calibrated(judge, concurrency=config.concurrency)
+    return () if cost is None else (cost.text(judge.spec),)
 
 
 def _signing_material(config: ScanConfig) -> tuple[bytes | None, bytes | None]:
