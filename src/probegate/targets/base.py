@@ -126,6 +126,10 @@ class TargetSettings:
     # the listen address), docs/agent-service.md.
     mcp_listen: str = "127.0.0.1:0"
     mcp_advertise: str | None = None
+    # probegate's A2A peers, for kinds whose agent calls other agents over A2A: the same two
+    # settings (``--a2a-listen``, ``--a2a-advertise``), docs/scan-your-agent/a2a.md.
+    a2a_listen: str = "127.0.0.1:0"
+    a2a_advertise: str | None = None
 
 
 class Session(Protocol):
