@@ -53,6 +53,7 @@ from a2a.types import (
     AgentCard,
     AgentInterface,
     AgentSkill,
+    GetTaskRequest,
     Role,
     SendMessageRequest,
     Task,
@@ -267,6 +268,8 @@ class _Links:
         self.peers: dict[str, str] = {}
         self.http: httpx.AsyncClient | None = None
         self.cards: dict[str, AgentCard] = {}
+        # A python agent's tools: probegate's context.call_tool instead of MCP.
+        self.local: Callable[[str, dict[str, Any]], str] | None = None
 
     def run(self, coro: Awaitable[Any]) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=30)  # type: ignore[arg-type]
@@ -298,6 +301,9 @@ class _Links:
                 state = event.status_update.status.state
                 if state == TaskState.TASK_STATE_FAILED:
                     return "\n".join(dict.fromkeys(said)), True
+        if task is not None and not _settled(task.status.state):
+            # A peer still working on it: wait for its answer, as an agent that needs it does.
+            task = await self._wait(client, task.id)
         if task is not None:
             said += [get_artifact_text(a) for a in task.artifacts]
             if task.status.HasField("message"):
@@ -306,10 +312,25 @@ class _Links:
                 return "\n".join(dict.fromkeys(said)), True
         return "\n".join(dict.fromkeys(s for s in said if s)), False
 
+    @staticmethod
+    async def _wait(client: Any, task_id: str) -> Task:
+        while True:
+            await asyncio.sleep(0.05)
+            task: Task = await client.get_task(GetTaskRequest(id=task_id))
+            if _settled(task.status.state):
+                return task
+
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+        if self.local is not None:
+            text = self.local(name, arguments)
+            return text, text.startswith("ERROR:")
         result = await self.mcp.call_tool(name, arguments)
         text = "".join(getattr(c, "text", "") for c in result.content)
         return text, bool(result.isError)
+
+
+def _settled(state: Any) -> bool:
+    return state not in (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING)
 
 
 class _Tools:
@@ -389,41 +410,80 @@ class BrainExecutor(AgentExecutor):
 
     async def _reply(self, context_id: str, turn: Turn, metadata: dict[str, Any]) -> str:
         if context_id not in self.conversations:
-            tools = _Tools()
-            sandbox: Any = tools  # the demo agent reads it as its sandbox
-            session = DemoSession(
-                hardened=self.careful,
-                careful=self.careful,
-                sandbox=sandbox,
-                limiter=RequestLimiter(),
-            )
-            self.conversations[context_id] = (session, tools)
+            self.conversations[context_id] = _conversation(self.careful)
         session, tools = self.conversations[context_id]
         links = _Links(asyncio.get_running_loop(), self.streaming_peers)
         links.peers = {str(k): str(v) for k, v in dict(metadata.get("peers") or {}).items()}
-        async with AsyncExitStack() as stack:
-            links.http = await stack.enter_async_context(
-                httpx.AsyncClient(verify=_TLS, timeout=30, headers={"A2A-Version": "1.0"})
-            )
-            if metadata.get("tools"):
-                from mcp import ClientSession
-                from mcp.client.streamable_http import streamable_http_client
-
-                read, write, _ = await stack.enter_async_context(
-                    streamable_http_client(str(metadata["tools"]), http_client=links.http)
-                )
-                links.mcp = await stack.enter_async_context(ClientSession(read, write))
-                await links.mcp.initialize()
-                listed = await links.mcp.list_tools()
-                links.descriptions = {t.name: t.description or "" for t in listed.tools}
-            tools.links = links
-            try:
-                return (await asyncio.to_thread(session.send, turn)).content
-            finally:
-                tools.links = None
+        return await _run_turn(session, tools, links, turn, str(metadata.get("tools") or ""))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         return None
+
+
+def _conversation(careful: bool) -> tuple[DemoSession, _Tools]:
+    tools = _Tools()
+    sandbox: Any = tools  # the demo agent reads it as its sandbox
+    session = DemoSession(
+        hardened=careful, careful=careful, sandbox=sandbox, limiter=RequestLimiter()
+    )
+    return session, tools
+
+
+async def _run_turn(
+    session: DemoSession, tools: _Tools, links: _Links, turn: Turn, mcp_url: str
+) -> str:
+    """One message of the conversation, with the links it needs open for its length."""
+    async with AsyncExitStack() as stack:
+        links.http = await stack.enter_async_context(
+            httpx.AsyncClient(verify=_TLS, timeout=30, headers={"A2A-Version": "1.0"})
+        )
+        if mcp_url:
+            from mcp import ClientSession
+            from mcp.client.streamable_http import streamable_http_client
+
+            read, write, _ = await stack.enter_async_context(
+                streamable_http_client(mcp_url, http_client=links.http)
+            )
+            links.mcp = await stack.enter_async_context(ClientSession(read, write))
+            await links.mcp.initialize()
+            listed = await links.mcp.list_tools()
+            links.descriptions = {t.name: t.description or "" for t in listed.tools}
+        tools.links = links
+        try:
+            return (await asyncio.to_thread(session.send, turn)).content
+        finally:
+            tools.links = None
+
+
+class PythonBrain:
+    """The same agent as a python target: its tools are ``context.call_tool``, its peers
+    ``context.a2a_urls``; one instance per conversation."""
+
+    careful = False
+
+    def __init__(self) -> None:
+        self.session, self.tools = _conversation(self.careful)
+
+    def run(self, input: str, context: Any) -> str:
+        peer = PEER.match(input)
+        turn = (
+            Turn(role="agent", content=input[peer.end() :], name=peer.group(1))
+            if peer
+            else Turn(role="user", content=input)
+        )
+
+        async def turn_of() -> str:
+            links = _Links(asyncio.get_running_loop(), streaming=True)
+            links.peers = dict(context.a2a_urls)
+            links.local = lambda name, args: context.call_tool(name, args)
+            links.descriptions = {t["name"]: t["description"] for t in context.tools}
+            return await _run_turn(self.session, self.tools, links, turn, "")
+
+        return asyncio.run(turn_of())
+
+
+class PythonBrainCareful(PythonBrain):
+    careful = True
 
 
 # --------------------------------------------------------------------------- faults
@@ -461,10 +521,20 @@ class HugeArtifactExecutor(AgentExecutor):
 
 
 class FailingExecutor(AgentExecutor):
-    """Raises inside the agent: the SDK fails the task."""
+    """Fails: reports its task failed, or (``raises``) raises, which the SDK answers with a
+    JSON-RPC internal error."""
+
+    def __init__(self, *, raises: bool = False) -> None:
+        self.raises = raises
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        raise RuntimeError("the agent's database is down")
+        if self.raises:
+            raise RuntimeError("the agent's database is down")
+        assert context.message is not None
+        task = context.current_task or new_task_from_user_message(context.message)
+        await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        await updater.failed(new_text_message("the agent's database is down", role=Role.ROLE_AGENT))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         return None
