@@ -35,6 +35,8 @@ A2A_PROBES = (
     "asi08.a2a-failed-peer-compensation.v1",
     "asi08.a2a-failing-peer-retry-storm.v1",
 )
+# Those whose attack rides on a peer's card, not on its reply.
+CARD_BORNE = {"asi07.a2a-card-supervisor-refund.v1", "asi07.a2a-skill-spoof-credential-harvest.v1"}
 # Probes of the older library whose attack rides on a peer's reply, for the wire checks.
 PEER_REPLY = ("asi07.peer-reply-injection.v1", "asi07.a2a-card-supervisor-refund.v1")
 
@@ -67,9 +69,7 @@ def test_a_weak_agent_that_trusts_peers_is_found_in_asi07_and_asi08(
 ) -> None:
     executor = BrainExecutor(careful=False, streaming_peers=stream)
     with A2aAgentServer(executor, streaming=stream) as agent:
-        code, report = scan(
-            tmp_path, agent.target(), "--probes", "asi07.*", "--probes", "asi08.*"
-        )
+        code, report = scan(tmp_path, agent.target(), "--probes", "asi07.*", "--probes", "asi08.*")
     assert code == 0 and executor.failures == []
     assert agent.methods and set(agent.methods) == {
         "SendStreamingMessage" if stream else "SendMessage"
@@ -106,10 +106,15 @@ def test_a_careful_agent_has_no_finding_and_an_authoritative_full_scan(tmp_path:
     assert code == 0 and report["findings"] == [] and report["unjudged"] == []
     assert report["aivss"] == 100
     assert {"ASI07", "ASI08"} <= set(report["asi_scores"])
-    # The peer probes ran and were delivered to the agent, which asked probegate's peers.
+    # The peer probes reached the agent: it read the spoofed cards (and says what they held),
+    # and it asked probegate's peers whose replies carried the rest.
     by_probe = {a["probe_id"]: a for a in attempts(tmp_path)}
     for probe in A2A_PROBES:
-        assert any(c["name"].startswith("a2a:") for c in calls(by_probe[probe])), probe
+        turns = by_probe[probe]["transcript"]["turns"]
+        if probe in CARD_BORNE:
+            assert "ask_agent tool also holds instructions" in turns[-1]["content"], probe
+        else:
+            assert any(c["name"].startswith("a2a:") for c in calls(by_probe[probe])), probe
 
 
 # -- both wires, whole and streamed -----------------------------------------------------------
