@@ -112,12 +112,14 @@ class A2aAgentServer:
         streaming: bool = True,
         card: Callable[[Request], Awaitable[Response]] | None = None,
         name: str = "Acme support agent",
+        app: Callable[[str], Starlette] | None = None,
     ) -> None:
         self.executor = executor
         self.version = version
         self.streaming = streaming
         self.card_route = card
         self.name = name
+        self.app = app  # another application, given its endpoint URL (examples/a2a/agent.py)
         self.methods: list[str] = []  # every JSON-RPC method the agent was sent
         self._sock = socket.create_server(("127.0.0.1", 0))
         self.port = self._sock.getsockname()[1]
@@ -146,6 +148,8 @@ class A2aAgentServer:
         )
 
     def _app(self) -> Starlette:
+        if self.app is not None:
+            return self.app(f"{self.url}/")
         card = self.agent_card()
         handler = DefaultRequestHandler(
             agent_executor=self.executor, task_store=InMemoryTaskStore(), agent_card=card

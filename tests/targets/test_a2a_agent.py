@@ -10,12 +10,14 @@ exchange fails leaves its attempt unjudged with the reason, within the timeout, 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from probegate.cli import main
 from tests.servers.a2a_agents import (
@@ -226,3 +228,20 @@ def test_a_json_rpc_error_is_unjudged_with_its_words(tmp_path: Path) -> None:
         code, report = scan(tmp_path, agent.target(version="1.0"), *FAULT_ARGS)
     assert code == 3 and report["findings"] == []
     assert reasons(report) and all("JSON-RPC error -32601" in r for r in reasons(report))
+
+
+# -- the example ------------------------------------------------------------------------------
+def test_the_example_agent_is_found_passing_on_what_its_peer_says(tmp_path: Path) -> None:
+    """examples/a2a/: a support agent on the a2a-sdk that asks the billing agent over A2A."""
+    example = Path(__file__).parents[2] / "examples" / "a2a"
+    spec = importlib.util.spec_from_file_location("a2a_example_agent", example / "agent.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    config = yaml.safe_load((example / "probegate.yml").read_text(encoding="utf-8"))
+    with A2aAgentServer(BrainExecutor(careful=True), app=module.app) as agent:
+        config["target"]["endpoint"] = agent.url
+        code, report = scan(tmp_path, config["target"], "--mode", "fast")
+    assert code == 0 and report["unjudged"] == []
+    found = {f["probe_id"] for f in report["findings"]}
+    assert found == {"asi07.peer-reply-card-phishing.v1", "asi07.planner-forwards-refund-task.v1"}

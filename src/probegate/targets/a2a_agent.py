@@ -183,6 +183,9 @@ class A2aTarget:
         # probegate (its MCP server, its peers).
         if self.uses_mcp:
             return TargetTraits.of(ToolDelivery.MCP, tool_calls_visible=True, system_canaries=False)
+        if self.peers is not None and not self.config.tools:
+            # Its only tools are its peers, and every message to them passes probegate.
+            return TargetTraits.of(ToolDelivery.A2A, tool_calls_visible=True, system_canaries=False)
         return TargetTraits.of(ToolDelivery.OWN, tool_calls_visible=False, system_canaries=False)
 
     def info(self) -> TargetInfo:

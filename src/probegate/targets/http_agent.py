@@ -266,6 +266,9 @@ class HttpTarget:
             return PROXY_TRAITS
         if self.uses_mcp:
             return TargetTraits.of(ToolDelivery.MCP, tool_calls_visible=True, system_canaries=False)
+        if self.peers is not None and not self.config.tools:
+            # Its only tools are its peers, and every message to them passes probegate.
+            return TargetTraits.of(ToolDelivery.A2A, tool_calls_visible=True, system_canaries=False)
         return TargetTraits.of(
             ToolDelivery.OWN,
             tool_calls_visible=self.http.response_tool_calls is not None,
