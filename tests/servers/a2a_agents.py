@@ -29,6 +29,7 @@ import re
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import Any, Self
@@ -274,6 +275,7 @@ class _Links:
         self.cards: dict[str, AgentCard] = {}
         # A python agent's tools: probegate's context.call_tool instead of MCP.
         self.local: Callable[[str, dict[str, Any]], str] | None = None
+        self.latency = 0.0
 
     def run(self, coro: Awaitable[Any]) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=30)  # type: ignore[arg-type]
@@ -366,6 +368,8 @@ class _Tools:
     def call(self, name: str, arguments: dict[str, Any]) -> ToolCall:
         links = self.links
         assert links is not None
+        if links.latency:
+            time.sleep(links.latency)  # the model's decision to make this call
         if name == "ask_agent":
             if not links.peers:
                 return ToolCall(id="c", name=name, arguments=arguments, error="no agents")
@@ -385,9 +389,14 @@ class _Tools:
 class BrainExecutor(AgentExecutor):
     """The weak or careful agent that calls other agents (module docstring)."""
 
-    def __init__(self, *, careful: bool, streaming_peers: bool = True) -> None:
+    def __init__(
+        self, *, careful: bool, streaming_peers: bool = True, latency: float = 0.0
+    ) -> None:
         self.careful = careful
         self.streaming_peers = streaming_peers
+        # Seconds a model would take per decision (each tool call, and the answer): the bench
+        # gives the agent the latency its direct-loop twin has from the model.
+        self.latency = latency
         self.conversations: dict[str, tuple[DemoSession, _Tools]] = {}
         self.failures: list[str] = []
 
@@ -418,6 +427,9 @@ class BrainExecutor(AgentExecutor):
         session, tools = self.conversations[context_id]
         links = _Links(asyncio.get_running_loop(), self.streaming_peers)
         links.peers = {str(k): str(v) for k, v in dict(metadata.get("peers") or {}).items()}
+        links.latency = self.latency
+        if self.latency:
+            await asyncio.sleep(self.latency)  # the model's answer
         return await _run_turn(session, tools, links, turn, str(metadata.get("tools") or ""))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:

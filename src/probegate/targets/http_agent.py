@@ -11,7 +11,9 @@ the runner marks those unjudged with that reason (``ToolDelivery.OWN``). With
 ``target.model_proxy`` the agent keeps its own tools and points its model base URL at
 probegate's model-API proxy, which sees every model call and tool call of a conversation and
 delivers every probe through the agent's own tools (``ToolDelivery.PROXY``,
-targets/model_proxy/).
+targets/model_proxy/). An agent that calls other agents over A2A is told where probegate's
+peers are with ``{{a2a_url}}`` / ``{{a2a_url.NAME}}`` (targets/a2a_peers/): every message it
+sends them is recorded as a call of the peer's delegation tool.
 
 The attack text goes into the request by walking the body template as data and replacing the
 placeholders inside string values, in one pass. The JSON text is never built by string

@@ -11,6 +11,8 @@ the config declares, ``context.call_tool(name, args)`` answers a call with the p
 (the channel indirect attacks ride on), and ``context.mcp_url`` serves the same tools over MCP
 to an agent built with a framework that takes its tools from MCP servers (the server starts the
 first time an agent asks for it). Every call either way is recorded as the agent's action.
+``context.a2a_url`` and ``context.a2a_urls`` are the agents it calls over A2A, played by
+probegate's peers (``target.peers``, targets/a2a_peers/).
 An agent that keeps its own tools can point its model base URL at probegate's model-API proxy
 instead (``target.model_proxy``, targets/model_proxy/): the proxy sees its model calls and
 delivers every probe through its own tools. An exception inside the agent makes the attempt
