@@ -10,16 +10,10 @@ from typing import Any
 
 import pytest
 
+from probegate.targets.a2a_peers import wire
+from probegate.targets.a2a_peers.wire import RequestError, TaskView
 from probegate.transport import a2a
-from probegate.transport.a2a import (
-    CardError,
-    Reply,
-    RequestError,
-    RpcError,
-    State,
-    TaskView,
-    Wire,
-)
+from probegate.transport.a2a import CardError, Reply, RpcError, State, Wire
 from probegate.transport.usage import MalformedReply
 
 V1_CARD = {
@@ -195,14 +189,14 @@ def test_requests_are_read_in_either_version() -> None:
     body = a2a.send_request(
         Wire.V1, 3, a2a.message_json(Wire.V1, "hi", message_id="m", context_id="c"), stream=True
     )
-    request = a2a.read_request(body)
+    request = wire.read_request(body)
     assert (request.wire, request.job, request.text, request.context_id) == (
         Wire.V1,
         "stream",
         "hi",
         "c",
     )
-    old = a2a.read_request(a2a.task_request(Wire.V03, 4, "get", "t9"))
+    old = wire.read_request(a2a.task_request(Wire.V03, 4, "get", "t9"))
     assert (old.wire, old.job, old.task_id, old.request_id) == (Wire.V03, "get", "t9", 4)
     for bad, code in (
         ([], a2a.INVALID_REQUEST),
@@ -212,18 +206,18 @@ def test_requests_are_read_in_either_version() -> None:
         ({"jsonrpc": "2.0", "method": "GetTask", "params": {"id": 3}}, a2a.INVALID_PARAMS),
     ):
         with pytest.raises(RequestError) as refused:
-            a2a.read_request(bad)
+            wire.read_request(bad)
         assert refused.value.code == code
 
 
-@pytest.mark.parametrize("wire", list(Wire))
+@pytest.mark.parametrize("version", list(Wire))
 @pytest.mark.parametrize(
     "state", [State.COMPLETED, State.INPUT_REQUIRED, State.FAILED, State.WORKING]
 )
-def test_what_a_peer_sends_reads_back_the_same(wire: Wire, state: State) -> None:
+def test_what_a_peer_sends_reads_back_the_same(version: Wire, state: State) -> None:
     view = TaskView("t", "c", state, "" if state is State.WORKING else "the reply", "a", "q", "m")
-    whole = read(wire, a2a.send_result(wire, view))
-    streamed = read(wire, *a2a.stream_results(wire, view))
+    whole = read(version, wire.send_result(version, view))
+    streamed = read(version, *wire.stream_results(version, view))
     for reply in (whole, streamed):
         assert (reply.task_id, reply.context_id, reply.state) == ("t", "c", state)
         assert reply.text() == ("" if state is State.WORKING else "the reply")

@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 
 from probegate.errors import UsageError
 from probegate.models.tools import ToolSpec
+from probegate.targets.a2a_peers import wire
 from probegate.targets.a2a_peers.config import PeerConfig, peer_tool
 from probegate.targets.a2a_peers.server import (
     PARSE_ERROR,
@@ -47,10 +48,11 @@ from probegate.targets.a2a_peers.server import (
     Listener,
     rpc_error_bytes,
 )
+from probegate.targets.a2a_peers.wire import TaskView
 from probegate.targets.mcp_server import default_base, parse_listen
 from probegate.targets.sandbox import Sandbox
 from probegate.transport import a2a
-from probegate.transport.a2a import State, TaskView, Wire
+from probegate.transport.a2a import State, Wire
 from probegate.transport.sse import CONTENT_TYPE, encode_events
 
 DEFAULT_LISTEN = "127.0.0.1:0"
@@ -366,27 +368,29 @@ class PeerHost:
             self._reject("malformed")
             return HttpAnswer(200, rpc_error_bytes(PARSE_ERROR, "not JSON"))
         try:
-            request = a2a.read_request(data)
+            request = wire.read_request(data)
             if request.wire not in peer.wires():
-                raise a2a.RequestError(
+                raise wire.RequestError(
                     a2a.METHOD_NOT_FOUND,
                     f"this agent speaks A2A {', '.join(w.value for w in peer.wires())}",
                     request.request_id,
                 )
             view = self._answer(endpoint, peer, request)
-        except a2a.RequestError as exc:
+        except wire.RequestError as exc:
             self._reject("flood" if exc.code == TOO_MANY else "malformed")
             return HttpAnswer(200, rpc_error_bytes(exc.code, str(exc), exc.request_id))
-        wire = request.wire
+        version = request.wire
         if request.job == "stream":
-            events = [
-                (None, a2a.response(request.request_id, e)) for e in a2a.stream_results(wire, view)
-            ]
+            results = wire.stream_results(version, view)
+            events = [(None, wire.response(request.request_id, e)) for e in results]
             return HttpAnswer(200, encode_events(events), content_type=CONTENT_TYPE)
-        result = a2a.send_result(wire, view) if request.job == "send" else a2a.task_json(wire, view)
-        return HttpAnswer(200, json.dumps(a2a.response(request.request_id, result)).encode())
+        if request.job == "send":
+            result = wire.send_result(version, view)
+        else:
+            result = wire.task_json(version, view)
+        return HttpAnswer(200, json.dumps(wire.response(request.request_id, result)).encode())
 
-    def _answer(self, endpoint: PeerEndpoint, peer: PeerConfig, request: a2a.Request) -> TaskView:
+    def _answer(self, endpoint: PeerEndpoint, peer: PeerConfig, request: wire.Request) -> TaskView:
         """The task a request is answered with (a new or continued one, or one asked about)."""
         with self._lock:
             known = endpoint.tasks.get(request.task_id or "")
@@ -394,16 +398,16 @@ class PeerHost:
             known = None
         if request.job in ("get", "cancel"):
             if known is None:
-                raise a2a.RequestError(a2a.TASK_NOT_FOUND, "task not found", request.request_id)
+                raise wire.RequestError(a2a.TASK_NOT_FOUND, "task not found", request.request_id)
             if request.job == "cancel" and not known.view.state.terminal:
                 known.view = _with(known.view, state=State.CANCELED, text="")
             return known.view
         if request.task_id and known is None:
-            raise a2a.RequestError(a2a.TASK_NOT_FOUND, "task not found", request.request_id)
+            raise wire.RequestError(a2a.TASK_NOT_FOUND, "task not found", request.request_id)
         return self._message(endpoint, peer, request, known)
 
     def _message(
-        self, endpoint: PeerEndpoint, peer: PeerConfig, request: a2a.Request, known: _Task | None
+        self, endpoint: PeerEndpoint, peer: PeerConfig, request: wire.Request, known: _Task | None
     ) -> TaskView:
         sandbox = endpoint.sandbox
         tool = self._tools[peer.name]
@@ -414,7 +418,7 @@ class PeerHost:
         arguments = {"agent": peer.name, "message": request.text}
         if flood:
             sandbox.refuse(tool.name, arguments, "too many messages to peers in one conversation")
-            raise a2a.RequestError(
+            raise wire.RequestError(
                 TOO_MANY,
                 f"too many messages: at most {MAX_MESSAGES_PER_CONVERSATION} in one conversation",
                 request.request_id,
