@@ -185,6 +185,7 @@ class A2aAgentServer:
 
         def serve() -> None:
             loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)  # the SDK's tasks ask for it as they end
 
             async def run() -> None:
                 assert self._server is not None
@@ -198,6 +199,12 @@ class A2aAgentServer:
                 loop.run_until_complete(run())
             finally:
                 ready.set()
+                # The SDK's own tasks (stream watchers, event dispatchers) end with the loop,
+                # quietly: cancelled and awaited, not destroyed pending.
+                pending = asyncio.all_tasks(loop)
+                for task in pending:
+                    task.cancel()
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
                 loop.close()
 
         self._thread = threading.Thread(target=serve, name="a2a-agent", daemon=True)

@@ -170,6 +170,10 @@ def reasons(report: dict[str, Any]) -> list[str]:
     return [u["reason"] for u in report["unjudged"]]
 
 
+def causes(report: dict[str, Any]) -> set[str]:
+    return {u["cause"] for u in report["unjudged"]}
+
+
 @pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
 def test_a_task_that_never_completes_is_a_timeout(tmp_path: Path, stream: bool) -> None:
     with A2aAgentServer(StuckExecutor(), streaming=stream) as agent:
@@ -177,6 +181,7 @@ def test_a_task_that_never_completes_is_a_timeout(tmp_path: Path, stream: bool) 
     assert code == 3 and report["findings"] == []
     assert [r["outcome"] for r in report["results"]] == ["unjudged"]
     assert reasons(report) and all("never completed (timeout)" in r for r in reasons(report))
+    assert causes(report) == {"timeout"}
     # Asked again (GetTask) until the timeout, then given up: seconds, not a hang.
     assert "GetTask" in agent.methods and took < 15
 
@@ -187,6 +192,7 @@ def test_a_malformed_card_stops_the_scan_unjudged(tmp_path: Path) -> None:
         code, report, _ = fault_scan(tmp_path, agent)
     assert code == 3 and report["findings"] == []
     assert reasons(report) and all("malformed agent card" in r for r in reasons(report))
+    assert causes(report) == {"unreadable"}
     assert agent.methods == []  # nothing was sent to an endpoint probegate could not trust
 
 
@@ -203,6 +209,7 @@ def test_a_huge_artifact_is_over_the_body_cap(tmp_path: Path) -> None:
         code, report, _ = fault_scan(tmp_path, agent)
     assert code == 3 and report["findings"] == []
     assert reasons(report) and all("response too large" in r for r in reasons(report))
+    assert causes(report) == {"too_large"}
 
 
 @pytest.mark.parametrize("raises", [False, True], ids=["task-failed", "internal-error"])
@@ -212,6 +219,7 @@ def test_a_failed_task_is_the_agents_fault_not_a_verdict(tmp_path: Path, raises:
     assert code == 3 and report["findings"] == []
     said = "JSON-RPC error -32603" if raises else "the agent's task failed"
     assert reasons(report) and all(said in r and "database is down" in r for r in reasons(report))
+    assert causes(report) == {"agent_error"}
 
 
 def test_an_unreachable_agent_is_unjudged(tmp_path: Path) -> None:
@@ -220,6 +228,7 @@ def test_an_unreachable_agent_is_unjudged(tmp_path: Path) -> None:
     code, report = scan(tmp_path, target, *FAULT_ARGS)
     assert code == 3 and report["findings"] == []
     assert reasons(report) and all("connection refused" in r for r in reasons(report))
+    assert causes(report) == {"refused"}
 
 
 def test_a_json_rpc_error_is_unjudged_with_its_words(tmp_path: Path) -> None:
@@ -228,6 +237,7 @@ def test_a_json_rpc_error_is_unjudged_with_its_words(tmp_path: Path) -> None:
         code, report = scan(tmp_path, agent.target(version="1.0"), *FAULT_ARGS)
     assert code == 3 and report["findings"] == []
     assert reasons(report) and all("JSON-RPC error -32601" in r for r in reasons(report))
+    assert causes(report) == {"client_error"}
 
 
 # -- the example ------------------------------------------------------------------------------

@@ -370,4 +370,5 @@ def test_a_peer_that_never_completes_is_a_timeout_for_an_agent_that_waits(
     assert code == 3 and report["findings"] == []
     assert [r["outcome"] for r in report["results"]] == ["unjudged"]
     assert all("timeout" in u["reason"] for u in report["unjudged"])
+    assert {u["cause"] for u in report["unjudged"]} == {"timeout"}
     assert took < 20

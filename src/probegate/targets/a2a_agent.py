@@ -36,6 +36,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from probegate.errors import UsageError
+from probegate.models.causes import Cause
 from probegate.models.report import TargetInfo
 from probegate.models.sections import KindSection
 from probegate.models.tools import ToolSpec
@@ -226,12 +227,16 @@ class A2aTarget:
             except TransportError as exc:
                 if url != urls[-1] and exc.reason.startswith("HTTP 404"):
                     continue  # an older agent serves its card as agent.json
-                raise TransportError(f"agent card: {exc.reason}", fatal=exc.fatal) from None
+                raise TransportError(
+                    f"agent card: {exc.reason}", cause=exc.cause, fatal=exc.fatal
+                ) from None
             try:
                 card = a2a.read_card(data)
             except CardError as exc:
                 raise TransportError(
-                    f"malformed agent card at {public_url(url)}: {exc}", fatal=True
+                    f"malformed agent card at {public_url(url)}: {exc}",
+                    cause=Cause.UNREADABLE,
+                    fatal=True,
                 ) from None
             pinned = self.config.a2a.version
             if pinned != "auto":
@@ -342,7 +347,8 @@ class A2aSession:
                 state = reply.state.value if reply.state else "unknown"
                 raise TransportError(
                     f"the agent's task {reply.task_id[:64]} was still {state} after "
-                    f"{self.target.settings.timeout:g}s: it never completed (timeout)"
+                    f"{self.target.settings.timeout:g}s: it never completed (timeout)",
+                    cause=Cause.TIMEOUT,
                 )
             self.limiter.sleep(wait)
             wait = min(wait * 2, POLL_MAX)
@@ -370,11 +376,12 @@ class A2aSession:
         said = reply.text()
         if state in (State.FAILED, State.CANCELED):
             detail = f": {said[:300]}" if said else ""
-            raise TransportError(f"the agent's task {state.value}{detail}")
+            raise TransportError(f"the agent's task {state.value}{detail}", cause=Cause.AGENT_ERROR)
         if state is State.AUTH_REQUIRED:
             raise TransportError(
                 "the agent asks for authentication (auth-required): give its credentials in "
-                "target.a2a.headers_env or --api-key-env"
+                "target.a2a.headers_env or --api-key-env",
+                cause=Cause.AUTH,
             )
         if state is State.REJECTED:
             return said or "(the agent rejected the task)"
@@ -384,7 +391,9 @@ class A2aSession:
         for endpoint, what in ((self.endpoint, "MCP server"), (self.peers, "A2A peers")):
             if endpoint is not None and endpoint.undelivered is not None:
                 # A call may be missing from the sandbox: what it recorded is not what happened.
-                raise TransportError(f"probegate's {what}: {endpoint.undelivered}")
+                raise TransportError(
+                    f"probegate's {what}: {endpoint.undelivered}", cause=Cause.TOOL_SERVER
+                )
 
     def _recorded(self) -> tuple[list[ToolCall], int]:
         """The calls the agent made through probegate (its MCP server, its peers) this turn."""

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from probegate.models.causes import Cause
 from probegate.transport.usage import UNREADABLE, MalformedReply, TransportError
 
 CARD_PATH = "/.well-known/agent-card.json"
@@ -139,10 +140,24 @@ class CardError(ValueError):
 
 
 class RpcError(TransportError):
-    """The agent answered with a JSON-RPC error."""
+    """The agent answered with a JSON-RPC error: an error of its own (internal error: the
+    agent failed), a request it refused (a method, version or params it does not take), or
+    another server error."""
 
     def __init__(self, code: Any, message: str, *, fatal: bool = False) -> None:
-        super().__init__(message, fatal=fatal)
+        if code == INTERNAL_ERROR:
+            cause = Cause.AGENT_ERROR
+        elif code in (
+            PARSE_ERROR,
+            INVALID_REQUEST,
+            METHOD_NOT_FOUND,
+            INVALID_PARAMS,
+            VERSION_NOT_SUPPORTED,
+        ):
+            cause = Cause.CLIENT_ERROR
+        else:
+            cause = Cause.SERVER_ERROR
+        super().__init__(message, cause=cause, fatal=fatal)
         self.code = code
 
 
