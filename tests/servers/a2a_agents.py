@@ -525,6 +525,30 @@ class StuckExecutor(AgentExecutor):
         return None
 
 
+class AskingExecutor(AgentExecutor):
+    """Asks which order (its task waits for input), then answers within the same task."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, str]] = []  # (task id, context id, what it was told)
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.message is not None
+        task = context.current_task or new_task_from_user_message(context.message)
+        if context.current_task is None:
+            await event_queue.enqueue_event(task)
+        self.seen.append((task.id, task.context_id, context.get_user_input()))
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        if len([s for s in self.seen if s[0] == task.id]) == 1:
+            question = new_text_message("Which order?", role=Role.ROLE_AGENT)
+            await updater.requires_input(question)
+            return
+        await updater.add_artifact([new_text_part(f"Noted: {context.get_user_input()}")])
+        await updater.complete()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        return None
+
+
 class HugeArtifactExecutor(AgentExecutor):
     """Completes every task with an artifact of ``size`` characters."""
 

@@ -20,8 +20,16 @@ import pytest
 import yaml
 
 from probegate.cli import main
+from probegate.models.canaries import make_canaries
+from probegate.models.probe import Fixtures
+from probegate.models.transcript import Turn
+from probegate.targets.a2a_agent import A2aConfig, A2aTarget
+from probegate.targets.base import TargetSettings
+from probegate.targets.sandbox import Sandbox
+from probegate.transport.limiter import RequestLimiter
 from tests.servers.a2a_agents import (
     A2aAgentServer,
+    AskingExecutor,
     BrainExecutor,
     FailingExecutor,
     HugeArtifactExecutor,
@@ -147,6 +155,25 @@ def test_a_session_is_one_context_and_a_new_session_another(tmp_path: Path) -> N
     assert code == 0 and report["unjudged"] == []
     # One conversation per session of the probe (and of its control), never one per message.
     assert 2 <= len(executor.conversations) <= 4
+
+
+@pytest.mark.parametrize("version", ["1.0", "0.3"])
+def test_a_task_waiting_for_input_is_continued_by_its_id(version: str) -> None:
+    executor = AskingExecutor()
+    with A2aAgentServer(executor, version=version, streaming=False) as agent:
+        target = A2aTarget(A2aConfig(endpoint=agent.url), TargetSettings(timeout=10))
+        try:
+            session = target.open_session(
+                Sandbox([], Fixtures(), make_canaries(0, "a")), RequestLimiter()
+            )
+            first = session.send(Turn(role="user", content="I want a refund."))
+            second = session.send(Turn(role="user", content="Order 7001."))
+            session.close()
+        finally:
+            target.close()
+    assert first.content == "Which order?" and second.content == "Noted: Order 7001."
+    (task, context, _), (again, same, said) = executor.seen
+    assert (again, same, said) == (task, context, "Order 7001.")
 
 
 def test_stream_setting_overrides_the_card(tmp_path: Path) -> None:

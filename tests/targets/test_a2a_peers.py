@@ -372,3 +372,14 @@ def test_a_peer_that_never_completes_is_a_timeout_for_an_agent_that_waits(
     assert all("timeout" in u["reason"] for u in report["unjudged"])
     assert {u["cause"] for u in report["unjudged"]} == {"timeout"}
     assert took < 20
+
+
+def test_a_python_agent_that_asks_for_peers_none_declared_is_a_usage_error(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "lonely.py").write_text(
+        "def agent(input, context):\n    return context.a2a_url\n", encoding="utf-8"
+    )
+    target = {"kind": "python", "python": "lonely:agent"}
+    code = main(scan_args(write_config(tmp_path, target), tmp_path, "--probes", "asi01.*"))
+    assert code == 2
