@@ -46,6 +46,7 @@ from probegate.targets.a2a_peers import (
     PeerConfig,
     PeerEndpoint,
     PeerHost,
+    PeerRecord,
     named_in,
     peers_for,
 )
@@ -283,7 +284,7 @@ class A2aSession:
         calls, made = self._recorded()
         return reply_turn(reply, calls, made=made)
 
-    def peer_record(self) -> Any:
+    def peer_record(self) -> PeerRecord | None:
         """What the agent fetched from probegate's peers in this attempt (targets/a2a_peers/)."""
         return self.target.peers.record(self.sandbox) if self.target.peers else None
 

@@ -52,7 +52,7 @@ from probegate.targets.a2a_peers.wire import TaskView
 from probegate.targets.mcp_server import default_base, parse_listen
 from probegate.targets.sandbox import Sandbox
 from probegate.transport import a2a
-from probegate.transport.a2a import State, Wire
+from probegate.transport.a2a import State
 from probegate.transport.sse import CONTENT_TYPE, encode_events
 
 DEFAULT_LISTEN = "127.0.0.1:0"
@@ -463,5 +463,3 @@ def _with(view: TaskView, *, state: State, text: str) -> TaskView:
         view.request_message_id,
     )
 
-
-__all__ = ["PeerDelivery", "PeerEndpoint", "PeerHost", "PeerRecord", "Wire"]
