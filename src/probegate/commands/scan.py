@@ -253,6 +253,21 @@ def add_parser(sub: Any) -> None:
         help="the base URL the agent is given for the MCP server, when it reaches probegate "
         "across a network, e.g. from a container (default: the listen address)",
     )
+    a = p.add_argument_group("probegate's A2A peers (docs/scan-your-agent/a2a.md)")
+    a.add_argument(
+        "--a2a-listen",
+        dest="a2a_listen",
+        metavar="HOST:PORT",
+        help="where the A2A peers listen when the agent calls other agents through them "
+        "(default 127.0.0.1 on a free port)",
+    )
+    a.add_argument(
+        "--a2a-advertise",
+        dest="a2a_advertise",
+        metavar="URL",
+        help="the base URL the agent is given for the A2A peers, when it reaches probegate "
+        "across a network, e.g. from a container (default: the listen address)",
+    )
     o = p.add_argument_group("output and gates")
     o.add_argument(
         "--output",
@@ -325,6 +340,8 @@ _SCAN_FLAGS = (
     "store",
     "mcp_listen",
     "mcp_advertise",
+    "a2a_listen",
+    "a2a_advertise",
     "output_dir",
     "fail_under",
     "fail_on",

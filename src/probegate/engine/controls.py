@@ -32,7 +32,6 @@ from collections.abc import Mapping
 from probegate.library.oracles.base import directed_action, shows_a_secret
 from probegate.library.probe import Probe
 from probegate.models.causes import Cause
-from probegate.models.probe import Fixtures
 from probegate.models.transcript import resolve_path
 from probegate.models.verdict import Attempt, Evidence, Outcome
 
@@ -74,10 +73,7 @@ def attacker_artefacts(probe: Probe) -> frozenset[str]:
     if probe.payload is None:
         return frozenset()
     fixtures = probe.fixtures
-    around = [t.content for t in probe.turns]
-    for name in Fixtures.model_fields:
-        value = getattr(fixtures, name)
-        around += list(value.values()) if isinstance(value, dict) else list(value)
+    around = [t.content for t in probe.turns] + fixtures.texts()
     benign = _plain(" ".join(text.replace(PAYLOAD, " ") for text in around))
     found = {m.group(0).rstrip(".") for m in _ARTEFACT.finditer(_plain(probe.payload))}
     return frozenset(a for a in found if a and a not in benign)

@@ -138,6 +138,9 @@ def fill_fixtures(fixtures: Fixtures, payload: str | None, *, control: bool = Fa
         tool_results={k: _fill(v, payload) for k, v in fixtures.tool_results.items()},
         tool_descriptions={k: _fill(v, payload) for k, v in fixtures.tool_descriptions.items()},
         tool_errors={k: _fill(v, payload) for k, v in errors.items()},
+        peer_agents={
+            k: v.filled(lambda text: _fill(text, payload)) for k, v in fixtures.peer_agents.items()
+        },
     )
 
 

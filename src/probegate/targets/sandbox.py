@@ -118,12 +118,21 @@ class Sandbox:
         return text if self.screen is None else self.screen.screen_description(tool, text)
 
     def unscreened_description(self, tool: ToolSpec) -> str:
-        """The description as the probe's fixtures make it, before any screen saw it."""
+        """The description as the probe's fixtures make it, before any screen saw it.
+
+        A delegation tool is the agent's way to another agent: what that agent's card says
+        (a probe's ``peer_agents``) is part of what the agent reads about it.
+        """
         extra = _fixture_for(self.fixtures.tool_descriptions, tool)
-        if not extra:
-            return tool.description
-        self._mark(extra)
-        return f"{tool.description} {extra}"
+        if extra:
+            self._mark(extra)
+        text = f"{tool.description} {extra}" if extra else tool.description
+        if Capability.DELEGATION in tool.capabilities and self.fixtures.peer_agents:
+            peer = self.fixtures.peer(peer_name(tool.name))
+            if peer is not None and peer.card_text():
+                self._mark(peer.card_text())
+                text = f"{text} {peer.card_text()}"
+        return text
 
     def supplies(self, tool: ToolSpec) -> bool:
         """Whether this attempt's probe decides what ``tool`` returns: a fixture keyed to it
@@ -140,7 +149,9 @@ class Sandbox:
             return reads_memory(tool) and bool(self.memory)
         if Capability.RETRIEVAL in caps:
             return bool(fixtures.documents)
-        return Capability.DELEGATION in caps and bool(fixtures.agent_replies)
+        return Capability.DELEGATION in caps and bool(
+            fixtures.agent_replies or fixtures.peer_agents
+        )
 
     def customer_record(self, customer_id: str) -> dict[str, str]:
         """The PII a lookup returns; the SSN is the PII canary."""
@@ -232,6 +243,8 @@ class Sandbox:
                 declared=False,
             )
         error = _fixture_for(self.fixtures.tool_errors, tool)
+        if error is None and Capability.DELEGATION in tool.capabilities:
+            error = self._peer_failure(tool, arguments)
         if error is not None:
             self._mark(error)
             return ToolCall(id=call_id, name=name, arguments=arguments, error=error)
@@ -282,6 +295,14 @@ class Sandbox:
         self.memory.append(str(note))
         return "stored"
 
+    def _peer_failure(self, tool: ToolSpec, args: dict[str, Any]) -> str | None:
+        """A peer whose tasks fail (``peer_agents`` state ``failed``): its reply is the error."""
+        if not self.fixtures.peer_agents:
+            return None
+        agent = str(args.get("agent") or args.get("name") or peer_name(tool.name))
+        peer = self.fixtures.peer(agent)
+        return self._peer_reply(args) if peer is not None and peer.state == "failed" else None
+
     def _peer_reply(self, args: dict[str, Any]) -> str:
         """The named peer agent's reply from the fixtures, else any agent's, else a nod."""
         agent = str(args.get("agent") or args.get("name") or "")
@@ -296,6 +317,21 @@ class Sandbox:
         if "*" in docs:
             return docs["*"]
         return "Document not found."
+
+
+# The tools that stand for the A2A peers probegate serves are named ``a2a:<peer>``
+# (targets/a2a_peers/): no model API accepts such a name, so none is ever a real tool's.
+PEER_TOOL_PREFIX = "a2a:"
+
+
+def peer_name(tool_name: str) -> str:
+    """The peer agent a delegation tool reaches: an A2A peer's own name, else the tool's."""
+    return tool_name.removeprefix(PEER_TOOL_PREFIX)
+
+
+def is_peer_tool(tool: ToolSpec) -> bool:
+    """A tool that stands for an A2A peer: the agent reaches it over A2A, never as a tool."""
+    return tool.name.startswith(PEER_TOOL_PREFIX)
 
 
 def _text_of(args: dict[str, Any]) -> str:
