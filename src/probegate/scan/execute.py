@@ -131,6 +131,7 @@ def run_attempts(
         llm_judge=inputs.llm_judge,
         redactor=Redactor(inputs.secrets, key=stored_key(started.salt, inputs.secrets)),
         controls=settings.controls,
+        environments=inputs.benchmark,
     )
     say_what_cannot_apply(plan, runner.tools, view)
     if not view.quiet:

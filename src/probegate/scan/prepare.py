@@ -13,10 +13,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from probegate.baseline import check_comparable
+from probegate.benchmarks.agentdojo import AgentDojoSource, load_source
 from probegate.config import ScanConfig
 from probegate.errors import UsageError
 from probegate.files import check_writable_dir
@@ -37,7 +38,7 @@ from probegate.reports import parse_formats
 from probegate.reports.signing import SECRET_ENV, sign_report, signing_material
 from probegate.scan.settings import StageSettings, stage_settings
 from probegate.suppressions import SuppressionEntry, load_suppressions
-from probegate.targets.base import AgentConfig, Target
+from probegate.targets.base import AgentConfig, Target, ToolDelivery
 from probegate.targets.registry import build_target, spec_of
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.pricing import price_table
@@ -60,6 +61,9 @@ class ScanInputs:
     secrets: dict[str, str]
     # The HMAC secret and the Ed25519 key (PEM) the report is signed with, if any.
     signing: tuple[bytes | None, bytes | None]
+    # ``--suite agentdojo``: the benchmark whose task pairs are the probes, and which opens
+    # each attempt's environment (benchmarks/agentdojo/).
+    benchmark: AgentDojoSource | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,10 @@ def prepare_scan(config: ScanConfig) -> Iterator[Prepared]:
             check_writable_dir(config.record, what="recording directory (--record)")
     settings = stage_settings(config, formats)
     library = extend_library(load_library(), settings.repro.probe_dirs)
+    agent = config.target.agent_under_test()
+    benchmark = load_source(config.suite, model=agent.model) if config.suite else None
+    if benchmark is not None:
+        library = replace(library, probes=tuple(benchmark.probes))
     probes = library.select(asi=config.asi, patterns=config.probes)
     if not probes:
         raise UsageError("no probe matches --asi/--probes (see 'probegate probes list')")
@@ -107,7 +115,6 @@ def prepare_scan(config: ScanConfig) -> Iterator[Prepared]:
         deadline=config.deadline,
         max_wait=config.max_wait,
     )
-    agent = config.target.agent_under_test()
     llm_judge = (
         build_judge(
             config.judge,
@@ -132,6 +139,8 @@ def prepare_scan(config: ScanConfig) -> Iterator[Prepared]:
         # A dry run only plans: it must work before the secrets are set up.
         target_config = config.target.without_secrets() if config.dry_run else config.target
         target = build_target(target_config, config.target_settings())
+        if benchmark is not None:
+            _check_serves_tools(target, config.suite or "")
     except BaseException:
         if llm_judge is not None:
             llm_judge.close()
@@ -145,6 +154,7 @@ def prepare_scan(config: ScanConfig) -> Iterator[Prepared]:
         limiter,
         {} if config.dry_run else scan_secrets(config),
         signing,
+        benchmark,
     )
     try:
         yield Prepared(target, inputs, settings, agent, config.dry_run)
@@ -152,6 +162,23 @@ def prepare_scan(config: ScanConfig) -> Iterator[Prepared]:
         target.close()
         if llm_judge is not None:
             llm_judge.close()
+
+
+# How an agent takes the tools probegate serves: AgentDojo's tools then act on its environment.
+_SERVED = (ToolDelivery.AGENT_LOOP, ToolDelivery.MCP, ToolDelivery.CONTEXT)
+
+
+def _check_serves_tools(target: Target, suite: str) -> None:
+    """A benchmark's tools reach only an agent that takes its tools from probegate."""
+    delivery = target.traits().tool_delivery
+    if delivery not in _SERVED:
+        target.close()
+        raise UsageError(
+            f"--suite {suite}: AgentDojo's tools act on its environment only when probegate "
+            f"serves them, and this target's tools are {delivery.value!r}; scan an agent whose "
+            "loop probegate runs (kind openai or anthropic), or one that takes its tools from "
+            "probegate's MCP server ({{mcp_url}}) or its context (docs/agentdojo.md)"
+        )
 
 
 def _signing_material(config: ScanConfig) -> tuple[bytes | None, bytes | None]:
