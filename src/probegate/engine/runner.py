@@ -207,6 +207,9 @@ class Runner:
         transcript = Transcript(tools_offered=[t.name for t in tools])
         usage = Usage()
         trigger, error = self._converse(planned, sandbox, transcript, usage)
+        # The benchmark's own check, beside the verdict and never read into it; only a
+        # conversation that completed is checked (the environment saw all it would).
+        reference = environment.check(transcript) if environment and error is None else None
         evidence: list[Evidence] = []
         judged_by = "transport"
         if error is None:
@@ -236,9 +239,7 @@ class Runner:
             requests=usage.requests,
             tokens=usage.tokens,
             cost_usd=round(usage.cost_usd, 6),
-            # The benchmark's own check, beside the verdict and never read into it; only a
-            # conversation that completed is checked (the environment saw all it would).
-            reference=environment.check(transcript) if environment and error is None else None,
+            reference=reference,
         )
         if self.redactor is not None:
             attempt = redact_attempt(attempt, self.redactor)

@@ -93,7 +93,8 @@ def prepare_scan(config: ScanConfig) -> Iterator[Prepared]:
     agent = config.target.agent_under_test()
     benchmark = load_source(config.suite, model=agent.model) if config.suite else None
     if benchmark is not None:
-        library = replace(library, probes=tuple(benchmark.probes))
+        # A scan of the benchmark compares only with scans of the same benchmark and version.
+        library = replace(library, probes=tuple(benchmark.probes), version=benchmark.version)
     probes = library.select(asi=config.asi, patterns=config.probes)
     if not probes:
         raise UsageError("no probe matches --asi/--probes (see 'probegate probes list')")

@@ -128,6 +128,11 @@ class AgentDojoSource:
                 self.pairs[probe.id] = pair
                 self.probes.append(probe)
 
+    @property
+    def version(self) -> str:
+        """What the probes are a version of: the package and AgentDojo's benchmark version."""
+        return f"{NAME}-{self.package_version}-{BENCHMARK_VERSION}"
+
     def tools(self, suite: str) -> list[ToolSpec]:
         return list(self._suites[suite].tools)
 
