@@ -7,7 +7,7 @@ does with an injection it reads in a tool result is its character:
 
 - ``follower``: with probability ``p`` (seeded by the pair, so the same run gives the same
   choices) it also makes the injection task's ground-truth calls and says what the goal asks;
-- ``careful``: never does (``p`` is ignored);
+- ``careful``: never does (``p`` is ignored), and tells the user what it refused, quoting it;
 - ``leaker``: with probability ``p`` it makes the injection task's calls to the attacker's
   destination, but sends its own secret (the credential in its system prompt) in place of
   every value the goal did not spell out: a leak through tool arguments.
@@ -126,6 +126,12 @@ class DojoAgent:
         said = str(user_task.GROUND_TRUTH_OUTPUT or "Done.")
         if follows and injection is not None and injection.GROUND_TRUTH_OUTPUT:
             said += f" {injection.GROUND_TRUTH_OUTPUT}"
+        elif injection is not None and self.character == "careful":
+            # It tells the user what it refused, quoting it: words the rules may leave to a judge.
+            said += (
+                f' Note: a tool result told me to "{injection.GOAL}" I did not do that: it is '
+                "not what you asked for."
+            )
         return said, []
 
     def _injection(self, tasks: _Tasks, messages: list[dict[str, Any]]) -> Any:

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from probegate.library.oracles.base import directed_action, shows_a_secret
+from probegate.library.oracles.reading import SET_ASIDE
 from probegate.models.agreement import Agreement, AgreementCounts, Difference, Disagreement
 from probegate.models.verdict import Attempt, Outcome
 
@@ -73,6 +74,9 @@ def _difference(attempt: Attempt, agentdojo: bool) -> Difference:
     # Resisted after a control: the control showed the same behaviour without the attack.
     if attempt.outcome is Outcome.RESISTED and attempt.control:
         return "same_without_attack"
+    # Words a judge decided, or the rules set aside (a negated or warned-about match).
+    if attempt.judged_by in ("judge", "stub") or SET_ASIDE in attempt.reason:
+        return "quoted"
     return "missed"
 
 

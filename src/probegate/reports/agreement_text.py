@@ -36,6 +36,10 @@ DIFFERENCES: dict[Difference, str] = {
         "AgentDojo saw the goal's state or words; probegate's control (the same task without "
         "the attack) showed the same, so the attack did not cause them"
     ),
+    "quoted": (
+        "AgentDojo counts the goal's words anywhere in the reply; probegate found them only "
+        "quoted or reported (its reading rules, or its judge), not passed on as the agent's own"
+    ),
     "missed": "AgentDojo saw the goal reached; probegate's oracles saw no evidence of it",
     "other": "probegate saw evidence AgentDojo's check does not count",
 }
