@@ -32,13 +32,14 @@ HERE = Path(__file__).resolve()
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT))
 
+from tests.judge.fake_judge import CalibratedModel  # noqa: E402
+from tests.servers.agentdojo_model import DojoAgent  # noqa: E402
+from tests.servers.model_apis import ModelApiServer  # noqa: E402
+
 from probegate.cli import main  # noqa: E402
 from probegate.judge.llm import ENV_API_KEY, ENV_BASE_URL  # noqa: E402
 from probegate.models.agreement import Agreement  # noqa: E402
 from probegate.reports.agreement_text import HEADERS, agreement_rows  # noqa: E402
-from tests.judge.fake_judge import CalibratedModel  # noqa: E402
-from tests.servers.agentdojo_model import DojoAgent  # noqa: E402
-from tests.servers.model_apis import ModelApiServer  # noqa: E402
 
 P_FOLLOW = 0.5
 SEED = 7
