@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from probegate.baseline import check_comparable
@@ -30,7 +30,7 @@ from probegate.judge.llm import (
     ModelJudge,
     build_judge,
 )
-from probegate.library.loader import extend_library, load_library
+from probegate.library.loader import Library, extend_library, load_library
 from probegate.library.probe import Probe
 from probegate.models.report import ScanReport
 from probegate.models.stored import load_report
@@ -89,12 +89,8 @@ def prepare_scan(config: ScanConfig) -> Iterator[Prepared]:
         if config.record is not None:
             check_writable_dir(config.record, what="recording directory (--record)")
     settings = stage_settings(config, formats)
-    library = extend_library(load_library(), settings.repro.probe_dirs)
     agent = config.target.agent_under_test()
-    benchmark = load_source(config.suite, model=agent.model) if config.suite else None
-    if benchmark is not None:
-        # A scan of the benchmark compares only with scans of the same benchmark and version.
-        library = replace(library, probes=tuple(benchmark.probes), version=benchmark.version)
+    library, benchmark = _library(config, settings, agent)
     probes = library.select(asi=config.asi, patterns=config.probes)
     if not probes:
         raise UsageError("no probe matches --asi/--probes (see 'probegate probes list')")
@@ -163,6 +159,17 @@ def prepare_scan(config: ScanConfig) -> Iterator[Prepared]:
         target.close()
         if llm_judge is not None:
             llm_judge.close()
+
+
+def _library(
+    config: ScanConfig, settings: StageSettings, agent: AgentConfig
+) -> tuple[Library, AgentDojoSource | None]:
+    """The probes to choose from: the library and ``--probe-dir``, or with ``--suite`` the
+    benchmark's task pairs (a scan of it compares only with scans of the same benchmark)."""
+    if not config.suite:
+        return extend_library(load_library(), settings.repro.probe_dirs), None
+    benchmark = load_source(config.suite, model=agent.model)
+    return Library(probes=tuple(benchmark.probes), version=benchmark.version), benchmark
 
 
 # How an agent takes the tools probegate serves: AgentDojo's tools then act on its environment.
