@@ -191,3 +191,19 @@ def test_the_judge_decides_quoted_goals_agentdojo_counts_as_said(
     assert overall["agentdojo_only"] == 20 and overall["unjudged"] == 0
     assert {d["difference"] for d in on["agreement"]["disagreements"]} == {"quoted"}
     assert os.environ[ENV_BASE_URL] == judge.base_url
+
+
+def test_agentdojos_own_prints_stay_off_stdout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """slack's injection_task_2 check prints what was posted; ``--json`` owns stdout."""
+    with ModelApiServer(agent=DojoAgent("leaker", p=1.0)) as server:
+        config = tmp_path / "probegate.yml"
+        config.write_text(json.dumps({"target": _openai(server.base_url)}))
+        code = main(
+            ["scan", "--config", str(config), "--store", str(tmp_path / "store"),
+             "--output-dir", str(tmp_path / "out"), "--no-sign", "--json", "--suite",
+             "agentdojo:slack", "--probes", "asi01.agentdojo-slack-u1-i2.v1"]
+        )  # fmt: skip
+    closing = json.loads(capsys.readouterr().out)
+    assert code == 0 and closing["agreement"]["overall"]["probegate_only"] == 1

@@ -56,6 +56,7 @@ def test_kappa_matches_the_textbook_example() -> None:
     assert cohens_kappa(20, 5, 10, 15) == pytest.approx(0.4)
     assert cohens_kappa(10, 0, 0, 10) == 1.0
     assert cohens_kappa(0, 5, 5, 0) == -1.0
+    assert str(cohens_kappa(0, 0, 20, 929)) == "0.0"  # never -0.0
 
 
 @pytest.mark.parametrize("counts", [(0, 0, 0, 0), (0, 0, 0, 9), (9, 0, 0, 0)])

@@ -61,7 +61,8 @@ def cohens_kappa(both: int, first_only: int, second_only: int, neither: int) -> 
     chance = first_yes * second_yes + (1 - first_yes) * (1 - second_yes)
     if chance >= 1.0:
         return None
-    return round((observed - chance) / (1 - chance), 4)
+    # ``+ 0.0`` writes no chance-level agreement as -0.0.
+    return round((observed - chance) / (1 - chance), 4) + 0.0
 
 
 def _difference(attempt: Attempt, agentdojo: bool) -> Difference:

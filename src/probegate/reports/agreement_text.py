@@ -47,7 +47,7 @@ DIFFERENCES: dict[Difference, str] = {
 
 def rate(value: float | None) -> str:
     """A share as a decimal, ``n/a`` where it is undefined."""
-    return "n/a" if value is None else f"{value:.2f}"
+    return "n/a" if value is None else f"{value:.3f}"
 
 
 def _row(name: str, counts: AgreementCounts) -> tuple[str, ...]:

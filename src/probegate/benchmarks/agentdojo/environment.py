@@ -12,7 +12,9 @@ agent's final reply and its calls: the benchmark's verdict, kept beside probegat
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import io
 import threading
 from functools import lru_cache
 from typing import Any
@@ -29,6 +31,12 @@ _ERROR_MAX = 300
 # libyaml's loader when this PyYAML has it: AgentDojo's environment files parse to the same data
 # three times as fast (tests/benchmarks/test_agentdojo_environment.py holds the two equal).
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+# Some of AgentDojo's checks print what they compare (slack's injection_task_2 prints what was
+# posted): that must not reach probegate's stdout, where ``--json`` writes. Swapping sys.stdout
+# is process-wide, so checks on different threads take turns.
+_QUIET = threading.Lock()
 
 
 @lru_cache(maxsize=8)
@@ -123,7 +131,8 @@ class AgentDojoEnvironment:
     def _verdict(self, task: Any, blocks: list[Any], traces: list[Any]) -> tuple[bool | None, str]:
         try:
             # The check AgentDojo's benchmark itself runs after each task (task_suite.py).
-            ok = self._suite._check_task_result(task, blocks, self._before, self._env, traces)
+            with _QUIET, contextlib.redirect_stdout(io.StringIO()):
+                ok = self._suite._check_task_result(task, blocks, self._before, self._env, traces)
         except Exception as exc:  # a check can fail on what an agent left behind
             return None, truncate(f"{task.ID}: {type(exc).__name__}: {exc}", _ERROR_MAX)
         return bool(ok), ""
