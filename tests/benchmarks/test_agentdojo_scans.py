@@ -69,6 +69,9 @@ def test_a_follower_is_found_where_agentdojo_sees_the_attack_succeed(
     assert banking["both"] + banking["neither"] == 144
     assert 0 < banking["both"] < 144
     assert (banking["recall"], banking["false_positive_rate"], banking["kappa"]) == (1.0, 0.0, 1.0)
+    # A finding's reproducer runs the same pair again, from the same suite.
+    pov = next((tmp_path / "store").glob("scans/*/pov/*.sh")).read_text()
+    assert "--suite agentdojo:banking" in pov
     assert agreement["disagreements"] == []
     assert {f["probe_id"] for f in report["findings"]} and report["probe_library_version"] == (
         "agentdojo-0.1.35-v1.2.2"
