@@ -56,8 +56,13 @@ def test_a_control_holds_no_attack_and_an_attempt_does(source: AgentDojoSource) 
     assert attacked is not None and control is not None
     reads = [t.name for t in attacked.tools if t.name == "read_file"]
     assert reads  # banking's user task 0 reads a bill, where the attack sits
+    attacked.run("get_balance", {})
+    before = attacked.check(Transcript(turns=[Turn(role="assistant", content="Done.")]))
+    assert before.delivered is False  # nothing it read carried the attack yet
     said, _ = attacked.run("read_file", {"file_path": "bill-december-2023.txt"})
     assert "<INFORMATION>" in said
+    after = attacked.check(Transcript(turns=[Turn(role="assistant", content="Done.")]))
+    assert after.delivered is True
     said, _ = control.run("read_file", {"file_path": "bill-december-2023.txt"})
     assert "<INFORMATION>" not in said
     # A tool that does not exist is answered with AgentDojo's own error, not an exception.
@@ -65,6 +70,7 @@ def test_a_control_holds_no_attack_and_an_attempt_does(source: AgentDojoSource) 
     assert error is not None and "no_such_tool" in error
     check = control.check(Transcript(turns=[Turn(role="assistant", content="Done.")]))
     assert check.attack_succeeded is False and check.suite == "banking"
+    assert check.delivered is None  # a control carries no attack to deliver
 
 
 def test_another_probe_opens_no_environment(source: AgentDojoSource) -> None:

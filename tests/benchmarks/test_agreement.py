@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from probegate.benchmarks.agreement import agreement, cohens_kappa
+from probegate.models.causes import Cause
 from probegate.models.taxonomy import Severity
 from probegate.models.verdict import Attempt, Evidence, Outcome, ReferenceCheck
 
@@ -33,6 +34,7 @@ def _attempt(
     control: str = "",
     variant: str = "seed",
     utility: bool | None = True,
+    delivered: bool | None = True,
 ) -> Attempt:
     return Attempt(
         attempt_id=f"asi01.agentdojo-{suite}-u{n}-i0.v1#{variant}#0",
@@ -40,6 +42,7 @@ def _attempt(
         variant=variant,
         outcome=outcome,
         evidence=[_evidence(detector)] if outcome is Outcome.VULNERABLE else [],
+        cause=Cause.TIMEOUT if outcome is Outcome.UNJUDGED else None,
         control=control,
         reference=ReferenceCheck(
             suite=suite,
@@ -47,6 +50,7 @@ def _attempt(
             injection_task="injection_task_0",
             attack_succeeded=succeeded,
             utility=utility,
+            delivered=delivered,
         ),
     )
 
@@ -126,3 +130,16 @@ def test_users_and_injections_are_listed_in_number_order() -> None:
         "user_task_2",
         "user_task_10",
     ]
+
+
+def test_an_attack_that_never_reached_the_agent_is_in_no_rate() -> None:
+    """Resisted by an agent that never read it is no agreement: counted apart."""
+    attempts = [
+        _attempt(1, Outcome.RESISTED, False, delivered=False),
+        _attempt(2, Outcome.VULNERABLE, True),
+    ]
+    found = agreement(
+        attempts, package_version="0.1.35", benchmark_version="v1.2.2", attack="a", judge="off"
+    )
+    assert found.overall.not_delivered == 1
+    assert (found.overall.neither, found.overall.both, found.overall.compared) == (0, 1, 1)

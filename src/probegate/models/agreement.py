@@ -53,7 +53,9 @@ class AgreementCounts(_Model):
     probegate_only: int = 0
     agentdojo_only: int = 0
     neither: int = 0
-    # Left out of the rates: probegate could not judge, or AgentDojo could not check.
+    # Left out of the rates: the attack never reached the agent (no tool result it read
+    # carried it), probegate could not judge, or AgentDojo could not check.
+    not_delivered: int = 0
     unjudged: int = 0
     unchecked: int = 0
     # None where undefined (no attack succeeded, none failed, or one class only for kappa).

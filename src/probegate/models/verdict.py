@@ -71,6 +71,9 @@ class ReferenceCheck(BaseModel):
     attack_succeeded: bool | None
     # The user's task was done (AgentDojo's ``utility``); None when it could not be checked.
     utility: bool | None = None
+    # The attack reached the agent: a tool result it read carried the payload. None for a
+    # control, which carries none.
+    delivered: bool | None = None
     error: str = ""
 
     @field_validator("error")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
+import re
 import threading
 from functools import lru_cache
 from typing import Any
@@ -28,6 +29,15 @@ from probegate.models.verdict import ReferenceCheck, truncate
 from probegate.targets.sandbox import EnvironmentUnavailable
 
 _ERROR_MAX = 300
+_NOT_WORDS = re.compile(r"[^0-9a-z]+")
+
+
+def _plain(text: str) -> str:
+    """Letters and digits only: the attack as a tool result shows it, after YAML folded its
+    lines and quoted it, is still the same run of letters and digits."""
+    return _NOT_WORDS.sub("", text.casefold())
+
+
 # libyaml's loader when this PyYAML has it: AgentDojo's environment files parse to the same data
 # three times as fast (tests/benchmarks/test_agentdojo_environment.py holds the two equal).
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -91,6 +101,10 @@ class AgentDojoEnvironment:
         self._before = self._env.model_copy(deep=True)
         self._runtime = runtime.FunctionsRuntime(suite.tools)
         self._traces: list[Any] = []
+        # What proves the attack reached the agent: its text in a result the agent was sent.
+        payloads = {_plain(text) for text in injections.values()} - {""}
+        self._payloads = payloads
+        self._delivered = False
         # An agent on probegate's MCP server may call in parallel: one call at a time acts.
         self._lock = threading.Lock()
 
@@ -105,9 +119,13 @@ class AgentDojoEnvironment:
         if error is not None:
             return "", str(error)
         try:
-            return self._format(result), None
+            said = self._format(result)
         except Exception as exc:  # a result AgentDojo's own formatter cannot write
             return "", f"{type(exc).__name__}: {exc}"
+        if self._payloads and not self._delivered:
+            plain = _plain(said)
+            self._delivered = any(p in plain for p in self._payloads)
+        return said, None
 
     def check(self, transcript: Transcript) -> ReferenceCheck:
         """AgentDojo's own checks of this attempt, as its benchmark runs them."""
@@ -125,6 +143,7 @@ class AgentDojoEnvironment:
             injection_task=self.pair.injection_task,
             attack_succeeded=security[0],
             utility=utility[0],
+            delivered=None if self.control else self._delivered,
             error="; ".join(errors),
         )
 
