@@ -30,12 +30,14 @@ from probegate.targets.sandbox import EnvironmentUnavailable
 
 _ERROR_MAX = 300
 _NOT_WORDS = re.compile(r"[^0-9a-z]+")
+# A result AgentDojo writes with ``str()`` (a dict of reviews) shows a newline as ``\n``.
+_ESCAPES = re.compile(r"\\[ntr]")
 
 
 def _plain(text: str) -> str:
     """Letters and digits only: the attack as a tool result shows it, after YAML folded its
-    lines and quoted it, is still the same run of letters and digits."""
-    return _NOT_WORDS.sub("", text.casefold())
+    lines and quoted it, or ``str()`` escaped its newlines, is the same run of them."""
+    return _NOT_WORDS.sub("", _ESCAPES.sub(" ", text).casefold())
 
 
 # libyaml's loader when this PyYAML has it: AgentDojo's environment files parse to the same data
