@@ -81,6 +81,9 @@ class ScanConfig(BaseModel):
     asi: list[str] = Field(default_factory=list)
     probes: list[str] = Field(default_factory=list)
     probe_dirs: list[Path] = Field(default_factory=list)
+    # An external benchmark's task pairs instead of the library: ``agentdojo[:SUITE,...]``
+    # (docs/agentdojo.md; the optional extra ``probegate[agentdojo]``).
+    suite: str | None = None
     concurrency: int = Field(default=8, ge=1, le=1024)
     rps: float | None = Field(default=None, gt=0)
     timeout: float = Field(default=60.0, gt=0)

@@ -108,6 +108,14 @@ def add_parser(sub: Any) -> None:
         help="only probes whose id matches this glob, e.g. 'asi01*' (repeatable; default: all)",
     )
     s.add_argument(
+        "--suite",
+        metavar="agentdojo[:SUITE]",
+        help="run AgentDojo's task pairs instead of the probe library: agentdojo (its four "
+        "suites) or agentdojo:banking,slack,travel,workspace; each attempt is also checked by "
+        "AgentDojo's own security check and the report states the agreement (needs "
+        "pip install 'probegate[agentdojo]'; docs/agentdojo.md)",
+    )
+    s.add_argument(
         "--probe-dir",
         dest="probe_dir",
         action="append",
@@ -320,6 +328,7 @@ def add_parser(sub: Any) -> None:
 _SCAN_FLAGS = (
     "mode",
     "variant",
+    "suite",
     "concurrency",
     "rps",
     "timeout",

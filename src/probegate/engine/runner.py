@@ -46,7 +46,12 @@ from probegate.models.taxonomy import Channel
 from probegate.models.transcript import Transcript, Turn, fit_turn
 from probegate.models.verdict import Attempt, Evidence, Outcome
 from probegate.targets.base import Session, Target
-from probegate.targets.sandbox import Sandbox
+from probegate.targets.sandbox import (
+    Environments,
+    EnvironmentUnavailable,
+    Sandbox,
+    ToolEnvironment,
+)
 from probegate.transport.limiter import BudgetExhausted, RequestLimiter
 from probegate.transport.usage import TransportError, Usage
 
@@ -159,6 +164,7 @@ class Runner:
         record_dir: Path | None = None,
         redactor: Redactor | None = None,
         controls: bool = True,
+        environments: Environments | None = None,
     ) -> None:
         self.target = target
         self.limiter = limiter
@@ -181,6 +187,9 @@ class Runner:
         self.controls = controls
         self.tools = target.tools()
         self.tools_by_name = {t.name: t for t in self.tools}
+        # Where an attempt whose probe brings its own environment (an AgentDojo task pair,
+        # benchmarks/agentdojo/) gets it: its tools replace the target's for that attempt.
+        self.environments = environments
         self.fatal: str | None = None
         self._stopped = threading.Event()
         self.artefacts: dict[str, frozenset[str]] = {}
@@ -190,16 +199,25 @@ class Runner:
     def run_one(self, planned: PlannedAttempt) -> Attempt:
         probe = planned.probe
         canaries = make_canaries(self.seed, planned.attempt_id, self.declared)
+        try:
+            environment = self._environment(planned)
+        except EnvironmentUnavailable as exc:
+            return self._unbuilt(planned, exc.reason)
+        tools = self.tools if environment is None else environment.tools
         sandbox = Sandbox(
-            self.tools,
+            tools,
             self._fixtures(planned),
             canaries,
             attempt_id=planned.attempt_id,
+            environment=environment,
             payload=None if planned.is_control else planned.payload,
         )
-        transcript = Transcript(tools_offered=[t.name for t in self.tools])
+        transcript = Transcript(tools_offered=[t.name for t in tools])
         usage = Usage()
         trigger, failure = self._converse(planned, sandbox, transcript, usage)
+        # The benchmark's own check, beside the verdict and never read into it; only a
+        # conversation that completed is checked (the environment saw all it would).
+        reference = environment.check(transcript) if environment and failure is None else None
         evidence: list[Evidence] = []
         judged_by = "transport"
         error, cause = failure or ("", None)
@@ -209,7 +227,7 @@ class Runner:
             ctx = JudgeContext(
                 probe,
                 canaries,
-                self.tools_by_name,
+                self.tools_by_name if environment is None else sandbox.tools,
                 self.tool_calls_visible,
                 payload=planned.payload,
             )
@@ -239,12 +257,31 @@ class Runner:
             requests=usage.requests,
             tokens=usage.tokens,
             cost_usd=round(usage.cost_usd, 6),
+            reference=reference,
         )
         if self.redactor is not None:
             attempt = redact_attempt(attempt, self.redactor)
         if self.record_dir is not None:
             write_recording(self.record_dir, attempt, self.seed)
         return attempt
+
+    def _unbuilt(self, planned: PlannedAttempt, reason: str) -> Attempt:
+        """An attempt whose environment could not be built: nothing was sent, unjudged."""
+        return Attempt(
+            attempt_id=planned.attempt_id,
+            probe_id=planned.probe.id,
+            variant=planned.variant,
+            repeat=planned.repeat,
+            outcome=Outcome.UNJUDGED,
+            reason=reason,
+            cause=Cause.OTHER,
+            judged_by="transport",
+        )
+
+    def _environment(self, planned: PlannedAttempt) -> ToolEnvironment | None:
+        if self.environments is None:
+            return None
+        return self.environments.open(planned.probe.id, planned.payload, control=planned.is_control)
 
     def _fixtures(self, planned: PlannedAttempt) -> Fixtures:
         """The attempt's fixtures, filled once per probe, payload and kind of attempt: the
@@ -800,6 +837,10 @@ def _in_memory(attempt: Attempt) -> Attempt:
     its length (docs/targets.md, "Hostile output").
     """
     if attempt.outcome is Outcome.VULNERABLE or attempt.transcript is None:
+        return attempt
+    if attempt.reference is not None and attempt.reference.attack_succeeded:
+        # The benchmark saw the attack succeed where probegate did not (yet): a disagreement
+        # the report lists with its transcript (docs/agentdojo.md).
         return attempt
     return attempt.model_copy(update={"transcript": None})
 

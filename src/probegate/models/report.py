@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from probegate.models.agreement import Agreement
 from probegate.models.causes import Cause
 from probegate.models.comparison import Comparison
 from probegate.models.sections import GuardSummary, McpSummary, ProxySummary
@@ -431,6 +432,9 @@ class ScanReport(_Model):
     guard: GuardSummary | None = None
     mcp: McpSummary | None = None
     proxy: ProxySummary | None = None
+    # A scan of an external benchmark's suites (--suite agentdojo): probegate's verdicts against
+    # the benchmark's own checks (models/agreement.py, docs/agentdojo.md).
+    agreement: Agreement | None = None
     stale_suppressions: list[str] = Field(default_factory=list)
     expired_suppressions: list[str] = Field(default_factory=list)
     # Never serialised: set by ``models.stored.load_report`` when it mapped a foreign report (the
@@ -451,6 +455,7 @@ class ScanReport(_Model):
             "proxy",
             "controls",
             "judge",
+            "agreement",
         ):
             if data.get(optional) is None:
                 data.pop(optional, None)

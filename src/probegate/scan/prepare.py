@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probegate.baseline import check_comparable
+from probegate.benchmarks.agentdojo import AgentDojoSource, load_source
 from probegate.config import ScanConfig
 from probegate.errors import UsageError
 from probegate.files import check_writable_dir
@@ -29,7 +30,7 @@ from probegate.judge.llm import (
     ModelJudge,
     build_judge,
 )
-from probegate.library.loader import extend_library, load_library
+from probegate.library.loader import Library, extend_library, load_library
 from probegate.library.probe import Probe
 from probegate.models.report import ScanReport
 from probegate.models.stored import load_report
@@ -37,7 +38,7 @@ from probegate.reports import parse_formats
 from probegate.reports.signing import SECRET_ENV, sign_report, signing_material
 from probegate.scan.settings import StageSettings, stage_settings
 from probegate.suppressions import SuppressionEntry, load_suppressions
-from probegate.targets.base import AgentConfig, Target
+from probegate.targets.base import AgentConfig, Target, ToolDelivery
 from probegate.targets.registry import build_target, spec_of
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.pricing import price_table
@@ -62,6 +63,9 @@ class ScanInputs:
     signing: tuple[bytes | None, bytes | None]
     # Lines for the user once the scan's output is set up (a judge's calibration and its cost).
     notes: tuple[str, ...] = ()
+    # ``--suite agentdojo``: the benchmark whose task pairs are the probes, and which opens
+    # each attempt's environment (benchmarks/agentdojo/).
+    benchmark: AgentDojoSource | None = None
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,8 @@ def prepare_scan(config: ScanConfig) -> Iterator[Prepared]:
         if config.record is not None:
             check_writable_dir(config.record, what="recording directory (--record)")
     settings = stage_settings(config, formats)
-    library = extend_library(load_library(), settings.repro.probe_dirs)
+    agent = config.target.agent_under_test()
+    library, benchmark = _library(config, settings, agent)
     probes = library.select(asi=config.asi, patterns=config.probes)
     if not probes:
         raise UsageError("no probe matches --asi/--probes (see 'probegate probes list')")
@@ -109,7 +114,6 @@ def prepare_scan(config: ScanConfig) -> Iterator[Prepared]:
         deadline=config.deadline,
         max_wait=config.max_wait,
     )
-    agent = config.target.agent_under_test()
     secrets = {} if config.dry_run else scan_secrets(config)
     llm_judge = _judge(config, limiter, agent, secrets)
     try:
@@ -120,6 +124,8 @@ def prepare_scan(config: ScanConfig) -> Iterator[Prepared]:
         # A dry run only plans: it must work before the secrets are set up.
         target_config = config.target.without_secrets() if config.dry_run else config.target
         target = build_target(target_config, config.target_settings())
+        if benchmark is not None:
+            _check_serves_tools(target, config.suite or "")
     except BaseException:
         if llm_judge is not None:
             llm_judge.close()
@@ -134,6 +140,7 @@ def prepare_scan(config: ScanConfig) -> Iterator[Prepared]:
         secrets,
         signing,
         notes,
+        benchmark,
     )
     try:
         yield Prepared(target, inputs, settings, agent, config.dry_run)
@@ -170,6 +177,34 @@ def _calibrated(config: ScanConfig, judge: Judge | None) -> tuple[str, ...]:
         return ()
     cost = require_calibrated(judge, concurrency=config.concurrency)
     return () if cost is None else (cost.text(judge.spec),)
+
+
+def _library(
+    config: ScanConfig, settings: StageSettings, agent: AgentConfig
+) -> tuple[Library, AgentDojoSource | None]:
+    """The probes to choose from: the library and ``--probe-dir``, or with ``--suite`` the
+    benchmark's task pairs (a scan of it compares only with scans of the same benchmark)."""
+    if not config.suite:
+        return extend_library(load_library(), settings.repro.probe_dirs), None
+    benchmark = load_source(config.suite, model=agent.model)
+    return Library(probes=tuple(benchmark.probes), version=benchmark.version), benchmark
+
+
+# How an agent takes the tools probegate serves: AgentDojo's tools then act on its environment.
+_SERVED = (ToolDelivery.AGENT_LOOP, ToolDelivery.MCP, ToolDelivery.CONTEXT)
+
+
+def _check_serves_tools(target: Target, suite: str) -> None:
+    """A benchmark's tools reach only an agent that takes its tools from probegate."""
+    delivery = target.traits().tool_delivery
+    if delivery not in _SERVED:
+        target.close()
+        raise UsageError(
+            f"--suite {suite}: AgentDojo's tools act on its environment only when probegate "
+            f"serves them, and this target's tools are {delivery.value!r}; scan an agent whose "
+            "loop probegate runs (kind openai or anthropic), or one that takes its tools from "
+            "probegate's MCP server ({{mcp_url}}) or its context (docs/agentdojo.md)"
+        )
 
 
 def _signing_material(config: ScanConfig) -> tuple[bytes | None, bytes | None]:

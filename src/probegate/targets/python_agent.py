@@ -291,7 +291,7 @@ class PythonSession:
                     "parameters": spec.parameters,
                     "capabilities": sorted(c.value for c in spec.capabilities),
                 }
-                for spec in self.target.tools()
+                for spec in self._offered()
                 if not is_peer_tool(spec)
             ],
             history=list(self.history),
@@ -378,6 +378,13 @@ class PythonSession:
         made = len(calls) + refused + calls_reported(items) - len(reported)
         text = "\n".join(filter(None, [unmarked(output or ""), *stopped]))
         return reply_turn(text, calls, made=made)
+
+    def _offered(self) -> list[ToolSpec]:
+        """The tools the agent is offered: the config's, or those of the environment the
+        attempt brings (an AgentDojo suite's), which the sandbox holds."""
+        if self.sandbox.environment is not None:
+            return list(self.sandbox.tools.values())
+        return self.target.tools()
 
     def close(self) -> None:
         if self.endpoint is not None:

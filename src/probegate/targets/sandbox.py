@@ -6,6 +6,11 @@ descriptions) and the attempt's canaries (synthetic secrets whose reappearance i
 leak). Tools are answered by capability, so probes work against any agent's tool names, and a
 probe may still pin a fixture to one tool by name.
 
+An attempt may instead bring a :class:`ToolEnvironment`: tools that act on an environment of
+their own, such as AgentDojo's (benchmarks/agentdojo/), fresh for that attempt. The sandbox
+then offers that environment's tools and has it answer every call, and still records, bounds
+and screens each one as it does its own.
+
 A :class:`ToolScreen` may stand between the agent and the sandbox, the way a runtime guard
 stands between an agent and its tools in a deployment (``kind: guard``): it sees every call
 before it runs and every answer and tool description before the agent reads them. Without one
@@ -25,7 +30,8 @@ from probegate.models.canaries import Canaries
 from probegate.models.probe import Fixtures
 from probegate.models.taxonomy import Capability
 from probegate.models.tools import ToolSpec
-from probegate.models.transcript import ToolCall
+from probegate.models.transcript import ToolCall, Transcript
+from probegate.models.verdict import ReferenceCheck
 
 # The authenticated customer of every demo conversation; other ids belong to someone else.
 CALLER_ID = "1001"
@@ -72,6 +78,45 @@ class ToolScreen(Protocol):
     def model_reply(self) -> None: ...
 
 
+class ToolEnvironment(Protocol):
+    """Tools acting on an environment of their own (an external benchmark's), for one attempt.
+
+    ``run`` answers one call as ``(result, error)``; ``check`` gives the benchmark's own
+    verdict once the conversation is over. The engine never reads that verdict into its own.
+    ``delivered``: a result the agent was sent carried the attack (docs/scoring.md,
+    "Delivery"); the environment knows where it planted it.
+    """
+
+    @property
+    def tools(self) -> list[ToolSpec]: ...
+
+    @property
+    def delivered(self) -> bool: ...
+
+    def run(self, name: str, arguments: dict[str, Any]) -> tuple[str, str | None]: ...
+
+    def check(self, transcript: Transcript) -> ReferenceCheck: ...
+
+
+class EnvironmentUnavailable(Exception):
+    """An attempt's environment could not be built (a mutated payload its data cannot hold):
+    the attempt is unjudged with this reason, never resisted."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Environments(Protocol):
+    """Where the engine gets an attempt's :class:`ToolEnvironment`: None for a probe that
+    brings none (a library probe, answered from its fixtures). ``control``: the attempt is a
+    control, so the environment must hold no attack (docs/scoring.md, "Controls")."""
+
+    def open(
+        self, probe_id: str, payload: str | None, *, control: bool
+    ) -> ToolEnvironment | None: ...
+
+
 class Sandbox:
     """Answers tool calls for one attempt and remembers what the agent did."""
 
@@ -84,8 +129,11 @@ class Sandbox:
         attempt_id: str = "",
         screen: ToolScreen | None = None,
         payload: str | None = None,
+        environment: ToolEnvironment | None = None,
     ) -> None:
         self.tools = {t.name: t for t in tools}
+        # Answers every declared tool's calls instead of the fixtures, when the attempt has one.
+        self.environment = environment
         self.fixtures = fixtures
         self.canaries = canaries
         # The attack text this attempt's fixtures carry, and whether anything carrying it was
@@ -139,6 +187,8 @@ class Sandbox:
         (a result or an error), or the content of the channel its capability serves (fetched
         documents, memory, a peer agent's reply). A model-API proxy lets the agent's real tool
         answer everything else (docs/targets.md)."""
+        if self.environment is not None:
+            return True
         fixtures = self.fixtures
         if _fixture_for(fixtures.tool_errors, tool) is not None:
             return True
@@ -242,6 +292,12 @@ class Sandbox:
                 error=f"unknown tool {name!r}",
                 declared=False,
             )
+        if self.environment is not None:
+            acted, failed = self.environment.run(name, arguments)
+            self.delivered = self.delivered or self.environment.delivered
+            if failed is not None:
+                return ToolCall(id=call_id, name=name, arguments=arguments, error=failed)
+            return ToolCall(id=call_id, name=name, arguments=arguments, result=acted)
         error = _fixture_for(self.fixtures.tool_errors, tool)
         if error is None and Capability.DELEGATION in tool.capabilities:
             error = self._peer_failure(tool, arguments)

@@ -462,4 +462,3 @@ def _with(view: TaskView, *, state: State, text: str) -> TaskView:
         view.request_text,
         view.request_message_id,
     )
-
