@@ -199,6 +199,7 @@ class ScanConfig(BaseModel):
             config_path=self.config_path,
             mcp_listen=self.mcp_listen,
             mcp_advertise=self.mcp_advertise,
+            store=self.store,
         )
 
     @property

@@ -138,6 +138,11 @@ def run_attempts(
             f"probegate: scanning {clean(info.ref)} ({settings.mode} mode, "
             f"{len(plan.attempts)} attempts, scan {started.scan_id})\n"
         )
+    for notice in target.notices():
+        if notice.warning:
+            view.err.write(f"warning: {clean(notice.text)}\n")
+        elif not view.quiet:
+            view.err.write(f"probegate: {clean(notice.text)}\n")
     cancel = threading.Event()
     progress = ProgressPrinter(view.err, quiet=view.quiet)
     progress.start()

@@ -39,6 +39,7 @@ from probegate.models.tools import ToolSpec
 from probegate.models.transcript import ToolCall, Turn
 from probegate.targets.base import (
     AgentConfig,
+    Notice,
     ReplayInput,
     TargetSettings,
     TargetSpec,
@@ -274,6 +275,9 @@ class HttpTarget:
 
     def report_section(self) -> KindSection | None:
         return self.proxy.summary() if self.proxy is not None else self.mcp.summary()
+
+    def notices(self) -> list[Notice]:
+        return self.proxy.notices() if self.proxy is not None else []
 
     def new_session_id(self) -> str:
         with self._lock:

@@ -35,6 +35,7 @@ from probegate.models.tools import ToolSpec
 from probegate.models.transcript import ToolCall, Turn
 from probegate.targets.base import (
     AgentConfig,
+    Notice,
     TargetFlag,
     TargetSettings,
     TargetSpec,
@@ -82,6 +83,9 @@ class AgentContext:
     _sandbox: Sandbox
     _mcp: Callable[[], str]
     calls: list[ToolCall] = field(default_factory=list)
+    # The model-API proxy's base URL for this scan (``target.model_proxy``), else None: an
+    # agent that builds its model client per conversation passes it as ``base_url``.
+    model_base_url: str | None = None
 
     def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> str:
         """Run a tool in the sandbox; returns its result, or ``ERROR: ...`` when it failed."""
@@ -181,6 +185,9 @@ class PythonTarget:
     def report_section(self) -> KindSection | None:
         return self.proxy.summary() if self.proxy is not None else self.mcp.summary()
 
+    def notices(self) -> list[Notice]:
+        return self.proxy.notices() if self.proxy is not None else []
+
     def open_session(self, sandbox: Sandbox, limiter: RequestLimiter) -> PythonSession:
         try:
             run = self._factory()
@@ -251,6 +258,7 @@ class PythonSession:
             agent_name=message.name,
             _sandbox=self.sandbox,
             _mcp=self.mcp_url,
+            model_base_url=self.target.proxy.base_url if self.target.proxy is not None else None,
         )
         run = self.run
         timeout = self.target.settings.timeout

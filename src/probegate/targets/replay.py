@@ -26,6 +26,7 @@ from probegate.models.tools import ToolSpec
 from probegate.models.transcript import Turn
 from probegate.targets.base import (
     AgentConfig,
+    Notice,
     TargetFlag,
     TargetSettings,
     TargetSpec,
@@ -92,6 +93,9 @@ class ReplayTarget:
 
     def report_section(self) -> KindSection | None:
         return None
+
+    def notices(self) -> list[Notice]:
+        return []
 
     def load(self, attempt_id: str) -> Recording | None:
         return read_recording(self.directory, attempt_id)
