@@ -46,7 +46,7 @@ from probegate.scan.prepare import ScanInputs
 from probegate.scan.progress import ProgressPrinter
 from probegate.scan.settings import RunSettings
 from probegate.scan.view import View
-from probegate.targets.base import Target
+from probegate.targets.base import Notice, Target
 from probegate.terminal import clean
 
 # Beside the journal: what the judge did and cost in the runs of this scan so far.
@@ -133,16 +133,8 @@ def run_attempts(
         controls=settings.controls,
     )
     say_what_cannot_apply(plan, runner.tools, view)
-    if not view.quiet:
-        view.err.write(
-            f"probegate: scanning {clean(info.ref)} ({settings.mode} mode, "
-            f"{len(plan.attempts)} attempts, scan {started.scan_id})\n"
-        )
-    for notice in target.notices():
-        if notice.warning:
-            view.err.write(f"warning: {clean(notice.text)}\n")
-        elif not view.quiet:
-            view.err.write(f"probegate: {clean(notice.text)}\n")
+    scanning = f"{settings.mode} mode, {len(plan.attempts)} attempts, scan {started.scan_id}"
+    _announce(target, view, f"scanning {info.ref} ({scanning})")
     cancel = threading.Event()
     progress = ProgressPrinter(view.err, quiet=view.quiet)
     progress.start()
@@ -164,6 +156,16 @@ def run_attempts(
         requests_used=inputs.limiter.state.requests,
         judge_usage=_judge_usage(directory, inputs),
     )
+
+
+def _announce(target: Target, view: View, scanning: str) -> None:
+    """What the scan is, and what the target tells the user as it starts (the model-API
+    proxy's base URL); warnings even with ``--quiet``."""
+    for notice in [Notice(scanning), *target.notices()]:
+        if notice.warning:
+            view.err.write(f"warning: {clean(notice.text)}\n")
+        elif not view.quiet:
+            view.err.write(f"probegate: {clean(notice.text)}\n")
 
 
 def _judge_usage(directory: Path, inputs: ScanInputs) -> JudgeUsage | None:
