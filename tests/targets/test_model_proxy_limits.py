@@ -14,10 +14,15 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,7 +37,8 @@ from probegate.targets.python_agent import PythonConfig
 from probegate.targets.sandbox import Sandbox
 from probegate.transport.usage import Usage
 from tests.servers.base import Handler, LoopbackServer
-from tests.servers.brain_model import tool_config
+from tests.servers.brain_model import SECRETS, BrainModelServer, tool_config
+from tests.servers.configs import write_config
 
 USER_KEY = "sk-user-7c1d2e3f4a5b6c7d8e9f0a1b"  # the user's upstream key: it must never leave
 KEY_ENV = "PG_TEST_UPSTREAM_KEY"
@@ -112,6 +118,12 @@ def running(
 @pytest.fixture(autouse=True)
 def _user_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(KEY_ENV, USER_KEY)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def root(proxy: ModelProxy) -> str:
@@ -492,3 +504,72 @@ def test_a_tool_call_in_the_second_choice_is_found_and_stopped() -> None:
         ("send_email", "attacker@evil.test")
     ]
     assert summary is not None and summary.stopped == 1 and summary.tool_calls == 1
+
+
+# -- a scan that stops ------------------------------------------------------------------------
+
+
+def _threads(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text(encoding="utf-8")
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("Threads")))
+
+
+@pytest.mark.slow
+def test_a_scan_behind_the_proxy_stops_within_2_s_with_3000_connections_and_a_slow_model(
+    tmp_path: Path,
+) -> None:
+    """The agent's model takes 20 s a reply, and 3,000 connections hold half a head each: the
+    scan still holds few threads, and Ctrl-C ends it, partial report written, within 2 s (the
+    proxy's calls in flight and the agent's own are abandoned, not waited for)."""
+    with BrainModelServer(latency=20) as brain:
+        port = free_port()
+        target = {
+            "kind": "python",
+            "python": "tests.servers.own_tools:ChatAgent",
+            "model_proxy": {
+                "api": "openai-chat",
+                "listen": f"127.0.0.1:{port}",
+                "upstream": brain.root(careful=True),
+            },
+            "canaries": list(SECRETS),
+            "tools": tool_config(),
+        }
+        config = write_config(tmp_path, target)
+        argv = [str(Path(sys.executable).parent / "probegate"), "scan", str(config)]
+        argv += ["--no-sign", "--output-dir", str(tmp_path / "out"), "--concurrency", "4"]
+        env = {**os.environ, "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1"}
+        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+        proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)  # fmt: skip
+        held: list[socket.socket] = []
+        try:
+            deadline = time.monotonic() + 60
+            while len(brain.bodies) < 2:  # the agent's model calls are in flight
+                assert proc.poll() is None and time.monotonic() < deadline, proc.stderr
+                time.sleep(0.05)
+            for _ in range(3000):
+                sock = socket.socket()
+                sock.setblocking(False)
+                sock.connect_ex(("127.0.0.1", port))
+                held.append(sock)
+            time.sleep(0.3)
+            for sock in held:
+                with contextlib.suppress(OSError):
+                    sock.send(b"POST /v1/chat/completions HTTP/1.1\r\nHost: a\r\n")
+            time.sleep(1.0)
+            threads = _threads(proc.pid)
+            sent = time.monotonic()
+            proc.send_signal(signal.SIGINT)
+            _out, err = proc.communicate(timeout=30)
+            took = time.monotonic() - sent
+        finally:
+            for sock in held:
+                sock.close()
+            proc.kill()
+    print(f"\n3,000 connections, 20 s model: {threads} threads; Ctrl-C ended it in {took:.2f} s")
+    assert proc.returncode == 130, err[-2000:]
+    assert took < 2.0, took
+    assert threads < 100, threads
+    report = json.loads((tmp_path / "out" / "scan.json").read_text(encoding="utf-8"))
+    assert report["stopped_reason"] == "cancelled"
+    assert "Traceback" not in err

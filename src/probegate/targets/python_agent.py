@@ -267,6 +267,7 @@ class PythonSession:
             outcome = call_with_timeout(
                 (lambda: run(text, context)) if self.target.with_context else (lambda: run(text)),
                 timeout if remaining is None else min(timeout, remaining),
+                self.limiter.when_closed,
             )
         finally:
             stopped, beyond = conversation.end(self.limiter) if conversation else ([], 0)

@@ -23,7 +23,8 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass
-from typing import Any
+
+from probegate.transport.limiter import RequestLimiter
 
 
 @dataclass(eq=False)
@@ -35,7 +36,7 @@ class Watch:
     active: bool = True
     expired: bool = False
     # The limiter the request spends from (its scan): when it closes, the request ends.
-    limiter: Any = None
+    limiter: RequestLimiter | None = None
 
 
 class Watchdog:
@@ -48,10 +49,10 @@ class Watchdog:
         self._thread: threading.Thread | None = None
         self._closed = False
         # Limiters this watchdog has asked to be told about, once each.
-        self._told: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._told: weakref.WeakSet[RequestLimiter] = weakref.WeakSet()
 
-    def watch(self, deadline: float, limiter: Any = None) -> Watch:
-        item = Watch(deadline, limiter=limiter)
+    def watch(self, deadline: float, limiter: RequestLimiter | None = None) -> Watch:
+        item = Watch(deadline, limiter=limiter, expired=limiter is not None and limiter.closed)
         with self._lock:
             heapq.heappush(self._heap, (deadline, next(self._counter), item))
             if self._thread is None:
@@ -64,9 +65,9 @@ class Watchdog:
             if self._heap[0][2] is item:
                 self._lock.notify()
             ask = limiter is not None and limiter not in self._told
-            if ask:
+            if limiter is not None and ask:
                 self._told.add(limiter)
-        if ask:
+        if limiter is not None and ask:
             limiter.when_closed(lambda: self.stop_for(limiter))
         return item
 
@@ -75,7 +76,7 @@ class Watchdog:
             item.active = False
             item.conn = None
 
-    def stop_for(self, limiter: Any) -> None:
+    def stop_for(self, limiter: RequestLimiter) -> None:
         """End every request in flight that spends from ``limiter``: its scan stopped."""
         with self._lock:
             for _deadline, _n, item in self._heap:

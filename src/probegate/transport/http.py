@@ -305,7 +305,7 @@ class HttpClient:
             deadline = time.monotonic() + self.timeout
             if limits.deadline_at is not None:
                 deadline = min(deadline, limits.deadline_at)
-            result = self._try(method, url, body, params, headers, deadline, events)
+            result = self._try(method, url, body, params, headers, deadline, events, limiter)
             if not isinstance(result, _Failure):
                 result = self._parsed(result, parse, limits)
                 if not isinstance(result, _Failure):
@@ -469,6 +469,7 @@ class HttpClient:
         headers: Mapping[str, str] | None,
         deadline: float,
         events: bool = False,
+        limiter: RequestLimiter | None = None,
     ) -> Any:
         sent = dict(headers or {})
         data: bytes | None = None
@@ -479,7 +480,7 @@ class HttpClient:
                 return _Failure("the request body is not valid JSON (NaN or infinity)", False)
             if not any(name.lower() == "content-type" for name in sent):
                 sent["Content-Type"] = "application/json"
-        reply, raw = self._exchange(method, url, data, params, sent, deadline)
+        reply, raw = self._exchange(method, url, data, params, sent, deadline, limiter)
         if isinstance(raw, _Failure):
             return raw
         assert reply is not None
@@ -493,13 +494,17 @@ class HttpClient:
         params: Mapping[str, str] | None,
         headers: Mapping[str, str],
         deadline: float,
+        limiter: RequestLimiter | None = None,
     ) -> tuple[Reply | None, bytes | _Failure]:
         """One request as every call sends it, its body read under the cap and the watchdog's
-        ``deadline``: no redirect followed, the proxies the environment names, connect and
-        read timeouts. The watch is released before the reply is closed: closing hands the
-        connection back to the pool, and a later request on it must never be shut down by this
-        one's deadline."""
-        watch = self._watchdog.watch(deadline)
+        ``deadline`` (or until ``limiter``'s scan stops): no redirect followed, the proxies the
+        environment names, connect and read timeouts. The watch is released before the reply
+        is closed: closing hands the connection back to the pool, and a later request on it
+        must never be shut down by this one's deadline."""
+        watch = self._watchdog.watch(deadline, limiter)
+        if watch.expired:  # the scan stopped as it was sent
+            self._watchdog.release(watch)
+            return None, self._slow()
 
         def watched(conn: http.client.HTTPConnection) -> None:
             if watch.active:

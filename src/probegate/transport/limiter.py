@@ -190,6 +190,11 @@ class RequestLimiter:
         for tell in told:
             tell()
 
+    @property
+    def closed(self) -> bool:
+        """Whether the scan stopped: no request may be sent."""
+        return self._closed is not None
+
     def when_closed(self, tell: Callable[[], None]) -> Callable[[], None]:
         """Call ``tell`` when the scan stops (at once if it has); the result forgets it."""
         with self._lock:
