@@ -48,6 +48,7 @@ import bisect
 import functools
 import hashlib
 import hmac
+import itertools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -79,10 +80,10 @@ _STORED_TOKEN = re.compile(r"\$\{([A-Z][A-Z0-9_]*)#([0-9a-f]{" + str(_TOKEN_HEX)
 # Written by earlier versions for a secret cut off at a string's edge; still read.
 _PARTIAL_TAG = re.compile(r"(head|tail)([1-9][0-9]{0,4})")
 # Every spelling's name (those of a secret long enough to have them all).
-_SPELLING_TAGS = frozenset(how for how, _text in spellings("spelling names")) - {""}
+_SPELLING_TAGS = frozenset(how for how, _text in spellings("every spelling's name")) - {""}
 # A fragment: ``spelling.start.end`` in the spelling, then how it was interleaved (fragment_tag).
 _FRAGMENT_TAG = re.compile(
-    r"([a-zA-Z0-9+]+)\.(0|[1-9][0-9]{0,5})\.([1-9][0-9]{0,5})(?:\.([ug])([0-9a-fxr-]*))?"
+    r"([a-zA-Z0-9+]+)\.(0|[1-9][0-9]{0,5})\.([1-9][0-9]{0,5})(?:\.([uga])([0-9a-fxr-]*))?"
 )
 _GAP_RUN = re.compile(r"([0-9a-f]{1,6})(?:r([0-9a-f]{1,6}))?")
 # One character that is not a separator: splitting a fragment on it leaves its gaps.
@@ -281,10 +282,11 @@ def _runs(text: str) -> list[tuple[str, int]]:
     return runs
 
 
-def _gap_of(text: str) -> str | None:
-    """The separators a gap code stands for; None for a code that is not one."""
+def _gap_of(text: str, *, alternating: bool = False) -> str | None:
+    """The separators a gap code stands for (any characters, one at least, for an alternating
+    fragment's); None for a code that is not one."""
     if not text:
-        return ""
+        return None if alternating else ""
     out: list[str] = []
     for run in text.split("x"):
         m = _GAP_RUN.fullmatch(run)
@@ -292,7 +294,7 @@ def _gap_of(text: str) -> str | None:
             return None
         count = int(m.group(2), 16) if m.group(2) else 1
         char = chr(int(m.group(1), 16))
-        if char not in SEPARATORS or count < 1:
+        if (char not in SEPARATORS and not alternating) or count < 1:
             return None
         out.append(char * count)
     return "".join(out)
@@ -307,11 +309,18 @@ def fragment_tag(table: Spellings, text: str, found: tuple[int, int, int, int, i
     one gap, when the same separators stand between every two of them, else ``.g`` and one gap
     per pair, ``-`` between them. A gap is its characters' code points in hex, ``x`` between
     them, ``rN`` after one repeated N times (hex): ``raw.0.23.u200b`` is the secret with a
-    zero-width space between every two of its characters.
+    zero-width space between every two of its characters. A piece that alternates with other
+    characters (every other character of it is the secret's, separators aside or not) adds
+    ``.a`` and one gap per pair as ``.g`` does, a gap holding any characters:
+    ``raw.0.23.a78-78-...`` is the secret with an ``x`` between every two of its characters.
     """
     start, end, form, first, last = found
     _name, how, spelled = table.forms[form]
     piece = text[start:end]
+    own = table.alternating(text, found)
+    if own:
+        gaps = [_gap_text(piece[a + 1 : b]) for a, b in itertools.pairwise(own)]
+        return f"{how or 'raw'}.{first}.{last}.a" + "-".join(gaps)
     if piece == spelled[first:last]:
         if first == 0 and last == len(spelled):
             return how
@@ -335,16 +344,22 @@ def _spelling(value: str, how: str) -> str | None:
     if fragment is None:
         return named.get(how)
     form, first, last, kind, code = fragment.groups()
+    return _piece(named, form, int(first), int(last), kind, code)
+
+
+def _piece(
+    named: dict[str, str], form: str, start: int, end: int, kind: str | None, code: str | None
+) -> str | None:
+    """The piece ``spelling[start:end]`` of a fragment tag, interleaved as ``kind`` says."""
     spelled = named.get("" if form == "raw" else form)
-    start, end = int(first), int(last)
     if spelled is None or not start < end <= len(spelled):
         return None
     piece = spelled[start:end]
     if kind is None:
         return piece
     chars = bare(piece)
-    codes = [code] * (len(chars) - 1) if kind == "u" else code.split("-")
-    gaps = [_gap_of(c) for c in codes]
+    codes = [code or ""] * (len(chars) - 1) if kind == "u" else (code or "").split("-")
+    gaps = [_gap_of(c, alternating=kind == "a") for c in codes]
     if not chars or len(gaps) != len(chars) - 1 or any(g is None for g in gaps):
         return None
     lead, trail = _edges(piece)
