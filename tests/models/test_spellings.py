@@ -10,7 +10,8 @@ import urllib.parse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from probegate.models.redaction import Redactor, _secret_search, restore, stored_key
+from probegate.models.placeholders import restore, stored_key
+from probegate.models.redaction import Redactor, _secret_search
 from probegate.models.spellings import FRAGMENT_MIN, SEPARATORS, Spellings, bare, hide, spellings
 
 _TOKEN = re.compile(r"\$\{[A-Z_]+#")

@@ -38,7 +38,8 @@ from probegate.engine.plan import Plan
 from probegate.engine.runner import Runner, RunOutcome
 from probegate.errors import Interrupted, UsageError
 from probegate.files import MAX_INPUT_BYTES, read_bytes, write_atomic
-from probegate.models.redaction import Redactor, stored_key
+from probegate.models.placeholders import stored_key
+from probegate.models.redaction import Redactor
 from probegate.models.report import JudgeUsage, TargetInfo
 from probegate.models.verdict import Attempt
 from probegate.scan.plan import say_what_cannot_apply
