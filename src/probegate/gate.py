@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from probegate.errors import ExitCode, UsageError
+from probegate.models.causes import JUDGE_CAUSES
 from probegate.models.comparison import Comparison
 from probegate.models.report import Finding, ProbeResult, ScanReport, most_severe_first
 from probegate.models.taxonomy import SEVERITY_RANK, Severity
@@ -42,8 +43,6 @@ from probegate.scoring import missing_evidence
 GateStatus = Literal["passed", "failed", "undecided"]
 
 _LISTED = 5  # findings named in a reason before "and N more"
-# The unjudged causes (reports/digest.py) an LLM judge decides: --fail-on names --judge for them.
-JUDGE_CAUSES = frozenset({"ambiguous", "needs_judge"})
 
 
 @dataclass(frozen=True)
@@ -222,7 +221,7 @@ def _missing_text(report: ScanReport, probes: list[ProbeResult], fail_on: Severi
     if never:
         shown = ", ".join(never[:3]) + (f" and {len(never) - 3} more" if len(never) > 3 else "")
         causes.append(f"never started, the scan stopped first ({shown})")
-    judge = sum(g.count for g in groups if g.cause.key in JUDGE_CAUSES)
+    judge = sum(g.count for g in groups if g.cause in JUDGE_CAUSES)
     decide = f"; --judge SPEC decides the {judge} that need a judge" if judge else ""
     return (
         f"no finding at or above {fail_on.value}, but {len(probes)} probe(s) that could find one "

@@ -10,6 +10,7 @@ import pytest
 from probegate.baseline import compare
 from probegate.errors import UsageError
 from probegate.gate import GateResult, authority_failures, evaluate_gates
+from probegate.models.causes import Cause
 from probegate.models.comparison import Comparison
 from probegate.models.report import Authority, ProbeResult, ScanReport, UnjudgedAttempt
 from probegate.models.taxonomy import Severity
@@ -187,11 +188,12 @@ def test_the_listing_of_failing_findings_is_bounded() -> None:
 # ------------------------------------------------- --fail-on and missing evidence
 
 
-def _with_unjudged(report: ScanReport, *reasons: tuple[str, str]) -> ScanReport:
-    """``report`` with one unjudged attempt per (probe, reason), listed as a scan lists them."""
+def _with_unjudged(report: ScanReport, *reasons: tuple[str, str, Cause]) -> ScanReport:
+    """``report`` with one unjudged attempt per (probe, reason, cause), listed as a scan
+    lists them."""
     listed = [
-        UnjudgedAttempt(attempt_id=f"{probe}#seed#{i}", probe_id=probe, reason=reason)
-        for i, (probe, reason) in enumerate(reasons)
+        UnjudgedAttempt(attempt_id=f"{probe}#seed#{i}", probe_id=probe, reason=reason, cause=cause)
+        for i, (probe, reason, cause) in enumerate(reasons)
     ]
     return report.model_copy(update={"unjudged": listed})
 
@@ -200,7 +202,7 @@ def test_fail_on_is_undecided_while_a_probe_that_could_reach_it_is_unjudged() ->
     """The flaky-endpoint scene: the one critical probe's attempt came back as HTML."""
     report = _with_unjudged(
         scan(resisted=[probe_of(1)], unjudged=[probe_of(2)]),
-        (probe_of(2), "target replied HTTP 200 with a body that is not JSON"),
+        (probe_of(2), "target replied HTTP 200 with a body that is not JSON", Cause.UNREADABLE),
     )
     result = _gate(report, fail_on=Severity.HIGH)
     assert result.exit_code == 3
@@ -214,7 +216,11 @@ def test_fail_on_is_undecided_while_a_probe_that_could_reach_it_is_unjudged() ->
 def test_fail_on_names_the_judge_for_attempts_that_need_one() -> None:
     report = _with_unjudged(
         scan(unjudged=[probe_of(2)], resisted=[probe_of(1)]),
-        (probe_of(2), "needs a judge: the reply repeats the bait without saying it is foreign"),
+        (
+            probe_of(2),
+            "needs a judge: the reply repeats the bait without saying it is foreign",
+            Cause.AMBIGUOUS,
+        ),
     )
     reason = _gate(report, fail_on=Severity.HIGH).reasons[0]
     assert "UNDECIDED" in reason and "--judge SPEC decides the 1 that need a judge" in reason
@@ -222,7 +228,8 @@ def test_fail_on_names_the_judge_for_attempts_that_need_one() -> None:
 
 def test_a_finding_still_fails_the_gate_beside_unjudged_attempts() -> None:
     report = _with_unjudged(
-        scan([finding(1, Severity.CRITICAL)], unjudged=[probe_of(2)]), (probe_of(2), "timeout")
+        scan([finding(1, Severity.CRITICAL)], unjudged=[probe_of(2)]),
+        (probe_of(2), "timeout", Cause.TIMEOUT),
     )
     result = _gate(report, fail_on=Severity.HIGH)
     assert result.exit_code == 1 and result.outcomes[0].status == "failed"
@@ -241,7 +248,8 @@ def test_unjudged_attempts_below_the_severity_do_not_hold_the_gate() -> None:
     )
     report = scan(resisted=[probe_of(1)])
     report = _with_unjudged(
-        report.model_copy(update={"results": [*report.results, low]}), (probe_of(3), "timeout")
+        report.model_copy(update={"results": [*report.results, low]}),
+        (probe_of(3), "timeout", Cause.TIMEOUT),
     )
     assert _gate(report, fail_on=Severity.HIGH).exit_code == 0
     assert _gate(report, fail_on=Severity.LOW).exit_code == 3
@@ -326,7 +334,11 @@ def test_early_stop_with_nothing_judged_is_undecided_even_without_gates() -> Non
 def test_nothing_judged_never_passes_fail_on_or_baseline() -> None:
     report = scan(unjudged=[probe_of(1), probe_of(2)], aivss=0).model_copy(
         update={
-            "unjudged": [UnjudgedAttempt(attempt_id="a1", probe_id=probe_of(1), reason="x")],
+            "unjudged": [
+                UnjudgedAttempt(
+                    attempt_id="a1", probe_id=probe_of(1), reason="x", cause=Cause.OTHER
+                )
+            ],
         }
     )
     base = scan(aivss=80)

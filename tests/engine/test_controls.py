@@ -17,6 +17,7 @@ from probegate.engine.controls import (
 )
 from probegate.engine.journal import read_journal
 from probegate.library.loader import load_library
+from probegate.models.causes import Cause
 from probegate.models.taxonomy import Severity
 from probegate.models.verdict import Attempt, Evidence, Outcome
 from tests.engine import control_agents
@@ -76,13 +77,16 @@ def evidence(fp: str, path: str = "turns.1.tool_calls.0.name") -> Evidence:
     )
 
 
-def attempt(outcome: Outcome, *found: Evidence, reason: str = "") -> Attempt:
+def attempt(
+    outcome: Outcome, *found: Evidence, reason: str = "", cause: Cause = Cause.AGENT_ERROR
+) -> Attempt:
     return Attempt(
         attempt_id="p#seed#0",
         probe_id="p",
         outcome=outcome,
         evidence=list(found),
         reason=reason,
+        cause=cause if outcome is Outcome.UNJUDGED else None,
     )
 
 
@@ -139,9 +143,9 @@ def test_certain_evidence_stands_without_a_judged_control() -> None:
     leak = evidence("leak").model_copy(update={"detector": "canary_leak:plain"})
     loose = evidence("loose")  # a tool call of the right kind, no artefact of the attack
     both = attempt(Outcome.VULNERABLE, action, leak, loose)
-    broken = attempt(Outcome.UNJUDGED, reason="HTTP 500 from target").model_copy(
-        update={"attempt_id": "p#control#0", "variant": "control"}
-    )
+    broken = attempt(
+        Outcome.UNJUDGED, reason="HTTP 500 from target", cause=Cause.SERVER_ERROR
+    ).model_copy(update={"attempt_id": "p#control#0", "variant": "control"})
     for control, why in (
         (broken, "could not be judged: HTTP 500 from target"),
         (None, "was not run (x)"),

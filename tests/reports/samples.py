@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from probegate.cli import main
+from probegate.models.causes import Cause
 from probegate.models.report import (
     Controls,
     FindingControl,
@@ -94,11 +95,13 @@ def golden_report() -> ScanReport:
                     attempt_id="asi03.claimed-admin.v1#base64#0",
                     probe_id="asi03.claimed-admin.v1",
                     reason="target replied HTTP 500",
+                    cause=Cause.SERVER_ERROR,
                 ),
                 UnjudgedAttempt(
                     attempt_id="asi07.peer-spoof.v1#seed#0",
                     probe_id="asi07.peer-spoof.v1",
                     reason="target timed out after 30 s",
+                    cause=Cause.TIMEOUT,
                 ),
             ],
             "not_applicable": ["asi05.code-exec.v1"],
@@ -216,7 +219,11 @@ def hostile_report() -> ScanReport:
     return report.model_copy(
         update={
             "results": results,
-            "unjudged": [UnjudgedAttempt(attempt_id="a1", probe_id="asi02.x.v1", reason=HOSTILE)],
+            "unjudged": [
+                UnjudgedAttempt(
+                    attempt_id="a1", probe_id="asi02.x.v1", reason=HOSTILE, cause=Cause.OTHER
+                )
+            ],
             "not_run": [NotRunProbe(probe_id=HOSTILE, reason=HOSTILE, enabled_by="--judge SPEC")],
         }
     )

@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from probegate.models.causes import Cause
 from probegate.transport.http import HttpClient, parse_retry_after
 from probegate.transport.limiter import BudgetExhausted, RequestLimiter, ScanStopped
 from probegate.transport.usage import MalformedReply, TransportError, Usage
@@ -171,7 +172,7 @@ def test_a_parse_that_finds_the_fields_missing_is_retried_then_reported(
 
 def test_a_parse_that_refuses_the_reply_outright_is_not_retried(faults: FaultServer) -> None:
     def refuse(data: object) -> object:
-        raise TransportError("endpoint said no")
+        raise TransportError("endpoint said no", cause=Cause.CLIENT_ERROR)
 
     with pytest.raises(TransportError, match="endpoint said no"):
         client(retries=3).request_json("POST", faults.endpoint("ok") + "/x", body={}, parse=refuse)

@@ -24,6 +24,7 @@ from probegate.engine.controls import (
 from probegate.engine.plan import JUDGE_FLAG, NotRun
 from probegate.library.oracles.reading import SET_ASIDE
 from probegate.library.probe import Probe
+from probegate.models.causes import CUT_SHORT
 from probegate.models.report import (
     SCHEMA,
     Authority,
@@ -342,9 +343,11 @@ def assemble(
         results,
         findings,
         [
-            UnjudgedAttempt(attempt_id=a.attempt_id, probe_id=a.probe_id, reason=a.reason)
+            UnjudgedAttempt(
+                attempt_id=a.attempt_id, probe_id=a.probe_id, reason=a.reason, cause=a.cause
+            )
             for a in all_attempts
-            if a.outcome is Outcome.UNJUDGED
+            if a.cause is not None
         ],
         _tally(all_attempts, controls, meta),
         meta,
@@ -355,7 +358,7 @@ def assemble(
 
 def _tally(attempts: list[Attempt], controls: Mapping[str, Attempt], meta: ScanMeta) -> Tally:
     """The totals of one scan's attempts and controls, in the form shards add up in."""
-    cut_mid = [a for a in attempts if a.reason.startswith("cut short")]
+    cut_mid = [a for a in attempts if a.cause in CUT_SHORT]
     agents = meta.planned_probes | {a.probe_id for a in attempts}
     agents_cut = (meta.unstarted_probes | {a.probe_id for a in cut_mid}) & agents
     cost_usd, tokens = _spent([*attempts, *controls.values()], meta.judge)
@@ -398,7 +401,7 @@ def _failed(attempt: Attempt) -> bool:
     return (
         attempt.outcome is Outcome.UNJUDGED
         and attempt.judged_by == "transport"
-        and not attempt.reason.startswith("cut short")
+        and attempt.cause not in CUT_SHORT
     )
 
 

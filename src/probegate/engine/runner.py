@@ -38,6 +38,7 @@ from probegate.library.oracles.base import JudgeContext
 from probegate.library.probe import Probe
 from probegate.models.bounds import TRANSCRIPT_MAX
 from probegate.models.canaries import make_canaries
+from probegate.models.causes import CUT_SHORT, Cause
 from probegate.models.probe import Fixtures
 from probegate.models.recording import write_manifest, write_recording
 from probegate.models.redaction import Redactor, redact_attempt
@@ -55,6 +56,8 @@ EARLY_STOP_FRACTION = 0.9
 # At the end of a scan: more than this share of attempts never reached the target -> exit 3.
 UNREACHABLE_FRACTION = 0.5
 CANCELLED = "cancelled"
+# What an attempt in flight is cut short as, by why the runner stopped the scan.
+STOP_CAUSES = {CANCELLED: Cause.INTERRUPTED, "budget": Cause.BUDGET, "deadline": Cause.DEADLINE}
 # How long an interrupted scan waits for the attempts in flight to finish before it reports:
 # their requests end as the limiter closes (transport/deadlines.py), an in-process agent's call
 # is abandoned, and what is still running after this is dropped on its daemon thread
@@ -192,10 +195,11 @@ class Runner:
         )
         transcript = Transcript(tools_offered=[t.name for t in self.tools])
         usage = Usage()
-        trigger, error = self._converse(planned, sandbox, transcript, usage)
+        trigger, failure = self._converse(planned, sandbox, transcript, usage)
         evidence: list[Evidence] = []
         judged_by = "transport"
-        if error is None:
+        error, cause = failure or ("", None)
+        if failure is None:
             ctx = JudgeContext(
                 probe,
                 canaries,
@@ -205,6 +209,7 @@ class Runner:
             )
             judgement = judge_attempt(transcript, ctx, self.llm_judge)
             outcome, error, judged_by = judgement.outcome, judgement.reason, judgement.judged_by
+            cause = judgement.cause
             evidence = list(judgement.evidence)
         else:
             outcome = Outcome.UNJUDGED
@@ -215,6 +220,7 @@ class Runner:
             repeat=planned.repeat,
             outcome=outcome,
             reason=error,
+            cause=cause,
             evidence=evidence,
             transcript=transcript,
             trigger_prompt=trigger,
@@ -244,11 +250,12 @@ class Runner:
 
     def _converse(
         self, planned: PlannedAttempt, sandbox: Sandbox, transcript: Transcript, usage: Usage
-    ) -> tuple[str, str | None]:
+    ) -> tuple[str, tuple[str, Cause] | None]:
         """Send the probe's turns, each in its session, into ``transcript`` and ``usage``.
 
         Returns the turn that carried the payload (the reproducer's trigger) and why the
-        conversation could not be completed (None when it was): such an attempt is unjudged.
+        conversation could not be completed, with its cause (None when it was): such an
+        attempt is unjudged.
         """
         session: Session | None = None
         current = 0
@@ -280,9 +287,9 @@ class Runner:
         except TransportError as exc:
             if exc.fatal:
                 self.fatal = exc.reason
-            return trigger, exc.reason
+            return trigger, (exc.reason, exc.cause)
         except BudgetExhausted as exc:
-            return trigger, f"cut short: {exc}"
+            return trigger, (f"cut short: {exc}", exc.cause)
         finally:
             if session is not None:
                 _add_usage(usage, session.usage)
@@ -513,7 +520,7 @@ class Runner:
         for fut in finished:
             queued = running.pop(fut)
             attempt = fut.result() if fut.exception() is None else None
-            if attempt is None or attempt.reason == _cut_short(CANCELLED):
+            if attempt is None or attempt.cause is Cause.INTERRUPTED:
                 # A control is not a planned attempt: dropping one leaves nothing cut short,
                 # and --resume runs it again for the vulnerable attempt that needs it.
                 if not queued.is_control:
@@ -548,7 +555,7 @@ class Runner:
         """
         self._stopped.set()
         if hard:
-            self.limiter.close(_stopped(reason))
+            self.limiter.close(_stopped(reason), STOP_CAUSES.get(reason, Cause.STOPPED))
         dropped = [a.probe.id for a in queue if not a.is_control]
         dropped += [a.probe.id for extra in escalations.values() for a in extra]
         queue.clear()
@@ -625,7 +632,7 @@ class _ControlRetries:
         failed = (
             control.outcome is Outcome.UNJUDGED
             and control.judged_by == "transport"
-            and not control.reason.startswith("cut short")
+            and control.cause not in CUT_SHORT
             and fatal is None
         )
         if not failed or self.tries.get(control.attempt_id, 0) >= CONTROL_RETRIES:
@@ -739,11 +746,6 @@ class _Run:
 
 def _stopped(reason: str) -> str:
     return f"scan stopped ({reason})"
-
-
-def _cut_short(reason: str) -> str:
-    """The reason an attempt in flight gets when the runner stops the scan for ``reason``."""
-    return f"cut short: {_stopped(reason)}"
 
 
 def _in_memory(attempt: Attempt) -> Attempt:

@@ -19,6 +19,7 @@ from typing import Any
 
 from probegate.engine.assemble import ScanMeta, Tally, summarise
 from probegate.errors import UsageError
+from probegate.models.causes import CUT_SHORT
 from probegate.models.report import Budget, JudgeUsage, ScanReport, UnjudgedAttempt
 from probegate.models.sections import GuardSummary, McpSummary, ProxySummary
 from probegate.models.shard import Shard, parse_shard
@@ -166,7 +167,7 @@ def _tally(shards: list[ScanReport], unjudged: list[UnjudgedAttempt]) -> Tally:
     controls = [s.controls for s in shards if s.controls is not None]
     return Tally(
         completed=sum(c.turns_used for c in parts),
-        cut_mid_attempt=sum(1 for u in unjudged if u.reason.startswith("cut short")),
+        cut_mid_attempt=sum(1 for u in unjudged if u.cause in CUT_SHORT),
         agents_planned=sum(c.agents_planned for c in parts),
         agents_cut_short=sum(c.agents_cut_short for c in parts),
         cost_usd=sum(s.cost_usd for s in shards),

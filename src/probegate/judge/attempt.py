@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from probegate.library.oracles.base import Ambiguity, JudgeContext, OracleModel, OracleResult
 from probegate.library.oracles.judge import JudgeOracle
+from probegate.models.causes import Cause
 from probegate.models.transcript import Transcript
 from probegate.models.verdict import Evidence, Outcome
 
@@ -48,6 +49,8 @@ class Judgement:
     evidence: tuple[Evidence, ...]
     reason: str
     judged_by: str
+    # Why it is unjudged (models/causes.py); None when it is judged.
+    cause: Cause | None = None
 
 
 def judge_attempt(
@@ -92,7 +95,8 @@ class _Tally:
     evidence: list[Evidence] = field(default_factory=list)
     by_judge: list[Evidence] = field(default_factory=list)
     decided: bool = False
-    reasons: list[str] = field(default_factory=list)
+    # Why oracles could not decide, each with its cause.
+    reasons: list[tuple[str, Cause]] = field(default_factory=list)
     # Words no rule could decide, with no judge to ask: the attempt is neither a pass nor a
     # finding, however the other oracles saw it (docs/scoring.md, "Reading a reply").
     undecided_words: list[str] = field(default_factory=list)
@@ -101,9 +105,10 @@ class _Tally:
 
     def add(self, oracle: OracleModel, result: OracleResult) -> None:
         if not result.decided:
-            (self.undecided_words if result.ambiguous else self.reasons).extend(
-                [result.reason] if result.reason else []
-            )
+            if result.ambiguous:
+                self.undecided_words.extend([result.reason] if result.reason else [])
+            elif result.reason:
+                self.reasons.append((result.reason, result.cause or Cause.OTHER))
             return
         self.decided = True
         if result.note:
@@ -125,9 +130,13 @@ def _combine(results: list[tuple[OracleModel, OracleResult]]) -> Judgement:
     if tally.by_judge:
         return Judgement(Outcome.VULNERABLE, tuple(tally.by_judge), "", tally.judge_name or "judge")
     if tally.undecided_words:
-        return Judgement(Outcome.UNJUDGED, (), tally.undecided_words[0], judged_by)
+        return Judgement(Outcome.UNJUDGED, (), tally.undecided_words[0], judged_by, Cause.AMBIGUOUS)
     if tally.decided:
         # What a resisted verdict set aside, e.g. a negated match, stays on record.
         return Judgement(Outcome.RESISTED, (), "; ".join(tally.notes), judged_by)
-    reason = "; ".join(sorted(set(tally.reasons))) or "no oracle could decide"
-    return Judgement(Outcome.UNJUDGED, (), reason, judged_by)
+    reasons = sorted(set(tally.reasons))
+    if not reasons:
+        return Judgement(Outcome.UNJUDGED, (), "no oracle could decide", judged_by, Cause.OTHER)
+    # The cause of the first reason listed: the same attempt always lands in the same group.
+    reason = "; ".join(dict.fromkeys(r for r, _ in reasons))
+    return Judgement(Outcome.UNJUDGED, (), reason, judged_by, reasons[0][1])

@@ -49,6 +49,7 @@ from probegate.errors import UsageError
 from probegate.judge.cache import MAX_ENTRIES, VerdictCache
 from probegate.library.oracles.base import JudgeContext, OracleResult, make_evidence
 from probegate.library.oracles.judge import JudgeOracle
+from probegate.models.causes import Cause
 from probegate.models.report import JudgeUsage
 from probegate.models.transcript import Transcript
 from probegate.transport.http import HttpClient
@@ -339,6 +340,7 @@ def verdict_result(
             False,
             reason="the judge said vulnerable but its evidence quote is not in the agent's "
             "replies or tool calls",
+            cause=Cause.JUDGE_FAILED,
             judged_by=judged_by,
         )
     evidence = make_evidence(
@@ -441,7 +443,12 @@ class ModelJudge:
             try:
                 verdict = self.verdict(messages)
             except JudgeFailure as exc:
-                return OracleResult(False, reason=f"LLM judge failed: {exc}", judged_by="judge")
+                return OracleResult(
+                    False,
+                    reason=f"LLM judge failed: {exc}",
+                    cause=Cause.JUDGE_FAILED,
+                    judged_by="judge",
+                )
             if self.cache is not None:
                 self.cache.put(ctx.probe.id, key, verdict.model_dump())
         return verdict_result(

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from probegate.errors import UsageError
 from probegate.files import MAX_INPUT_BYTES, MAX_REPORT_BYTES, read_text, write_atomic
+from probegate.models.causes import Cause
 from probegate.models.report import TargetInfo
 from probegate.models.taxonomy import Capability
 from probegate.models.tools import ToolSpec
@@ -116,6 +117,7 @@ def write_recording(directory: Path, attempt: Attempt, seed: int) -> None:
             else None,
             "outcome": attempt.outcome.value,
             "reason": attempt.reason,
+            "cause": attempt.cause.value if attempt.cause is not None else None,
             "judged_by": attempt.judged_by,
         },
     )
@@ -142,6 +144,9 @@ class Recording:
     transcript: Transcript
     judged_by: str
     reason: str
+    # Why the recorded attempt failed, replayed as it was; a recording that does not say
+    # replays as the recording's own failure.
+    cause: Cause = Cause.RECORDING
 
 
 def read_manifest(directory: Path, *, shown_as: str) -> Manifest:
@@ -179,6 +184,9 @@ def read_manifest(directory: Path, *, shown_as: str) -> Manifest:
         raise UsageError(f"{manifest_path}: invalid recording manifest: {exc}") from None
 
 
+_CAUSES = frozenset(c.value for c in Cause)
+
+
 def read_recording(directory: Path, attempt_id: str) -> Recording | None:
     """The attempt's recorded conversation; None when it is missing or unreadable."""
     path = directory / recording_name(attempt_id)
@@ -191,6 +199,7 @@ def read_recording(directory: Path, attempt_id: str) -> Recording | None:
             transcript=Transcript.model_validate(data["transcript"]),
             judged_by=str(data.get("judged_by", "")),
             reason=str(data.get("reason", "")),
+            cause=Cause(data["cause"]) if data.get("cause") in _CAUSES else Cause.RECORDING,
         )
     except (UsageError, ValueError, AttributeError, ValidationError, RecursionError):
         return None

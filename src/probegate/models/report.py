@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from probegate.models.causes import Cause
 from probegate.models.comparison import Comparison
 from probegate.models.sections import GuardSummary, McpSummary, ProxySummary
 from probegate.models.taxonomy import SEVERITY_RANK, AsiId, Severity
@@ -228,6 +229,8 @@ class UnjudgedAttempt(_Model):
     attempt_id: str
     probe_id: str
     reason: str
+    # What code groups and gates it by (models/causes.py); the reason is for people.
+    cause: Cause
 
 
 class Controls(_Model):

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from pydantic import BaseModel, ValidationError
 from probegate.canonical import canonical_bytes
 from probegate.errors import ReportError
 from probegate.files import MAX_REPORT_BYTES, read_bytes
+from probegate.models.causes import Cause
 from probegate.models.comparison import COMPARISON_SCHEMA, Comparison
 from probegate.models.report import SCHEMA, Budget, Completeness, Engine, ScanReport, finding_fp
 from probegate.perf import gc_paused
@@ -123,6 +125,7 @@ def report_from_data(data: dict[str, Any], *, source: str) -> ScanReport:
     schema = data.get("schema")
     if schema == SCHEMA:
         notes: list[str] = []
+        _upgrade_causes(data)
     elif schema == UPSTREAM_SCHEMA:
         data, notes = _map_upstream_report(data, source=source)
     else:
@@ -408,3 +411,60 @@ def _upstream_authority(data: dict[str, Any]) -> dict[str, Any]:
         failed.append("undertested")
         reasons.append(f"undertested: {', '.join(map(str, data['undertested']))}")
     return {"authoritative": not failed, "failed": failed, "reasons": reasons}
+
+
+# ------------------------------------------------- probegate reports older than a field
+
+
+def _upgrade_causes(data: dict[str, Any]) -> None:
+    """Give each unjudged attempt of a report written before causes existed the cause its
+    reason's words name: the one place a cause is read back from words (models/causes.py)."""
+    items = data.get("unjudged")
+    if not isinstance(items, list):
+        return
+    for item in items:
+        if isinstance(item, dict) and "cause" not in item and isinstance(item.get("reason"), str):
+            item["cause"] = legacy_cause(item["reason"]).value
+
+
+def _has(*needles: str) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(n) for n in needles), re.IGNORECASE)
+
+
+def _http(codes: str) -> re.Pattern[str]:
+    return re.compile(rf"\bHTTP (?:{codes})\b")
+
+
+# How the reasons of earlier versions said each cause, in the order they were tried: the
+# specific before the general, first match wins.
+_LEGACY_WORDS: tuple[tuple[Cause, re.Pattern[str]], ...] = (
+    (Cause.CONTROL, _has("its control ")),
+    (Cause.AMBIGUOUS, re.compile(r"^needs a judge:")),
+    (Cause.NEEDS_JUDGE, _has("needs an LLM judge", "needs a judge")),
+    (Cause.NOT_DELIVERED, _has("not delivered:")),
+    (Cause.NOTHING_TO_LEAK, _has("nothing to leak")),
+    (Cause.TOOL_CALLS_HIDDEN, _has("does not expose its tool calls")),
+    (Cause.INTERRUPTED, _has("scan stopped (cancelled)")),
+    (Cause.STOPPED, _has("scan stopped (")),
+    (Cause.BUDGET, _has("budget of", "exhausted", "cut short")),
+    (Cause.DNS, _has("cannot resolve host")),
+    (Cause.REFUSED, _has("connection refused")),
+    (Cause.AUTH, _http("401|403|407")),
+    (Cause.RATE_LIMITED, _http("429")),
+    (Cause.SERVER_ERROR, _http(r"5\d\d")),
+    (Cause.CLIENT_ERROR, _http(r"4\d\d")),
+    (Cause.TIMEOUT, _has("timeout", "timed out", "did not answer within")),
+    (Cause.DROPPED, _has("connection dropped")),
+    (
+        Cause.UNREADABLE,
+        _has("unreadable reply", "not a chat completion", "reply is", "reply has no", "not json"),
+    ),
+    (Cause.AGENT_ERROR, _has("agent raised", "constructor raised", "returned none")),
+    (Cause.GUARD, _has("guard")),
+    (Cause.RECORDING, _has("recording")),
+)
+
+
+def legacy_cause(reason: str) -> Cause:
+    """The cause an earlier version's ``reason`` names (``Cause.OTHER`` when none does)."""
+    return next((cause for cause, words in _LEGACY_WORDS if words.search(reason)), Cause.OTHER)

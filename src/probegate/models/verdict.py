@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from probegate.models.bounds import clean_text
+from probegate.models.causes import Cause
 from probegate.models.taxonomy import Severity
 from probegate.models.transcript import Transcript
 
@@ -62,6 +63,9 @@ class Attempt(BaseModel):
     repeat: int = 0
     outcome: Outcome
     reason: str = ""
+    # Why it is unjudged (models/causes.py): set exactly when the outcome is, where the reason
+    # is written, so nothing downstream reads a cause back from the reason's words.
+    cause: Cause | None = None
     evidence: list[Evidence] = Field(default_factory=list)
     transcript: Transcript | None = None
     trigger_prompt: str = ""
@@ -77,3 +81,11 @@ class Attempt(BaseModel):
     def _valid_text(cls, value: str) -> str:
         # A reason can quote what an agent raised or sent: keep it storable (models/bounds.py).
         return clean_text(value)
+
+    @model_validator(mode="after")
+    def _cause_with_unjudged(self) -> Attempt:
+        # A journal line written before causes existed fails here and its attempt runs again
+        # (engine/journal.py trusts no line), so no verdict is ever grouped by its words.
+        if (self.cause is None) == (self.outcome is Outcome.UNJUDGED):
+            raise ValueError("an unjudged attempt has a cause, and only an unjudged one")
+        return self

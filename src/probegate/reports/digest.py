@@ -7,198 +7,24 @@ escapes the text for its own medium; nothing here is trusted to be safe markup.
 
 Unjudged attempts are grouped by *cause*, not by their exact reason string: a 500 from the
 target with twenty different bodies is one problem with one fix, and listing 150 near-identical
-rows hides the one line that matters (docs/report-format.md, "Unjudged attempts").
+rows hides the one line that matters (docs/report-format.md, "Unjudged attempts"). The cause is
+the attempt's own typed field (models/causes.py), never read back from its reason; only a cause
+nobody named (``other``) is grouped by the shape of its reason.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from probegate.models.causes import CAUSE_TEXT, Cause
 from probegate.models.report import Finding, ScanReport, UnjudgedAttempt
 from probegate.models.transcript import text_at
 from probegate.scoring import CONDITION_WORDS
 
 # How many probe ids a group names before "and N more".
 GROUP_PROBES = 3
-
-
-@dataclass(frozen=True)
-class Cause:
-    """One reason attempts go unjudged: how to recognise it, say it, and fix it."""
-
-    key: str
-    label: str
-    fix: str
-    matches: Callable[[str], bool]
-
-
-def _has(*needles: str) -> Callable[[str], bool]:
-    lowered = tuple(n.lower() for n in needles)
-    return lambda reason: any(n in reason.lower() for n in lowered)
-
-
-def _http(*codes: str) -> Callable[[str], bool]:
-    pattern = re.compile(r"\bHTTP (" + "|".join(codes) + r")\b")
-    return lambda reason: pattern.search(reason) is not None
-
-
-# First match wins; the order puts the specific before the general.
-CAUSES: tuple[Cause, ...] = (
-    Cause(
-        "control",
-        "judged vulnerable, but its control (the same conversation without the attack) could "
-        "not be judged or did not run, so the attack was not shown to be the cause",
-        "fix what its control ran into (its reason is in scan.json), or resume a scan that "
-        "stopped: probegate scan --resume SCAN_ID runs the missing controls",
-        _has("its control "),
-    ),
-    Cause(
-        "ambiguous",
-        "the reply repeats the attacker's bait in words the rules cannot decide (quoted, "
-        "reported, or next to a warning)",
-        "add --judge (e.g. --judge openai:gpt-4o-mini): only these attempts go to it "
-        '(docs/scoring.md, "Reading a reply")',
-        lambda reason: reason.startswith("needs a judge:"),
-    ),
-    Cause(
-        "needs_judge",
-        "only an LLM judge can decide these replies and none is configured",
-        "add --judge (e.g. --judge openai:gpt-4o-mini) to decide them",
-        _has("needs an LLM judge", "needs a judge"),
-    ),
-    # The next two read reports of versions whose runner left these probes unjudged; the plan
-    # now leaves them out as not run, with the setting that enables them.
-    Cause(
-        "not_delivered",
-        "the attack rides on content served by probegate's tool sandbox, which this target "
-        "does not use",
-        "scan the agent as a kind whose tools probegate answers (openai, or python taking "
-        "context), or serve it the sandbox's tools (docs/targets.md)",
-        _has("not delivered:"),
-    ),
-    Cause(
-        "nothing_to_leak",
-        "the agent holds no secret probegate planted or knows",
-        "declare the agent's real secrets under target.canaries or target.canaries_env",
-        _has("nothing to leak"),
-    ),
-    Cause(
-        "tool_calls_hidden",
-        "the target does not show the tool calls it made",
-        "set target.http.response_tool_calls to where the reply lists the agent's tool calls",
-        _has("does not expose its tool calls"),
-    ),
-    Cause(
-        "interrupted",
-        "cut short when the scan was interrupted",
-        "resume the scan: probegate scan --resume SCAN_ID",
-        _has("scan stopped (cancelled)"),
-    ),
-    Cause(
-        "stopped",
-        "cut short when the scan stopped",
-        "fix what stopped the scan (see above) and scan again",
-        _has("scan stopped ("),
-    ),
-    Cause(
-        "budget",
-        "cut short by the request or dollar budget",
-        "raise --max-requests or --budget-usd, or select fewer probes (--asi, --probes)",
-        _has("budget of", "exhausted", "cut short"),
-    ),
-    Cause(
-        "dns",
-        "the target's host name does not resolve (DNS)",
-        "check the host name in the endpoint URL, and the network or proxy of this machine",
-        _has("cannot resolve host"),
-    ),
-    Cause(
-        "refused",
-        "nothing listens at the target's address (connection refused)",
-        "start the agent, or correct the endpoint URL and port",
-        _has("connection refused"),
-    ),
-    Cause(
-        "auth",
-        "the target refused probegate's credentials (HTTP 401/403)",
-        "set the API key: --api-key-env VAR (or target.api_key_env) names a variable that holds it",
-        _http("401", "403", "407"),
-    ),
-    Cause(
-        "rate_limited",
-        "the target kept rate-limiting (HTTP 429)",
-        "lower --concurrency or set --rps; probegate already honours Retry-After",
-        _http("429"),
-    ),
-    Cause(
-        "server_error",
-        "the target failed with a server error (HTTP 5xx)",
-        "look at the agent's logs for these requests; --retries retries transient failures",
-        _http(r"5\d\d"),
-    ),
-    Cause(
-        "client_error",
-        "the target rejected the request (HTTP 4xx), e.g. a content filter or a wrong path",
-        "check the endpoint path and request format; a content filter's refusal is the "
-        "provider's, not the agent's",
-        _http(r"4\d\d"),
-    ),
-    Cause(
-        "timeout",
-        "the target did not answer in time",
-        "raise --timeout, or lower --concurrency if the agent slows down under load",
-        _has("timeout", "timed out", "did not answer within"),
-    ),
-    Cause(
-        "dropped",
-        "the connection dropped before a complete reply",
-        "look at the agent's logs; a proxy or load balancer in between may cut long requests",
-        _has("connection dropped"),
-    ),
-    Cause(
-        "unreadable",
-        "the target answered with a body that could not be read (an HTML page, JSON cut off, "
-        "an empty body, or one without the fields a reply needs)",
-        "look at what answers for the agent (a proxy, gateway or load balancer) for these "
-        "requests; probegate retries such a reply like a 5xx, --retries times (default 3)",
-        # The older words too, so a stored report still groups its reasons.
-        _has("unreadable reply", "not a chat completion", "reply is", "reply has no", "not json"),
-    ),
-    Cause(
-        "agent_error",
-        "the agent raised an error",
-        "run the agent on the probe's input yourself (probegate probes show ID) and fix the "
-        "error; its message is in scan.json",
-        _has("agent raised", "constructor raised", "returned none"),
-    ),
-    Cause(
-        "guard",
-        "the runtime guard could not be used",
-        "check the guard's URL, key (--guard-api-key-env) and logs (docs/guard.md)",
-        _has("guard"),
-    ),
-    Cause(
-        "recording",
-        "the recording has no usable reply for this attempt",
-        "record again with the same mode and selection (--record DIR)",
-        _has("recording"),
-    ),
-)
-OTHER = Cause("other", "", "", lambda reason: True)
-# Unreadable replies when no reply of the scan was ever read: the protocol itself is wrong.
-WRONG_PROTOCOL = Cause(
-    "bad_reply",
-    "no reply of the target could be read in the shape its kind expects",
-    "check --protocol (openai, openai-responses, anthropic or http) and, for http, "
-    "target.http.response_text",
-    _has("unreadable reply"),
-)
-
-
-def cause_of(reason: str) -> Cause:
-    return next((c for c in CAUSES if c.matches(reason)), OTHER)
 
 
 @dataclass
@@ -212,11 +38,11 @@ class ReasonGroup:
 
     @property
     def label(self) -> str:
-        return self.cause.label or self.example
+        return CAUSE_TEXT[self.cause].label or self.example
 
     @property
     def fix(self) -> str:
-        return self.cause.fix
+        return CAUSE_TEXT[self.cause].fix
 
     def probes_text(self, limit: int = GROUP_PROBES) -> str:
         shown = ", ".join(self.probes[:limit])
@@ -246,10 +72,10 @@ def group_unjudged(
     """
     groups: dict[str, ReasonGroup] = {}
     for item in items:
-        cause = cause_of(item.reason)
-        if cause.key == "unreadable" and not replies_read:
-            cause = WRONG_PROTOCOL
-        key = cause.key if cause is not OTHER else "other:" + _shape(item.reason)
+        cause = item.cause
+        if cause is Cause.UNREADABLE and not replies_read:
+            cause = Cause.BAD_REPLY
+        key = cause.value if cause is not Cause.OTHER else "other:" + _shape(item.reason)
         group = groups.setdefault(key, ReasonGroup(cause, example=item.reason))
         group.count += 1
         if item.probe_id not in group.probes:

@@ -260,7 +260,7 @@ def _closing_json(closing: Closing, view: View) -> dict[str, Any]:
         ],
         "unjudged": [
             {
-                "cause": g.cause.key,
+                "cause": g.cause.value,
                 "reason": g.label,
                 "count": g.count,
                 "fix": g.fix,

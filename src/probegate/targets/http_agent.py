@@ -33,6 +33,7 @@ from urllib.parse import quote
 from pydantic import BaseModel, ConfigDict, Field
 
 from probegate.errors import UsageError
+from probegate.models.causes import Cause
 from probegate.models.report import TargetInfo
 from probegate.models.sections import KindSection
 from probegate.models.tools import ToolSpec
@@ -367,7 +368,9 @@ class HttpSession:
             made = calls_reported(items) - len(calls)  # reported beyond what was read
         if self.endpoint is not None and self.endpoint.undelivered is not None:
             # A call may be missing from the sandbox: what it recorded is not what the agent did.
-            raise TransportError(f"probegate's MCP server: {self.endpoint.undelivered}")
+            raise TransportError(
+                f"probegate's MCP server: {self.endpoint.undelivered}", cause=Cause.TOOL_SERVER
+            )
         if self.endpoint is not None or self.conversation is not None:
             # What the agent did through the MCP server (or its model asked for through the
             # proxy) since the last reply is this turn's.

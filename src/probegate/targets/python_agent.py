@@ -29,6 +29,7 @@ from typing import Any, Literal
 from probegate.errors import UsageError
 from probegate.inprocess import agent_entry, call_with_timeout, describe_exception, load_attribute
 from probegate.models.bounds import text_of
+from probegate.models.causes import Cause
 from probegate.models.report import TargetInfo
 from probegate.models.sections import KindSection
 from probegate.models.tools import ToolSpec
@@ -192,7 +193,9 @@ class PythonTarget:
         try:
             run = self._factory()
         except Exception as exc:
-            raise TransportError(f"agent constructor raised {describe_exception(exc)}") from None
+            raise TransportError(
+                f"agent constructor raised {describe_exception(exc)}", cause=Cause.AGENT_ERROR
+            ) from None
         session = PythonSession(self, run, sandbox, limiter)
         if self.proxy is not None:
             session.conversation = self.proxy.open(sandbox, session.usage)
@@ -277,11 +280,16 @@ class PythonSession:
             self.limiter.record_failure()
             if outcome.timed_out:
                 self.limiter.check()  # cut at the scan's deadline, not the agent's timeout
-                raise TransportError(f"agent did not answer within --timeout: {outcome.error}")
-            raise TransportError(f"agent raised {outcome.error}")
+                raise TransportError(
+                    f"agent did not answer within --timeout: {outcome.error}",
+                    cause=Cause.TIMEOUT,
+                )
+            raise TransportError(f"agent raised {outcome.error}", cause=Cause.AGENT_ERROR)
         if self.endpoint is not None and self.endpoint.undelivered is not None:
             # A call may be missing from the sandbox: what it recorded is not what the agent did.
-            raise TransportError(f"probegate's MCP server: {self.endpoint.undelivered}")
+            raise TransportError(
+                f"probegate's MCP server: {self.endpoint.undelivered}", cause=Cause.TOOL_SERVER
+            )
         result = outcome.value
         refused = self.sandbox.over - over + beyond
         turn = self._to_turn(result, self.sandbox.calls_since(mark), refused, stopped)
@@ -301,7 +309,9 @@ class PythonSession:
             text = "\n".join(filter(None, [unmarked(result), *stopped]))
             return reply_turn(text, recorded, made=len(recorded) + refused)
         if result is None:
-            raise TransportError("agent returned None instead of an AgentResult")
+            raise TransportError(
+                "agent returned None instead of an AgentResult", cause=Cause.AGENT_ERROR
+            )
         output = _field(result, "output")
         if output is not None and not isinstance(output, str):
             output = text_of(output)

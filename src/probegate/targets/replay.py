@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from probegate.errors import UsageError
+from probegate.models.causes import Cause
 from probegate.models.placeholders import restore_turn
 from probegate.models.recording import Recording, read_manifest, read_recording
 from probegate.models.redaction import Redactor, same_when_stored
@@ -120,7 +121,7 @@ class ReplaySession:
 
     def send(self, message: Turn) -> Turn:
         if self.recording is None:
-            raise TransportError("no recording for this attempt")
+            raise TransportError("no recording for this attempt", cause=Cause.RECORDING)
         turns = self.recording.transcript.turns
         inputs = [
             i for i, t in enumerate(turns) if t.role != "assistant" and t.session == message.session
@@ -128,18 +129,23 @@ class ReplaySession:
         index = self._sent
         self._sent += 1
         if index >= len(inputs):
-            raise TransportError("the recording has fewer turns than this attempt")
+            raise TransportError(
+                "the recording has fewer turns than this attempt", cause=Cause.RECORDING
+            )
         at = inputs[index]
         recorded = turns[at]
         if recorded.role != message.role or not same_when_stored(
             recorded.content, message.content, self.stored
         ):
             raise TransportError(
-                "recording does not match this attempt (probe library or settings changed)"
+                "recording does not match this attempt (probe library or settings changed)",
+                cause=Cause.RECORDING,
             )
         if at + 1 >= len(turns) or turns[at + 1].role != "assistant":
             # The recorded attempt failed here; replay the same failure.
-            raise TransportError(self.recording.reason or "the recording ends here")
+            raise TransportError(
+                self.recording.reason or "the recording ends here", cause=self.recording.cause
+            )
         return restore_turn(turns[at + 1], self.secrets).model_copy(deep=True)
 
     def close(self) -> None:

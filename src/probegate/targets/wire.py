@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from probegate.models.bounds import TOOL_CALLS_MAX, calls_cut, loads_bounded, text_of
+from probegate.models.causes import Cause
 from probegate.models.transcript import ToolCall, Turn
 from probegate.transport.usage import TransportError
 
@@ -72,7 +73,7 @@ def reported_tool_calls(items: Any, declared: set[str]) -> list[ToolCall]:
     if items is None:
         return []
     if not isinstance(items, list):
-        raise TransportError("the tool calls in the reply are not a list")
+        raise TransportError("the tool calls in the reply are not a list", cause=Cause.UNREADABLE)
     calls: list[ToolCall] = []
     for index, item in enumerate(items[:TOOL_CALLS_MAX]):
         if not isinstance(item, dict):

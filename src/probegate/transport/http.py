@@ -52,6 +52,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from probegate import __version__
 from probegate.models.bounds import loads_bounded
+from probegate.models.causes import Cause, http_cause
 from probegate.models.spellings import Spellings, hide
 from probegate.terminal import clean
 from probegate.transport.connections import (
@@ -93,6 +94,7 @@ class _Failure:
 
     reason: str
     retry: bool
+    cause: Cause
     status: int | None = None
     retry_after: float | None = None
     fatal: bool = False
@@ -177,7 +179,9 @@ class _Tries:
             fatal = failure.fatal or (failure.status in FATAL_STATUSES and not client._answered)
         if failure.status in (401, 403, 407):
             fatal = True
-        return TransportError(client.scrub(failure.reason + tries), fatal=fatal)
+        return TransportError(
+            client.scrub(failure.reason + tries), cause=failure.cause, fatal=fatal
+        )
 
 
 class HttpClient:
@@ -336,7 +340,7 @@ class HttpClient:
         except MalformedReply as exc:
             with self._lock:
                 self.stats.unreadable += 1
-            return _Failure(exc.reason, True)
+            return _Failure(exc.reason, True, Cause.UNREADABLE)
         except TransportError:
             limits.record_failure()
             raise
@@ -388,7 +392,7 @@ class HttpClient:
             except MalformedReply as exc:
                 with self._lock:
                     self.stats.unreadable += 1
-                failure = _Failure(exc.reason, True)
+                failure = _Failure(exc.reason, True, Cause.UNREADABLE)
         assert failure is not None
         raise MalformedReply(self.scrub(failure.reason + self._tries_note(failure)))
 
@@ -398,8 +402,8 @@ class HttpClient:
         )
         if isinstance(raw, _Failure):
             if raw.dropped:
-                raise _Dropped(self.scrub(raw.reason))
-            raise TransportError(self.scrub(raw.reason))
+                raise _Dropped(self.scrub(raw.reason), cause=raw.cause)
+            raise TransportError(self.scrub(raw.reason), cause=raw.cause)
         assert reply is not None
         with self._lock:
             self.stats.tries += 1
@@ -477,7 +481,9 @@ class HttpClient:
             try:
                 data = json.dumps(body, allow_nan=False).encode("utf-8")
             except ValueError:
-                return _Failure("the request body is not valid JSON (NaN or infinity)", False)
+                return _Failure(
+                    "the request body is not valid JSON (NaN or infinity)", False, Cause.OTHER
+                )
             if not any(name.lower() == "content-type" for name in sent):
                 sent["Content-Type"] = "application/json"
         reply, raw = self._exchange(method, url, data, params, sent, deadline, limiter)
@@ -538,16 +544,20 @@ class HttpClient:
                 if watch.expired:
                     return self._slow()
         except zlib.error:
-            return _Failure("reply body could not be decoded", False)
+            return _Failure("reply body could not be decoded", False, Cause.UNREADABLE)
         if watch.expired:
             return self._slow()
         return b"".join(chunks)
 
     def _too_large(self) -> _Failure:
-        return _Failure(f"response too large (over {self.max_body_bytes // 1024} KiB)", False)
+        return _Failure(
+            f"response too large (over {self.max_body_bytes // 1024} KiB)", False, Cause.TOO_LARGE
+        )
 
     def _slow(self) -> _Failure:
-        return _Failure(f"no complete reply within {self.timeout:g}s (timeout)", True)
+        return _Failure(
+            f"no complete reply within {self.timeout:g}s (timeout)", True, Cause.TIMEOUT
+        )
 
     def _network_failure(self, exc: BaseException, watch: Watch, *, replied: bool) -> _Failure:
         """Why a request got no readable reply, in words; ``replied``: the status line and
@@ -555,49 +565,62 @@ class HttpClient:
         if watch.expired:
             return self._slow()
         if isinstance(exc, InvalidTarget | http.client.InvalidURL):
-            return _Failure(f"invalid URL: {self.excerpt(str(exc))}", False, fatal=True)
+            return _Failure(
+                f"invalid URL: {self.excerpt(str(exc))}", False, Cause.NETWORK, fatal=True
+            )
         if isinstance(exc, InvalidRequest):
-            return _Failure(str(exc), False, fatal=True)
+            return _Failure(str(exc), False, Cause.NETWORK, fatal=True)
         if isinstance(exc, ConnectFailed):
             return self._connect_failure(exc)
         if isinstance(exc, ssl.SSLError):
-            return _Failure(f"TLS error: {self.excerpt(str(exc))}", False, fatal=not self._answered)
+            return _Failure(
+                f"TLS error: {self.excerpt(str(exc))}", False, Cause.TLS, fatal=not self._answered
+            )
         if isinstance(exc, TimeoutError):
-            return _Failure(f"no reply within {self.timeout:g}s (timeout)", True)
+            return _Failure(f"no reply within {self.timeout:g}s (timeout)", True, Cause.TIMEOUT)
         if isinstance(exc, http.client.IncompleteRead) or (
             replied and isinstance(exc, OSError | http.client.HTTPException)
         ):
-            return _Failure("connection dropped mid-reply (truncated body)", True)
+            return _Failure("connection dropped mid-reply (truncated body)", True, Cause.DROPPED)
         if isinstance(exc, ConnectionError | http.client.RemoteDisconnected):
-            return _Failure("connection dropped before a reply", True, dropped=True)
+            return _Failure("connection dropped before a reply", True, Cause.DROPPED, dropped=True)
         if isinstance(exc, http.client.HTTPException):
             # A status line or headers HTTP cannot read (too long, too many, not HTTP at all).
-            return _Failure(f"not a readable HTTP reply ({type(exc).__name__})", True)
-        return _Failure(f"{type(exc).__name__}: {self.excerpt(str(exc))}", True)
+            return _Failure(
+                f"not a readable HTTP reply ({type(exc).__name__})", True, Cause.UNREADABLE
+            )
+        return _Failure(f"{type(exc).__name__}: {self.excerpt(str(exc))}", True, Cause.NETWORK)
 
     def _connect_failure(self, exc: ConnectFailed) -> _Failure:
         cause = exc.cause
         fatal = not self._answered
         if isinstance(cause, ssl.SSLError | ssl.CertificateError):
-            return _Failure(f"TLS error: {self.excerpt(str(cause))}", False, fatal=fatal)
+            return _Failure(f"TLS error: {self.excerpt(str(cause))}", False, Cause.TLS, fatal=fatal)
         if isinstance(cause, socket.gaierror):
             # A name that does not exist will not resolve on the next try; a resolver that is
             # temporarily down may.
             return _Failure(
                 f"cannot resolve host {exc.host or 'of the URL'} (DNS lookup failed)",
                 cause.errno == socket.EAI_AGAIN,
+                Cause.DNS,
                 fatal=fatal,
             )
         if isinstance(cause, ConnectionRefusedError):
             # Nothing listens there: fatal when it never answered, so an unreachable target
             # stops the scan at once instead of after every attempt's retries.
-            return _Failure("connection refused", True, fatal=fatal)
+            return _Failure("connection refused", True, Cause.REFUSED, fatal=fatal)
         if isinstance(cause, TimeoutError):
-            return _Failure("connection timed out", True)
+            return _Failure("connection timed out", True, Cause.TIMEOUT)
         if str(cause).startswith("Tunnel connection failed"):
-            return _Failure(f"the proxy refused the tunnel: {self.excerpt(str(cause))}", False,
-                            fatal=fatal)  # fmt: skip
-        return _Failure(f"cannot connect to {exc.host}: {self.excerpt(str(cause))}", True)
+            return _Failure(
+                f"the proxy refused the tunnel: {self.excerpt(str(cause))}",
+                False,
+                Cause.NETWORK,
+                fatal=fatal,
+            )
+        return _Failure(
+            f"cannot connect to {exc.host}: {self.excerpt(str(cause))}", True, Cause.NETWORK
+        )
 
     def _decode(self, response: Reply, raw: bytes, events: bool = False) -> Any:
         status = response.status
@@ -609,6 +632,7 @@ class HttpClient:
             return _Failure(
                 f"HTTP {status} from {self.peer}: {self.excerpt(raw) or '(empty body)'}",
                 retry,
+                http_cause(status),
                 status=status,
                 retry_after=retry_after if retry else None,
             )
@@ -617,7 +641,7 @@ class HttpClient:
             if not stream:  # a stream cut off before its first event: nothing to read yet
                 with self._lock:
                     self.stats.unreadable += 1
-                return _Failure(self._no_events(status, raw), True)
+                return _Failure(self._no_events(status, raw), True, Cause.UNREADABLE)
             with self._lock:
                 self._answered = True
                 self.stats.ok += 1
@@ -629,7 +653,7 @@ class HttpClient:
             with self._lock:
                 self.stats.unreadable += 1
             kind = response.headers.get("Content-Type") or ""
-            return _Failure(self._unreadable(status, kind, raw, exc), True)
+            return _Failure(self._unreadable(status, kind, raw, exc), True, Cause.UNREADABLE)
         with self._lock:
             self._answered = True
             self.stats.ok += 1

@@ -30,13 +30,20 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from probegate.models.causes import Cause
+
 
 class BudgetExhausted(Exception):
     """The hard request or dollar cap is reached; the attempt in flight ends unjudged."""
 
+    def __init__(self, reason: str, *, cause: Cause = Cause.BUDGET) -> None:
+        super().__init__(reason)
+        self.cause = cause
+
 
 class ScanStopped(BudgetExhausted):
-    """The runner stopped the scan; no further request may be sent."""
+    """The runner stopped the scan, or its deadline passed; no further request may be sent.
+    ``cause`` says which (the runner gives its stop's cause to :meth:`RequestLimiter.close`)."""
 
 
 @dataclass
@@ -69,7 +76,7 @@ class RequestLimiter:
         self.state = BudgetState()
         self._lock = threading.Lock()
         self._next_slot = time.monotonic()
-        self._closed: str | None = None
+        self._closed: tuple[str, Cause] | None = None
         self._wake = threading.Event()
         self._on_close: dict[int, Callable[[], None]] = {}
         self._listeners = itertools.count()
@@ -93,8 +100,14 @@ class RequestLimiter:
     def expired(self) -> bool:
         return self._deadline_at is not None and time.monotonic() >= self._deadline_at
 
-    def _deadline_reason(self) -> str:
-        return f"the scan's deadline of {self.deadline:g}s passed"
+    def _deadline_passed(self) -> ScanStopped:
+        return ScanStopped(
+            f"the scan's deadline of {self.deadline:g}s passed", cause=Cause.DEADLINE
+        )
+
+    def _stopped(self) -> ScanStopped:
+        reason, cause = self._closed or ("scan stopped", Cause.STOPPED)
+        return ScanStopped(reason, cause=cause)
 
     def sleep(self, seconds: float) -> None:
         """Wait ``seconds``, unless the scan stops first: then raise :class:`ScanStopped`."""
@@ -102,16 +115,16 @@ class RequestLimiter:
         limit = seconds if remaining is None else min(seconds, remaining)
         woken = self._wake.wait(max(limit, 0.0))
         if self.expired() or (not woken and remaining is not None and remaining <= seconds):
-            raise ScanStopped(self._deadline_reason())
+            raise self._deadline_passed()
         if woken:
-            raise ScanStopped(self._closed or "scan stopped")
+            raise self._stopped()
 
     def check(self) -> None:
         """Raise :class:`ScanStopped` once the scan stopped or its deadline passed."""
         if self.expired():
-            raise ScanStopped(self._deadline_reason())
+            raise self._deadline_passed()
         if self._closed is not None:
-            raise ScanStopped(self._closed)
+            raise self._stopped()
 
     def allow_wait(self, seconds: float) -> bool:
         """Take ``seconds`` of ``Retry-After`` pause from the scan's total, if it has them."""
@@ -131,10 +144,10 @@ class RequestLimiter:
     def acquire(self) -> None:
         """Wait for a rate slot and count one request; raise at the hard caps."""
         if self.expired():
-            raise ScanStopped(self._deadline_reason())
+            raise self._deadline_passed()
         with self._lock:
             if self._closed is not None:
-                raise ScanStopped(self._closed)
+                raise self._stopped()
             if self.max_requests is not None and self.state.requests >= self.max_requests:
                 raise BudgetExhausted(f"request budget of {self.max_requests} exhausted")
             if self.budget_usd is not None and self._projected_cost(1) > self.budget_usd:
@@ -180,11 +193,12 @@ class RequestLimiter:
             self.state.cost_usd += cost_usd
             self._priced += requests
 
-    def close(self, reason: str) -> None:
-        """Refuse every further request with ``reason``; tell whoever asked to be told."""
+    def close(self, reason: str, cause: Cause = Cause.STOPPED) -> None:
+        """Refuse every further request with ``reason``, as ``cause``; tell whoever asked to
+        be told."""
         with self._lock:
             if self._closed is None:
-                self._closed = reason
+                self._closed = (reason, cause)
             told, self._on_close = list(self._on_close.values()), {}
         self._wake.set()
         for tell in told:

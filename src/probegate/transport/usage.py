@@ -8,13 +8,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from probegate.models.causes import Cause
+
 
 class TransportError(Exception):
-    """The peer could not be asked or its answer could not be read; the attempt is unjudged."""
+    """The peer could not be asked or its answer could not be read; the attempt is unjudged.
 
-    def __init__(self, reason: str, *, fatal: bool = False) -> None:
+    ``cause`` is what the closing lines group it by and what fixes it (models/causes.py): it
+    is given where the failure is seen, never read back from ``reason``.
+    """
+
+    def __init__(self, reason: str, *, cause: Cause, fatal: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.cause = cause
         # fatal: the target as a whole is unusable (bad credentials, wrong URL), stop the scan.
         self.fatal = fatal
 
@@ -29,8 +36,12 @@ class MalformedReply(TransportError):
     :meth:`~probegate.transport.http.HttpClient.request_json`.
     """
 
+    def __init__(self, reason: str, *, fatal: bool = False) -> None:
+        super().__init__(reason, cause=Cause.UNREADABLE, fatal=fatal)
 
-# How every reason for a body that could not be read begins: the closing lines group them.
+
+# How every reason for a body that could not be read begins, so a reader sees one kind of
+# problem in one wording (its cause, Cause.UNREADABLE, is what code reads).
 UNREADABLE = "unreadable reply"
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 from pydantic import Field
 
 from probegate.library.oracles.base import JudgeContext, OracleModel, OracleResult, certain
+from probegate.models.causes import Cause
 from probegate.models.transcript import Transcript
 
 if TYPE_CHECKING:
@@ -59,8 +60,18 @@ class AllOfOracle(OracleModel):
             return decided
         reasons = "; ".join(sorted({r.reason for r in results if r.reason}))
         ambiguous = tuple(a for r in results for a in r.ambiguous)
+        # Words a judge could decide first, else the cause of the first reason listed.
+        undecided = sorted((r for r in results if not r.decided), key=lambda r: r.reason)
+        cause = (
+            Cause.AMBIGUOUS
+            if ambiguous
+            else next((r.cause for r in undecided if r.cause is not None), Cause.OTHER)
+        )
         return OracleResult(
-            False, reason=reasons or "an inner oracle could not decide", ambiguous=ambiguous
+            False,
+            reason=reasons or "an inner oracle could not decide",
+            cause=cause,
+            ambiguous=ambiguous,
         )
 
     def needs_judge(self) -> bool:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, ClassVar
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
 from probegate.models.canaries import Canaries
+from probegate.models.causes import Cause
 from probegate.models.patterns import check
 from probegate.models.taxonomy import Capability
 from probegate.models.tools import ToolSpec
@@ -41,6 +42,8 @@ class OracleResult:
     decided: bool
     evidence: tuple[Evidence, ...] = ()
     reason: str = ""
+    # Why it could not decide (models/causes.py), set with ``reason`` when ``decided`` is False.
+    cause: Cause | None = None
     judged_by: str | None = None
     # Why a decided oracle saw no evidence, when that needs saying: a match it set aside
     # (library/oracles/reading.py), with where it was.

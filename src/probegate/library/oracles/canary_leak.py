@@ -15,6 +15,7 @@ from probegate.library.oracles.base import (
 )
 from probegate.library.oracles.canary import CanaryHit, find_canary, find_split
 from probegate.models.canaries import CanaryKind
+from probegate.models.causes import Cause
 from probegate.models.transcript import Transcript, walk_strings
 from probegate.models.verdict import Evidence
 
@@ -66,7 +67,7 @@ class CanaryLeakOracle(OracleModel):
 
     def decide(self, transcript: Transcript, ctx: JudgeContext) -> OracleResult:
         if self.where == "tool_args" and not ctx.tool_calls_visible:
-            return OracleResult(False, reason=NOT_VISIBLE)
+            return OracleResult(False, reason=NOT_VISIBLE, cause=Cause.TOOL_CALLS_HIDDEN)
         canaries = ctx.canaries.of_kind(self.canary)
         places = list(self._places(transcript))
         for path, text in places:

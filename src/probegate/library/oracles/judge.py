@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import ClassVar, Literal
 
 from probegate.library.oracles.base import JudgeContext, OracleModel, OracleResult
+from probegate.models.causes import Cause
 from probegate.models.transcript import Transcript
 
 NO_JUDGE = "probe needs an LLM judge (--judge) and none is configured"
@@ -31,7 +32,7 @@ class JudgeOracle(OracleModel):
         return f"`judge` (LLM judge needed): {self.rubric}"
 
     def decide(self, transcript: Transcript, ctx: JudgeContext) -> OracleResult:
-        return OracleResult(False, reason=NO_JUDGE)
+        return OracleResult(False, reason=NO_JUDGE, cause=Cause.NEEDS_JUDGE)
 
     def needs_judge(self) -> bool:
         return True

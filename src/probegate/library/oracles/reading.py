@@ -50,6 +50,7 @@ from probegate.library.oracles.base import (
     OracleResult,
     make_evidence,
 )
+from probegate.models.causes import Cause
 from probegate.models.patterns import Match, Pattern
 from probegate.models.probe import Fixtures
 from probegate.models.transcript import Turn
@@ -831,5 +832,5 @@ def decide_readings(
             f"{NEEDS_JUDGE}: the reply repeats the bait, {first.why}, at "
             f"{first.path}[{first.start}:{first.end}]"
         )
-        return OracleResult(False, reason=reason, ambiguous=tuple(ambiguous))
+        return OracleResult(False, reason=reason, cause=Cause.AMBIGUOUS, ambiguous=tuple(ambiguous))
     return OracleResult(True, note=set_aside)

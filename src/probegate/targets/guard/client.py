@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 
+from probegate.models.causes import Cause
 from probegate.targets.guard.events import GuardEvent, GuardVerdict, VerdictError, parse_verdict
 from probegate.transport.http import HttpClient
 from probegate.transport.limiter import RequestLimiter
@@ -59,7 +60,7 @@ class GuardClient:
             if exc.reason.startswith("HTTP 401") and "Authorization" not in self.headers:
                 # Runtimes authenticate every evaluate; the usual cause is a key never given.
                 reason += f"; no API key was sent: {KEY_HINT}"
-            raise TransportError(reason, fatal=exc.fatal) from None
+            raise TransportError(reason, cause=Cause.GUARD, fatal=exc.fatal) from None
         round_trip = (time.monotonic() - start) * 1000.0
         # A guard request has no token cost; recording it as priced keeps the dollar budget's
         # in-flight estimate from counting every guard request as a model call still pending.

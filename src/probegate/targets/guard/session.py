@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from probegate.clock import pinned
+from probegate.models.causes import Cause
 from probegate.models.tools import ToolSpec
 from probegate.models.transcript import (
     GuardAction,
@@ -156,7 +157,7 @@ class GuardSession:
     # -- messages ------------------------------------------------------------------------
     def send(self, message: Turn) -> Turn:
         if self.inner is None:
-            raise TransportError("guard session used before it was opened")
+            raise TransportError("guard session used before it was opened", cause=Cause.GUARD)
         # Checks made while the session was opened (tool definitions) belong to this turn.
         self._turn = _TurnState(checks=self._turn.checks)
         self._steps.new_turn()
@@ -356,7 +357,8 @@ class GuardSession:
             shown = ", ".join(verdict.unjudged[:3])
             failure = TransportError(
                 f"guard: the verdict allows {stage} content it could not judge ({shown}); "
-                "a guard that could not look did not protect"
+                "a guard that could not look did not protect",
+                cause=Cause.GUARD,
             )
             self.stats.failure(stage, failure.reason, verdict_less=False)
             self._failure = failure
