@@ -49,7 +49,8 @@ start, cpu = time.perf_counter(), time.process_time()
 report = load_report(Path(sys.argv[1]))
 seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps({"seconds": seconds, "cpu": cpu, "peak_mb": peak, "findings": len(report.findings)}))
+figures = {"seconds": seconds, "cpu": cpu, "peak_mb": peak}
+print(json.dumps({**figures, "findings": len(report.findings)}))
 """
 
 
