@@ -162,16 +162,24 @@ class Spellings:
         # (a secret's own separators stand between two of the other characters there): all
         # searched with the text in one pass of ``seeds``, which says of most texts that no
         # half holds a run.
-        halves: list[tuple[str, str]] = []
-        if len(stripped) >= 2 * FRAGMENT_MIN - 1:
-            halves = [(stripped[0::2], stripped[0::2]), (stripped[1::2], stripped[1::2])]
-            if stripped != text:
-                halves += [(half, bare(half)) for half in (text[0::2], text[1::2])]
+        halves = _halves(text, stripped)
         search = _Search(seeds, [stripped, *(plain for _half, plain in halves)])
         found = self._find(text, stripped, search.within(0))
         if not halves or search.none_after(len(stripped)):
             return found
-        return _merged(found, self._every_other(text, halves, search))
+        # In what the fragments found leave (each blanked out), again until nothing more is
+        # found: a run that overlapped one taken is looked for in what remains of it, as it is
+        # in the stored form (where the fragment is a placeholder), so both hide the same.
+        current = text
+        while True:
+            if found:
+                current = _blanked(text, found)
+                halves = _halves(current, bare(current))
+                search = _Search(seeds, [bare(current), *(plain for _half, plain in halves)])
+            more = _merged(found, self._every_other(current, halves, search))
+            if len(more) == len(found):
+                return found
+            found = more
 
     def _every_other(
         self, text: str, halves: "list[tuple[str, str]]", search: "_Search"
@@ -284,6 +292,28 @@ class _Search:
             return found - start if 0 <= found < end else -1
 
         return seed
+
+
+def _halves(text: str, stripped: str) -> "list[tuple[str, str]]":
+    """Every other character of ``text`` without separators (both ways), then of ``text``
+    itself when it has separators; each with its separator-free form."""
+    if len(stripped) < 2 * FRAGMENT_MIN - 1:
+        return []
+    halves = [(stripped[0::2], stripped[0::2]), (stripped[1::2], stripped[1::2])]
+    if stripped != text:
+        halves += [(half, bare(half)) for half in (text[0::2], text[1::2])]
+    return halves
+
+
+def _blanked(text: str, found: "list[tuple[int, int, int, int, int]]") -> str:
+    """``text`` with each fragment's characters replaced by NUL (no spelling holds one, and it
+    is no separator), offsets kept."""
+    parts, cursor = [], 0
+    for start, end, _form, _first, _last in found:
+        parts += [text[cursor:start], "\0" * (end - start)]
+        cursor = end
+    parts.append(text[cursor:])
+    return "".join(parts)
 
 
 def _core(half: str, start: int, end: int, first: int, last: int) -> "tuple[int, int, int, int]":
