@@ -435,7 +435,7 @@ class ModelProxy:
                 descriptions_replaced=stats.descriptions_replaced,
                 unlisted_tools=sorted(stats.unlisted),
                 failed=stats.failed,
-                refused=ProxyRefusals(**self._server.counts.counts),
+                refused=ProxyRefusals(**self._server.counts.snapshot()),
             )
 
     # -- one request ---------------------------------------------------------------------

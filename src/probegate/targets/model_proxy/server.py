@@ -12,8 +12,9 @@ cap, is answered before its body is read; a refused request's connection is clos
 
 A request that is forwarded goes to a worker thread (the upstream call blocks for the model's
 reply), at most :data:`WORKERS_MIN` or twice the scan's concurrency at once; its connection
-reads nothing more until it is answered. The workers are daemon threads: closing the proxy
-abandons the calls in flight instead of waiting for the model (a stopped scan ends at once).
+reads at most one more request's worth until it is answered. The workers are daemon threads:
+closing the proxy abandons the calls in flight instead of waiting for the model (a stopped scan
+ends at once).
 Each answer is written in one piece with ``TCP_NODELAY``, so no reply waits out a delayed ACK.
 """
 
@@ -37,11 +38,20 @@ from probegate.targets.mcp_connections import (
     Connections,
     connection_cap,
 )
-from probegate.targets.model_proxy.incoming import MAX_HEAD_BYTES, Body, Head, Refused, parse_head
+from probegate.targets.model_proxy.incoming import (
+    MAX_HEAD_BYTES,
+    MAX_REQUEST_BYTES,
+    Body,
+    Head,
+    Refused,
+    parse_head,
+)
 from probegate.targets.model_proxy.routes import Forward
 from probegate.threads import DaemonExecutor
 
 WORKERS_MIN = 16
+# Bytes kept from a connection while its request is answered, before its reading pauses.
+_HELD_MAX = MAX_HEAD_BYTES + MAX_REQUEST_BYTES
 _REASONS = {
     200: "OK",
     400: "Bad Request",
@@ -78,11 +88,15 @@ class Counts:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.counts: dict[str, int] = {}
+        self._counts: dict[str, int] = {}
 
     def add(self, field: str) -> None:
         with self._lock:
-            self.counts[field] = self.counts.get(field, 0) + 1
+            self._counts[field] = self._counts.get(field, 0) + 1
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._counts)
 
     # -- the MCP server's Counter, which Connections and Acceptor report to ----------------
     def unauthenticated(self, what: str) -> None:
@@ -112,6 +126,7 @@ class _Connection(asyncio.Protocol):
         self.talked = False  # a byte arrived
         self.served = False  # an answer was written
         self.busy = False  # a request is being answered
+        self._paused = False  # reading paused while it is
         self._buffer = bytearray()
         self._body: Body | None = None
         self._forward: Forward | None = None
@@ -140,6 +155,11 @@ class _Connection(asyncio.Protocol):
         self._buffer += data
         if not self.busy:
             self._read()
+        elif len(self._buffer) > _HELD_MAX and self.transport is not None:
+            # What comes while a request is answered waits; past a whole request's worth, the
+            # socket is not read until the answer is written (a client that will not wait).
+            self.transport.pause_reading()
+            self._paused = True
 
     # -- Connections' view of it -------------------------------------------------------------
     def readable(self) -> bool:
@@ -187,8 +207,6 @@ class _Connection(asyncio.Protocol):
         self._body = self._forward = None
         self.busy = True
         self._disarm()
-        if self.transport is not None:
-            self.transport.pause_reading()
         self.server.workers.submit(self._work, request)
 
     def _work(self, request: Request) -> None:
@@ -208,7 +226,9 @@ class _Connection(asyncio.Protocol):
         if close:
             self.transport.close()
             return
-        self.transport.resume_reading()
+        if self._paused:
+            self.transport.resume_reading()
+            self._paused = False
         self._arm(HEAD_TIMEOUT)
         if self._buffer:
             self._read()
