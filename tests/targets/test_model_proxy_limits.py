@@ -573,3 +573,56 @@ def test_a_scan_behind_the_proxy_stops_within_2_s_with_3000_connections_and_a_sl
     report = json.loads((tmp_path / "out" / "scan.json").read_text(encoding="utf-8"))
     assert report["stopped_reason"] == "cancelled"
     assert "Traceback" not in err
+
+
+# -- the credential, end to end --------------------------------------------------------------
+
+
+def test_an_agent_on_the_scans_base_url_needs_no_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With ``upstream_api_key_env`` set: a python agent that builds its client from
+    ``context.model_base_url`` with some other key is let through (the prefix is its
+    credential; the first test shows the user's key is what goes upstream then); the scan
+    prints the base URL, writes it to the store and removes it when it ends."""
+    from openai import OpenAI
+
+    import tests.servers.own_tools as own
+    from probegate.cli import main
+
+    class ContextAgent(own.ChatAgent):
+        def run(self, input: str, context: Any) -> str:
+            self.client = OpenAI(
+                base_url=context.model_base_url, api_key="sk-not-the-users", max_retries=0
+            )
+            return super().run(input)
+
+    monkeypatch.setattr(own, "ContextAgent", ContextAgent, raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there
+    with BrainModelServer() as brain:
+        target = {
+            "kind": "python",
+            "python": "tests.servers.own_tools:ContextAgent",
+            "model_proxy": {
+                "api": "openai-chat",
+                "listen": "127.0.0.1:0",
+                "upstream": brain.root(careful=True),
+                "upstream_api_key_env": KEY_ENV,
+            },
+            "canaries": list(SECRETS),
+            "tools": tool_config(),
+        }
+        config = write_config(tmp_path, target)
+        argv = ["scan", str(config), "--probes", "asi01.indirect-document-email-exfil.v1"]
+        argv += ["--no-sign", "--output-dir", str(tmp_path / "out")]
+        argv += ["--store", str(tmp_path / "store")]
+        code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "probegate: model-API proxy: base URL http://127.0.0.1:" in err and "/pg-" in err
+    assert f"(also in {tmp_path / 'store' / 'model-proxy.url'})" in err
+    assert not (tmp_path / "store" / "model-proxy.url").exists()  # gone with the scan
+    report = json.loads((tmp_path / "out" / "scan.json").read_text(encoding="utf-8"))
+    proxy = report["proxy"]
+    assert proxy["model_calls"] > 0 and proxy["unattributed"] == 0
+    assert proxy["refused"] == dict.fromkeys(proxy["refused"], 0)
