@@ -122,17 +122,7 @@ def run_attempts(
     )
     if settings.invocation and not settings.resume:
         write_invocation(directory, settings.invocation)
-    runner = Runner(
-        target,
-        inputs.limiter,
-        seed=settings.seed,
-        concurrency=settings.concurrency,
-        declared_canaries=settings.declared_canaries,
-        record_dir=settings.record,
-        llm_judge=inputs.llm_judge,
-        redactor=Redactor(inputs.secrets, key=stored_key(started.salt, inputs.secrets)),
-        controls=settings.controls,
-    )
+    runner = _runner(target, inputs, settings, started.salt)
     say_what_cannot_apply(plan, runner.tools, view)
     scanning = f"{settings.mode} mode, {len(plan.attempts)} attempts, scan {started.scan_id}"
     _announce(target, view, f"scanning {info.ref} ({scanning})")
@@ -167,6 +157,23 @@ def _announce(target: Target, view: View, scanning: str) -> None:
             view.err.write(f"warning: {clean(notice.text)}\n")
         elif not view.quiet:
             view.err.write(f"probegate: {clean(notice.text)}\n")
+
+
+def _runner(target: Target, inputs: ScanInputs, settings: RunSettings, salt: str) -> Runner:
+    """The runner of this scan's attempts, storing them redacted with the scan's salt."""
+    return Runner(
+        target,
+        inputs.limiter,
+        seed=settings.seed,
+        concurrency=settings.concurrency,
+        declared_canaries=settings.declared_canaries,
+        record_dir=settings.record,
+        llm_judge=inputs.llm_judge,
+        redactor=Redactor(inputs.secrets, key=stored_key(salt, inputs.secrets)),
+        controls=settings.controls,
+        # --suite agentdojo: each attempt's tools act on AgentDojo's environment.
+        environments=inputs.benchmark,
+    )
 
 
 def _judge_usage(directory: Path, inputs: ScanInputs) -> JudgeUsage | None:
