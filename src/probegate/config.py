@@ -207,6 +207,7 @@ class ScanConfig(BaseModel):
             mcp_advertise=self.mcp_advertise,
             a2a_listen=self.a2a_listen,
             a2a_advertise=self.a2a_advertise,
+            store=self.store,
         )
 
     @property

@@ -4,7 +4,7 @@ Each line is flushed to the OS before the next attempt is recorded, so a crash o
 loses at most the attempts still in flight (a killed process's written data stays in the
 kernel's page cache; only a power cut needs the ``fsync`` done at close); ``--resume`` reads
 the lines back and skips those attempts. Attempts are journaled in the stored form of
-redaction (:mod:`probegate.models.redaction`), already judged; the header keeps the salt of
+redaction (:mod:`probegate.models.placeholders`), already judged; the header keeps the salt of
 the scan's redaction tokens so a resumed scan stores the same value under the same token, and
 a digest of each key of the effective config that decides verdicts (:func:`config_digests`),
 so a resumed scan is never judged under a config other than the one it started with.

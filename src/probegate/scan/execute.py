@@ -38,7 +38,8 @@ from probegate.engine.plan import Plan
 from probegate.engine.runner import Runner, RunOutcome
 from probegate.errors import Interrupted, UsageError
 from probegate.files import MAX_INPUT_BYTES, read_bytes, write_atomic
-from probegate.models.redaction import Redactor, stored_key
+from probegate.models.placeholders import stored_key
+from probegate.models.redaction import Redactor
 from probegate.models.report import JudgeUsage, TargetInfo
 from probegate.models.verdict import Attempt
 from probegate.scan.plan import say_what_cannot_apply
@@ -46,7 +47,7 @@ from probegate.scan.prepare import ScanInputs
 from probegate.scan.progress import ProgressPrinter
 from probegate.scan.settings import RunSettings
 from probegate.scan.view import View
-from probegate.targets.base import Target
+from probegate.targets.base import Notice, Target
 from probegate.terminal import clean
 
 # Beside the journal: what the judge did and cost in the runs of this scan so far.
@@ -123,11 +124,8 @@ def run_attempts(
         write_invocation(directory, settings.invocation)
     runner = _runner(target, inputs, settings, started.salt)
     say_what_cannot_apply(plan, runner.tools, view)
-    if not view.quiet:
-        view.err.write(
-            f"probegate: scanning {clean(info.ref)} ({settings.mode} mode, "
-            f"{len(plan.attempts)} attempts, scan {started.scan_id})\n"
-        )
+    scanning = f"{settings.mode} mode, {len(plan.attempts)} attempts, scan {started.scan_id}"
+    _announce(target, view, f"scanning {info.ref} ({scanning})")
     cancel = threading.Event()
     progress = ProgressPrinter(view.err, quiet=view.quiet)
     progress.start()
@@ -149,6 +147,16 @@ def run_attempts(
         requests_used=inputs.limiter.state.requests,
         judge_usage=_judge_usage(directory, inputs),
     )
+
+
+def _announce(target: Target, view: View, scanning: str) -> None:
+    """What the scan is, and what the target tells the user as it starts (the model-API
+    proxy's base URL); warnings even with ``--quiet``."""
+    for notice in [Notice(scanning), *target.notices()]:
+        if notice.warning:
+            view.err.write(f"warning: {clean(notice.text)}\n")
+        elif not view.quiet:
+            view.err.write(f"probegate: {clean(notice.text)}\n")
 
 
 def _runner(target: Target, inputs: ScanInputs, settings: RunSettings, salt: str) -> Runner:
