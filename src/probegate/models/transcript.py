@@ -227,9 +227,6 @@ class Transcript(BaseModel):
     def assistant_turns(self) -> list[tuple[int, Turn]]:
         return [(i, t) for i, t in enumerate(self.turns) if t.role == "assistant"]
 
-    def output_text(self) -> str:
-        return "\n".join(t.content for _, t in self.assistant_turns())
-
 
 def _call_size(call: ToolCall) -> int:
     arguments = json.dumps(call.arguments, ensure_ascii=False)
