@@ -29,8 +29,8 @@ from probegate.models.bounds import (
     Cut,
     bound_arguments,
     calls_cut,
-    clean_text,
     cut_text,
+    valid_unicode,
 )
 
 Role = Literal["user", "agent", "assistant"]
@@ -47,9 +47,9 @@ def _clean_strings(data: Any) -> Any:
     if not isinstance(data, dict):
         return data
     return {
-        k: clean_text(v)
+        k: valid_unicode(v)
         if isinstance(v, str)
-        else [clean_text(x) if isinstance(x, str) else x for x in v]
+        else [valid_unicode(x) if isinstance(x, str) else x for x in v]
         if isinstance(v, list)
         else v
         for k, v in data.items()

@@ -6,7 +6,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from probegate.models.bounds import clean_text
+from probegate.models.bounds import valid_unicode
 from probegate.models.causes import Cause
 from probegate.models.taxonomy import Severity
 from probegate.models.transcript import Transcript
@@ -80,7 +80,7 @@ class Attempt(BaseModel):
     @classmethod
     def _valid_text(cls, value: str) -> str:
         # A reason can quote what an agent raised or sent: keep it storable (models/bounds.py).
-        return clean_text(value)
+        return valid_unicode(value)
 
     @model_validator(mode="after")
     def _cause_with_unjudged(self) -> Attempt:
