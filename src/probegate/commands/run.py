@@ -30,10 +30,10 @@ from probegate.scenarios.compare import (
     load_baseline,
 )
 from probegate.scenarios.config_file import configured_adapter
+from probegate.scenarios.formats import EXCLUSIVE, FORMATS
 from probegate.scenarios.gate import decide
 from probegate.scenarios.loader import load_suites, select
 from probegate.scenarios.models import RunResult
-from probegate.scenarios.outputs import EXCLUSIVE, FORMATS
 from probegate.scenarios.runner import DEFAULT_TIMEOUT, options_for, pinned_timer, run_suite
 from probegate.terminal import json_text, one_line
 

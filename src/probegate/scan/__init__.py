@@ -30,7 +30,7 @@ from probegate.scan.closing import conclude
 from probegate.scan.execute import run_attempts
 from probegate.scan.finalise import build_report, report_files
 from probegate.scan.outputs import write_report_files
-from probegate.scan.plan import draw_plan, dry_run, nothing_to_run, with_surface
+from probegate.scan.planning import draw_plan, dry_run, nothing_to_run, with_surface
 from probegate.scan.prepare import prepare_scan
 from probegate.scan.reproducers import write_reproducers
 from probegate.scan.view import View

@@ -41,7 +41,7 @@ from probegate.files import MAX_INPUT_BYTES, read_bytes, write_atomic
 from probegate.models.redaction import Redactor, stored_key
 from probegate.models.report import JudgeUsage, TargetInfo
 from probegate.models.verdict import Attempt
-from probegate.scan.plan import say_what_cannot_apply
+from probegate.scan.planning import say_what_cannot_apply
 from probegate.scan.prepare import ScanInputs
 from probegate.scan.progress import ProgressPrinter
 from probegate.scan.settings import RunSettings

@@ -18,7 +18,7 @@ from probegate.reports import FORMATS
 from probegate.reports.redact import redact_report
 from probegate.reports.signing import sign_report
 from probegate.scan.execute import Execution
-from probegate.scan.plan import with_surface
+from probegate.scan.planning import with_surface
 from probegate.scan.prepare import ScanInputs
 from probegate.scan.settings import ReportSettings
 from probegate.scan.view import shown
