@@ -38,6 +38,7 @@ from probegate.library.oracles.base import JudgeContext
 from probegate.library.oracles.judge import JudgeOracle
 from probegate.library.probe import Probe
 from probegate.models.canaries import make_canaries
+from probegate.models.probe import PAYLOAD
 from probegate.models.transcript import Transcript
 from probegate.validation import describe
 
@@ -50,7 +51,7 @@ _STAND_IN = {
     "csa_category": "agent-goal-and-instruction-manipulation",
     "severity": "high",
     "channel": "user",
-    "turns": [{"content": "{{payload}}"}],
+    "turns": [{"content": PAYLOAD}],
     "remediation": "(calibration case)",
 }
 
