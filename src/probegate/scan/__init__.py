@@ -73,6 +73,6 @@ def execute_scan(
             report_files(settings.formats, settings.output_dir),
             settings.run.store,
         )
-        written = write_report_files(report, run.directory, settings.formats, settings.output_dir)
-        write_reproducers(report, run.directory, settings.repro, plan, target, inputs.secrets)
+        written = write_report_files(report, run.files, settings.formats, settings.output_dir)
+        write_reproducers(report, run.files, settings.repro, plan, target, inputs.secrets)
         return conclude(report, written, run, settings.gates, settings.repro, view)

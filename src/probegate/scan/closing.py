@@ -67,7 +67,7 @@ def conclude(
     """Print the closing lines and return the exit code: an interrupt's, an undecided scan's
     (raised as a :class:`TargetError`), or the gates'."""
     outcome = run.outcome
-    report_path = written.get("json", run.directory / "scan.json")
+    report_path = written.get("json", run.files.report)
     closing = Closing(report, written, outcome, run.scan_id)
     if outcome.stopped_reason == "cancelled":
         closing.resume = resume_command(run.scan_id, repro)

@@ -56,7 +56,7 @@ def build_report(
         not_started=dict(outcome.not_started),
         library_version=inputs.library_version,
         target=with_surface(
-            _anchored(run.info, [run.directory / "scan.json", *written_first]),
+            _anchored(run.info, [run.files.report, *written_first]),
             target,
             settings.declared_secrets,
         ),
