@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, assert_never
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from probegate.errors import ConfigError
 from probegate.files import read_yaml
+from probegate.models.report import Mode
 from probegate.models.shard import parse_shard
 from probegate.models.taxonomy import Severity
 from probegate.targets.base import TargetConfig, TargetSettings
@@ -75,7 +76,7 @@ class ScanConfig(BaseModel):
     target_args: list[str] = Field(default_factory=list)
     config_path: Path | None = None
     base_dir: Path = Field(default_factory=Path.cwd)
-    mode: Literal["fast", "smart", "full"] = "fast"
+    mode: Mode = Mode.FAST
     # Only this variant of each probe (a reproducer's ``--variant``): seed or a mutator's name.
     variant: str | None = None
     asi: list[str] = Field(default_factory=list)
@@ -205,7 +206,13 @@ class ScanConfig(BaseModel):
     def effective_repeat(self) -> int:
         if self.repeat is not None:
             return self.repeat
-        return 3 if self.mode == "full" else 1
+        match self.mode:
+            case Mode.FULL:
+                return 3
+            case Mode.FAST | Mode.SMART:
+                return 1
+            case _:
+                assert_never(self.mode)
 
 
 def read_config_file(path: Path, *, allow_outside: bool = False) -> dict[str, Any]:

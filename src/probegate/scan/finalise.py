@@ -13,7 +13,7 @@ from probegate.baseline import compare
 from probegate.clock import now, pinned
 from probegate.engine.assemble import ScanMeta, assemble
 from probegate.engine.plan import Plan
-from probegate.models.report import Budget, Engine, ScanReport, TargetInfo
+from probegate.models.report import Budget, Engine, Mode, ScanReport, StopReason, TargetInfo
 from probegate.reports import FORMATS
 from probegate.reports.redact import redact_report
 from probegate.reports.signing import sign_report
@@ -62,14 +62,14 @@ def build_report(
         ),
         engine=Engine(
             commander="probegate",
-            attacker="library+mutators" if settings.mode != "fast" else "library",
+            attacker="library+mutators" if settings.mode != Mode.FAST else "library",
             evaluator=settings.judge or "oracle",
         ),
         budget=Budget(
             cap_usd=settings.budget_usd,
             max_requests=settings.max_requests,
             requests_used=run.requests_used,
-            finalise_truncated=outcome.stopped_reason == "budget",
+            finalise_truncated=outcome.stopped_reason == StopReason.BUDGET,
         ),
         selected_all=settings.selected_all,
         shard=settings.shard,
