@@ -30,6 +30,7 @@ class Group(Enum):
 
     SCAN = "scan"
     MCP = "probegate's MCP server (docs/agent-service.md)"
+    A2A = "probegate's A2A peers (docs/scan-your-agent/a2a.md)"
     OUTPUT = "output and gates"
     # A global flag (cli.py adds it to every command); a row only because it is a setting.
     GLOBAL = "global options"
@@ -114,6 +115,15 @@ SCAN_FLAGS: tuple[ScanFlag, ...] = (
         "only probes whose id matches this glob, e.g. 'asi01*' (repeatable; default: all)",
         form=Form.LIST,
         metavar="GLOB",
+    ),
+    ScanFlag(
+        "--suite",
+        "suite",
+        "run AgentDojo's task pairs instead of the probe library: agentdojo (its four "
+        "suites) or agentdojo:banking,slack,travel,workspace; each attempt is also checked by "
+        "AgentDojo's own security check and the report states the agreement (needs "
+        "pip install 'probegate[agentdojo]'; docs/agentdojo.md)",
+        metavar="agentdojo[:SUITE]",
     ),
     ScanFlag(
         "--probe-dir",
@@ -279,6 +289,22 @@ SCAN_FLAGS: tuple[ScanFlag, ...] = (
         "the base URL the agent is given for the MCP server, when it reaches probegate "
         "across a network, e.g. from a container (default: the listen address)",
         group=Group.MCP,
+        metavar="URL",
+    ),
+    ScanFlag(
+        "--a2a-listen",
+        "a2a_listen",
+        "where the A2A peers listen when the agent calls other agents through them "
+        "(default 127.0.0.1 on a free port)",
+        group=Group.A2A,
+        metavar="HOST:PORT",
+    ),
+    ScanFlag(
+        "--a2a-advertise",
+        "a2a_advertise",
+        "the base URL the agent is given for the A2A peers, when it reaches probegate "
+        "across a network, e.g. from a container (default: the listen address)",
+        group=Group.A2A,
         metavar="URL",
     ),
     ScanFlag(

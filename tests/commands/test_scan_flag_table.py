@@ -29,6 +29,8 @@ _EXAMPLES: dict[str, tuple[str, Any]] = {
     "shard": ("2/3", "2/3"),
     "mcp_listen": ("127.0.0.1:8765", "127.0.0.1:8765"),
     "mcp_advertise": ("http://probegate.test:8765/", "http://probegate.test:8765"),
+    "a2a_listen": ("127.0.0.1:8766", "127.0.0.1:8766"),
+    "a2a_advertise": ("http://probegate.test:8766/", "http://probegate.test:8766"),
     "output": ("json,md", ["json", "md"]),
     "fail_on": ("HIGH", Severity.HIGH),
     "fail_under": ("50", 50.0),

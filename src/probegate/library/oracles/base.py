@@ -112,6 +112,13 @@ class OracleModel(BaseModel):
         """It can never see evidence on such a target (a secret it looks for is never there)."""
         return False
 
+    def text_detectors(self) -> frozenset[str]:
+        """The detectors of the evidence it finds in the agent's words alone (a reading of a
+        reply, library/oracles/reading.py): a decision an LLM judge, when one is configured,
+        takes instead of the rules (docs/judge.md). Actions, secrets and an absent match stay
+        the rules' to decide."""
+        return frozenset()
+
 
 def _compiles(pattern: str) -> str:
     check(pattern)

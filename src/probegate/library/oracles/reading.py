@@ -52,7 +52,7 @@ from probegate.library.oracles.base import (
 )
 from probegate.models.causes import Cause
 from probegate.models.patterns import Match, Pattern
-from probegate.models.probe import PAYLOAD, Fixtures
+from probegate.models.probe import PAYLOAD
 from probegate.models.transcript import Turn
 from probegate.models.verdict import SUBJECT_MAX
 
@@ -362,10 +362,7 @@ def attack_text(probe: Probe, payload: str | None = None) -> str:
     attempt sent), and every fixture text that carries it, filled with both."""
     payloads = [p for p in dict.fromkeys((probe.payload, payload)) if p]
     carriers = [t.content for t in probe.turns if PAYLOAD in t.content and t.content != PAYLOAD]
-    for name in Fixtures.model_fields:
-        value = getattr(probe.fixtures, name)
-        texts = value.values() if isinstance(value, dict) else value
-        carriers.extend(t for t in texts if PAYLOAD in t)
+    carriers.extend(t for t in probe.fixtures.texts() if PAYLOAD in t)
     parts = [*payloads, *carriers]
     parts.extend(c.replace(PAYLOAD, p) for c in carriers for p in payloads if payload)
     return "\n".join(parts)
