@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from probegate.errors import UsageError
-from probegate.models.bounds import clean_text
+from probegate.models.bounds import valid_unicode
 
 ERROR_MAX = 300
 # A dotted Python name: what `import` and attribute access accept, nothing relative.
@@ -40,7 +40,7 @@ class Outcome:
 
 def bounded(text: str, limit: int = ERROR_MAX) -> str:
     """One line of at most ``limit`` characters: error text goes into a report, not a log."""
-    text = " ".join(clean_text(text).split())
+    text = " ".join(valid_unicode(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from probegate.library.oracles.base import directed_action, shows_a_secret, swept_secret
 from probegate.library.probe import Probe
 from probegate.models.causes import Cause
+from probegate.models.probe import PAYLOAD
 from probegate.models.transcript import resolve_path
 from probegate.models.verdict import Attempt, Evidence, Outcome
 
@@ -49,7 +50,6 @@ NOT_DELIVERED_SAME = (
 STANDS_WITHOUT_CONTROL = "stands without its control: "
 
 
-PAYLOAD = "{{payload}}"
 # What an attacker brings into a conversation that a benign one lacks: an e-mail address, a
 # URL, a dotted host name, a number of three digits or more.
 _ARTEFACT = re.compile(

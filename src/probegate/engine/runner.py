@@ -39,7 +39,7 @@ from probegate.library.probe import Probe
 from probegate.models.bounds import TRANSCRIPT_MAX
 from probegate.models.canaries import make_canaries
 from probegate.models.causes import CUT_SHORT, Cause
-from probegate.models.probe import Fixtures
+from probegate.models.probe import PAYLOAD, Fixtures
 from probegate.models.recording import write_manifest, write_recording
 from probegate.models.redaction import Redactor, redact_attempt
 from probegate.models.taxonomy import Channel
@@ -56,7 +56,6 @@ from probegate.threads import DaemonExecutor
 from probegate.transport.limiter import BudgetExhausted, RequestLimiter
 from probegate.transport.usage import TransportError, Usage
 
-PAYLOAD = "{{payload}}"
 EARLY_STOP_WINDOW = 12
 EARLY_STOP_FRACTION = 0.9
 # At the end of a scan: more than this share of attempts never reached the target -> exit 3.
@@ -132,7 +131,7 @@ def _fill(text: str, payload: str | None) -> str:
 
 
 def fill_fixtures(fixtures: Fixtures, payload: str | None, *, control: bool = False) -> Fixtures:
-    """The probe's fixtures with ``{{payload}}`` replaced by this variant's payload.
+    """The probe's fixtures with :data:`PAYLOAD` replaced by this variant's payload.
 
     In a control, a tool error that carries the payload is not served at all: the failure is
     the attack there (does the agent own up to it?), and a benign failure is still a failure.

@@ -190,8 +190,8 @@ class McpSummary(_Section):
     conversations: int  # endpoints opened, one per conversation
     calls: int  # tool calls the server accepted (answered from the sandbox)
     rejected: McpRejections
-    # Read as zeros from a report written before it was counted apart.
-    unauthenticated: McpUnauthenticated = McpUnauthenticated()
+    # A report written before it was counted apart reads it as zeros (models/stored.py).
+    unauthenticated: McpUnauthenticated
 
     @classmethod
     def merged(cls, sections: list[McpSummary]) -> McpSummary | None:

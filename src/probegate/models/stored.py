@@ -122,7 +122,7 @@ def report_from_data(data: dict[str, Any], *, source: str) -> ScanReport:
     schema = data.get("schema")
     if schema == SCHEMA:
         notes: list[str] = []
-        _upgrade_causes(data)
+        _upgrade(data)
     elif schema == UPSTREAM_SCHEMA:
         data, notes = _map_upstream_report(data, source=source)
     else:
@@ -432,6 +432,20 @@ def _upstream_authority(data: dict[str, Any]) -> dict[str, Any]:
 
 
 # ------------------------------------------------- probegate reports older than a field
+
+
+def _upgrade(data: dict[str, Any]) -> None:
+    """A report of an earlier probegate, in place, as this version writes it: the one place
+    that knows a report's age (nothing downstream branches on it)."""
+    _upgrade_causes(data)
+    _upgrade_mcp(data)
+
+
+def _upgrade_mcp(data: dict[str, Any]) -> None:
+    """The MCP section before traffic without a token was counted apart: none was."""
+    mcp = data.get("mcp")
+    if isinstance(mcp, dict) and "unauthenticated" not in mcp:
+        mcp["unauthenticated"] = {}
 
 
 def _upgrade_causes(data: dict[str, Any]) -> None:

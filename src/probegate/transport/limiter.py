@@ -134,12 +134,6 @@ class RequestLimiter:
             self._waited += seconds
             return True
 
-    @property
-    def waited(self) -> float:
-        """Seconds of ``Retry-After`` pause granted so far."""
-        with self._lock:
-            return self._waited
-
     # -- requests ------------------------------------------------------------------------
     def acquire(self) -> None:
         """Wait for a rate slot and count one request; raise at the hard caps."""
