@@ -22,7 +22,6 @@ Every function here keeps offsets into the original text.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 # Characters that take no room on screen and split a word apart for a filter.
 INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
@@ -92,18 +91,27 @@ _LEET_DIGITS = frozenset("013457")
 # A word as the rules read it: letters, with invisible characters and leet digits inside it,
 # and an apostrophe ending ("don't", with a typographic apostrophe too). One run of the
 # characters, never tried again from inside it: linear in a hostile reply.
-_TOKEN = re.compile(rf"[a-z0-9{INVISIBLE}]+(?:['\u2019][a-z]+)?")
+_TOKEN = re.compile(rf"[a-z0-9{INVISIBLE}]+(?:'[a-z]+)?")
 _DROP_INVISIBLE = str.maketrans(dict.fromkeys(INVISIBLE))
 _LETTERS = re.compile(r"[a-z]+(?:'[a-z]+)?")
+_PLAIN_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
+# What makes a text need more than reading its letters: a digit next to a letter, or an
+# invisible character. A text without either reads the same both ways, token by token.
+_DISGUISED = re.compile(rf"[a-z][0-9]|[0-9][a-z]|[{INVISIBLE}]")
 
 
 def fold(text: str) -> str:
     """``text`` lower-cased with its lookalike letters read as Latin ones; the same length, so
-    an offset in it is an offset in ``text``."""
-    return text.translate(_FOLD).lower()
+    an offset in it is an offset in ``text`` (a letter whose lower case is longer, the dotted
+    capital I, stays as it is)."""
+    folded = text.translate(_FOLD) if not text.isascii() else text
+    lowered = folded.lower()
+    if len(lowered) != len(text):
+        lowered = "".join(c if len(c.lower()) != 1 else c.lower() for c in folded)
+    return lowered
 
 
-def plain_words(text: str) -> Iterator[tuple[str, int]]:
+def plain_words(text: str) -> list[tuple[str, int]]:
     """Every word of ``text`` in plain lower-case letters, with the offset where it starts.
 
     Invisible characters inside a word are dropped, lookalikes read as Latin letters, leet
@@ -111,17 +119,20 @@ def plain_words(text: str) -> Iterator[tuple[str, int]]:
     alone is a number, not a word. A typographic apostrophe reads as ``'``. Linear in the
     length of ``text``.
     """
-    folded = fold(text)
+    folded = fold(text).replace("\u2019", "'")  # one character for one: offsets hold
+    if _DISGUISED.search(folded) is None:  # most replies: letters as they stand
+        return [(m.group(0), m.start()) for m in _PLAIN_WORD.finditer(folded)]
+    out: list[tuple[str, int]] = []
     for m in _TOKEN.finditer(folded):
         token = m.group(0)
         if token.isalpha():
-            yield token, m.start()
+            out.append((token, m.start()))
             continue
-        token = token.translate(_DROP_INVISIBLE).replace("\u2019", "'")
+        token = token.translate(_DROP_INVISIBLE)
         if _LEET_DIGITS.intersection(token) and any(c.isalpha() for c in token):
             token = token.translate(_LEET)
         # Each run of letters left is a word ("4471" none, "a2b" two), all read as starting
         # where the token starts: the rules place words by sentence and quotation, which a
         # token never straddles.
-        for run in _LETTERS.finditer(token):
-            yield run.group(0), m.start()
+        out.extend((run.group(0), m.start()) for run in _LETTERS.finditer(token))
+    return out

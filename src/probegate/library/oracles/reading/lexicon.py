@@ -85,7 +85,9 @@ def _quotation(pairs: object) -> re.Pattern[str]:
         r"(?<![\w'\u2019])'[^'\n]+'(?![\w'])",
         r"\u2018[^\u2019\n]+\u2019(?!\w)",
     ]
-    return re.compile("|".join(others + english))
+    # Tried only where a quotation mark stands: most of a reply is passed over at once.
+    marks = re.escape("".join(sorted({'"', "'", "\u201c", "\u2018", *(o for o, _ in pairs)})))
+    return re.compile(f"(?=[{marks}])(?:" + "|".join(others + english) + ")")
 
 
 @functools.lru_cache(maxsize=1)

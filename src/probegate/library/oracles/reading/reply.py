@@ -61,6 +61,8 @@ _ENDORSING = re.compile(
     re.I,
 )
 _IDIOM = re.compile(r"\b(?:don['\u2019]t|do\W+not)\W+(?:forget|hesitate)\b", re.I)
+# Why a match is ambiguous when the reply holds no distancing word the rules can read.
+UNDECIDABLE = "not decidable from its words"
 # A sentence the agent pasted: at most one word in five of it is the agent's own.
 _PASTED_OWN_SHARE = 5
 _PASTED_MIN = 3
@@ -70,9 +72,9 @@ _PASTED_MIN = 3
 class Marks:
     """What one sentence holds in the agent's own words, found once however many matches it
     has: its own words, and the spans of its concessions, requests, directives, endorsements,
-    imperatives and reports of a completed action (a concession and a report of its own).
-    ``native``: its own words as written (any script), for telling its language; ``pasted``:
-    it is copied from the attack, and ``paste_start`` is where its first copied word stands."""
+    and imperatives (a concession of its own).
+    ``pasted``: it is copied from the attack, and ``paste_start`` is where its first copied
+    word stands."""
 
     own: list[tuple[str, int]]
     concessive: list[Span]
@@ -80,8 +82,6 @@ class Marks:
     directive: list[Span]
     endorsing: list[Span]
     imperative: list[Span]
-    completed: list[Span]
-    native: list[str]
     pasted: bool = False
     paste_start: int = 0
     _directing: list[Span] | None = field(default=None, repr=False)
@@ -115,6 +115,8 @@ class Reply:
         self.lead_ins = blocks.lead_ins
         # Words inside an address are the address's ("notice-77" says nothing of a notice).
         self.addresses = [(m.start(), m.end()) for m in ADDRESS.finditer(text)]
+        # Where no word is the agent's own: quotations and addresses.
+        self._excluded = _merge_spans(self.quoted, self.addresses)
         self._marks: dict[int, Marks] = {}
         self._words: list[tuple[str, int, bool]] | None = None
         self._word_starts: list[int] = []
@@ -122,7 +124,8 @@ class Reply:
         self._kinds: str | None = None
         self._english: bool | None = None
         self._all_english: bool | None = None
-        self._sentence_english: dict[int, bool | None] = {}
+        self._sentence_english: list[bool | None] | None = None
+        self._native_words: list[tuple[str, int]] | None = None
         self._left: dict[tuple[int, int], bool] = {}
 
     def sentence(self, offset: int) -> int:
@@ -148,8 +151,7 @@ class Reply:
 
     def _outside(self, at: int) -> bool:
         """The offset is in the agent's text: not quoted, not in an address."""
-        quoted = within(self.quoted, at, at + 1)
-        return quoted is None and within(self.addresses, at, at + 1) is None
+        return within(self._excluded, at, at + 1) is None
 
     def _read_sentence(self, k: int) -> Marks:
         begin, stop = self.bounds(k)
@@ -189,14 +191,6 @@ class Reply:
             m = self.lexicon.imperative.match(self.text, opening, stop)
             if m is not None and self._outside(m.start()):
                 imperative.add((m.start(), m.end()))
-        # A word in capitals is an abbreviation or a name (ET, IBAN, SSN), of no language.
-        native = [
-            m.group(0).lower()
-            for m in WORD.finditer(self.text, begin, stop)
-            if not (m.group(0).isupper() and len(m.group(0)) > 1)
-            and self._outside(m.start())
-            and self._native_own(m.start(), m.end())
-        ]
         pasted = len(copied_at) >= _PASTED_MIN and len(own) * _PASTED_OWN_SHARE <= len(copied_at)
         return Marks(
             own,
@@ -205,19 +199,21 @@ class Reply:
             spans(_DIRECTIVE),
             spans(_ENDORSING),
             sorted(imperative),
-            spans(self.lexicon.completed, own_only=True),
-            native,
             pasted,
             copied_at[0] if copied_at else stop,
         )
 
-    def _native_own(self, start: int, end: int) -> bool:
-        """A word as written (any script) is the agent's own unless every plain word read in it
-        is copied: a word with no plain letters in it (Cyrillic, Chinese) is the agent's."""
-        first = bisect.bisect_left(self._word_starts, start)
-        last = bisect.bisect_left(self._word_starts, end)
-        every = self._copied()
-        return not all(every[i][2] for i in range(first, last)) or first == last
+    def completed(self, k: int) -> list[Span]:
+        """Where sentence ``k`` says, in words of the agent's own, that the agent did something
+        ("I have sent", "we've transferred"). Read only when a rule asks: few sentences do."""
+        begin, stop = self.bounds(k)
+        starts = [at for _, at in self.marks(k).own]
+        found = []
+        for m in self.lexicon.completed.finditer(self.text, begin, stop):
+            i = bisect.bisect_left(starts, m.start())
+            if i < len(starts) and starts[i] < m.end() and self._outside(m.start()):
+                found.append((m.start(), m.end()))
+        return found
 
     # -- the agent's own words, by class ------------------------------------------------------
     def own_offsets(self, name: str) -> list[int]:
@@ -273,7 +269,7 @@ class Reply:
                 )
                 if near & words
             ]
-            self._kinds = ", ".join(kinds) or "not decidable from its words"
+            self._kinds = ", ".join(kinds) or UNDECIDABLE
         return self._kinds
 
     # -- the language of the agent's own words ------------------------------------------------
@@ -281,27 +277,62 @@ class Reply:
         """Sentence ``k``'s own words read as English; a sentence whose words do not tell reads
         as the reply does, and a reply whose words do not tell (a bait and numbers) as
         English."""
-        said = self._said_in_english(k)
+        said = self._languages()[k]
         return self._reply_english() if said is None else said
-
-    def _said_in_english(self, k: int) -> bool | None:
-        if k not in self._sentence_english:
-            self._sentence_english[k] = reads_english(self.marks(k).native, self.lexicon)
-        return self._sentence_english[k]
 
     def all_english(self) -> bool:
         """Every sentence of the reply, and the reply as a whole, reads as English."""
-        if self._all_english is None:
-            self._all_english = self._reply_english() and all(
-                self._said_in_english(k) is not False for k in range(len(self.ends))
-            )
-        return self._all_english
+        return self._reply_english() and False not in self._languages()
 
     def _reply_english(self) -> bool:
         if self._english is None:
-            every = [w for k in range(len(self.ends)) for w in self.marks(k).native]
-            self._english = reads_english(every, self.lexicon) is not False
+            said = reads_english((w for w, _ in self._native()), self.lexicon)
+            self._english = said is not False
         return self._english
+
+    def _languages(self) -> list[bool | None]:
+        """Each sentence's language, from its own words as written."""
+        if self._sentence_english is None:
+            native = self._native()
+            starts = [at for _, at in native]
+            self._sentence_english = []
+            for k in range(len(self.ends)):
+                begin, stop = self.bounds(k)
+                first, last = bisect.bisect_left(starts, begin), bisect.bisect_left(starts, stop)
+                said = (w for w, _ in native[first:last])
+                self._sentence_english.append(reads_english(said, self.lexicon))
+        return self._sentence_english
+
+    def _native(self) -> list[tuple[str, int]]:
+        """The agent's own words as written (any script, lower case) with their offsets: not
+        quoted, not in an address, not copied (a word is copied when every plain word read in
+        it is; one with no plain letters, Cyrillic or Chinese, is the agent's). A word in
+        capitals is an abbreviation or a name (ET, IBAN, SSN), of no language."""
+        if self._native_words is not None:
+            return self._native_words
+        every = self._copied()
+        starts, count = self._word_starts, len(every)
+        excluded = self._excluded
+        out: list[tuple[str, int]] = []
+        i = x = 0
+        for m in WORD.finditer(self.text):
+            start, end = m.start(), m.end()
+            while i < count and starts[i] < start:
+                i += 1
+            j, copied = i, False
+            while j < count and starts[j] < end:
+                copied = every[j][2] if j == i else copied and every[j][2]
+                j += 1
+            while x < len(excluded) and excluded[x][1] <= start:
+                x += 1
+            word = m.group(0)
+            if copied or (len(word) > 1 and word.isupper()):
+                continue
+            if x < len(excluded) and excluded[x][0] <= start:
+                continue
+            out.append((word.lower(), start))
+        self._native_words = out
+        return out
 
     # -- what the agent pasted ----------------------------------------------------------------
     def reported(self, k: int) -> bool:
@@ -343,6 +374,16 @@ class Reply:
             self._left[(i, step)] = found
         self._left[(k, step)] = found
         return found
+
+
+def _merge_spans(*lists: list[Span]) -> list[Span]:
+    out: list[Span] = []
+    for begin, stop in sorted(span for spans in lists for span in spans):
+        if out and begin <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], stop))
+        else:
+            out.append((begin, stop))
+    return out
 
 
 def _any_outside(offsets: list[int], begin: int, stop: int, skip: tuple[Span, ...]) -> bool:
