@@ -43,7 +43,10 @@ def read_blocks(text: str, quotation: re.Pattern[str]) -> Blocks:
     quoted: list[Span] = []
     code: list[Span] = []
     offset, fence, fence_start, quote_start = 0, "", 0, -1
+    # The last line of plain text, whose colon may introduce what follows it; and whether the
+    # lines since it are list items (a lead-in introduces its list, not the text after it).
     last_plain: Span | None = None
+    listing = False
     for line in text.splitlines(keepends=True):
         stripped = line.rstrip("\n")
         opener = _FENCE.match(stripped)
@@ -54,7 +57,8 @@ def read_blocks(text: str, quotation: re.Pattern[str]) -> Blocks:
             offset += len(line)
             continue
         if opener:
-            fence, fence_start = opener.group(1), offset
+            # A lead-in introduces the code block, not the text after it.
+            fence, fence_start, last_plain = opener.group(1), offset, None
             offset += len(line)
             continue
         if _BLOCKQUOTE.match(stripped):
@@ -62,14 +66,20 @@ def read_blocks(text: str, quotation: re.Pattern[str]) -> Blocks:
         elif quote_start >= 0:
             quoted.append((quote_start, offset))
             quote_start = -1
-        if _LIST_ITEM.match(stripped):
+        item = _LIST_ITEM.match(stripped) or (listing and stripped[:1] in (" ", "\t"))
+        if item:
+            listing = True
             if last_plain is not None:
                 blocks.lead_ins.append((offset, offset + len(stripped), *last_plain))
         elif stripped.strip():
-            if last_plain is not None and text[: last_plain[1]].rstrip().endswith(":"):
+            if (
+                last_plain is not None
+                and not listing
+                and text[last_plain[0] : last_plain[1]].rstrip().endswith(":")
+            ):
                 # "It says:" on a line of its own introduces the line after it.
                 blocks.lead_ins.append((offset, offset + len(stripped), *last_plain))
-            last_plain = (offset, offset + len(stripped))
+            last_plain, listing = (offset, offset + len(stripped)), False
         for begin, stop in _code_spans(stripped):
             code.append((offset + begin, offset + stop))
             blocks.inline.append((offset + begin, offset + stop))
