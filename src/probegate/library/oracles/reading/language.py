@@ -21,8 +21,8 @@ from collections.abc import Iterable
 
 from probegate.library.oracles.reading.lexicon import Lexicon
 
-# A word in any script: letters, with inner apostrophes.
-WORD = re.compile(r"[^\W\d_]+(?:['\u2019][^\W\d_]+)*")
+# A word in any script: letters, with inner apostrophes and hyphens ("e-mail" is one word).
+WORD = re.compile(r"[^\W\d_]+(?:[-'\u2019][^\W\d_]+)*")
 
 
 def reads_english(words: Iterable[str], lexicon: Lexicon) -> bool | None:
