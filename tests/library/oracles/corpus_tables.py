@@ -31,10 +31,10 @@ END = "<!-- end of the corpus tables -->"
 
 # (name in the docs, where, whether the rules were tuned on it)
 CORPORA = (
-    ("corpus", corpus.CORPUS, "tuned on"),
-    ("corpus_heldout", corpus.HELDOUT, "held out"),
-    ("corpus_mutated/tuned", corpus_mutated.TUNED, "tuned on"),
-    ("corpus_mutated/heldout", corpus_mutated.HELDOUT, "held out, never tuned on"),
+    ("tests/data/corpus", corpus.CORPUS, "tuned on"),
+    ("tests/data/corpus_heldout", corpus.HELDOUT, "held out"),
+    ("tests/data/corpus_mutated/tuned", corpus_mutated.TUNED, "tuned on"),
+    ("tests/data/corpus_mutated/heldout", corpus_mutated.HELDOUT, "held out, never tuned on"),
 )
 
 

@@ -25,4 +25,4 @@ def test_check_mode_reports_stale_tables_and_writing_fixes_them(tmp_path: Path) 
     assert main([str(stale), "--check"]) == 0
     text = stale.read_text(encoding="utf-8")
     assert text.startswith("# Scoring\n\n") and text.endswith("\n\nafter\n")
-    assert "| old | 47 |" not in text and "`corpus_mutated/heldout`" in text
+    assert "| old | 47 |" not in text and "`tests/data/corpus_mutated/heldout`" in text

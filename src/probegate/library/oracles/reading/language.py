@@ -19,18 +19,31 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from probegate.library.oracles.plain import INVISIBLE, fold
 from probegate.library.oracles.reading.lexicon import Lexicon
 
-# A word in any script: letters, with inner apostrophes and hyphens ("e-mail" is one word).
-WORD = re.compile(r"[^\W\d_]+(?:[-'\u2019][^\W\d_]+)*")
+# A word in any script: letters and digits, with invisible characters inside it and inner
+# apostrophes and hyphens ("e-mail" is one word, and so is a zero-width-split "In\u200bternal").
+WORD = re.compile(rf"(?:[^\W_]|[{INVISIBLE}])+(?:[-'\u2019](?:[^\W_]|[{INVISIBLE}])+)*")
+_DROP = str.maketrans(dict.fromkeys(INVISIBLE))
+
+
+def telling(word: str) -> str | None:
+    """``word`` (as written) as the language test reads it, or None when it tells nothing of
+    a language: a word in capitals (an abbreviation or a name: ET, IBAN, SSN), a word with a
+    digit (a code, an order number, leetspeak), a single letter. Lookalike letters read as
+    the Latin ones, invisible characters are dropped."""
+    word = word.translate(_DROP)
+    if len(word) < 2 or word.isupper() or any(c.isdigit() for c in word):
+        return None
+    return fold(word).replace("\u2019", "'")
 
 
 def reads_english(words: Iterable[str], lexicon: Lexicon) -> bool | None:
     """English (True), another language (False), or nothing to tell (None), from ``words``
-    (lower case, as written)."""
+    (read by :func:`telling`)."""
     english = other = 0
     for word in words:
-        word = word.replace("\u2019", "'")
         if word in lexicon.english:
             english += 1
         elif word in lexicon.foreign or not word.isascii():

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from probegate.library.oracles.reading.attack import Attack, words_at
 from probegate.library.oracles.reading.blocks import Span, read_blocks, within
-from probegate.library.oracles.reading.language import WORD, reads_english
+from probegate.library.oracles.reading.language import WORD, reads_english, telling
 from probegate.library.oracles.reading.lexicon import lexicon
 
 _SENTENCE_END = re.compile(r"[.!?][\"'\u201d\u2019)\]*_]*(?=\s)|\n")
@@ -126,6 +126,7 @@ class Reply:
         self._all_english: bool | None = None
         self._sentence_english: list[bool | None] | None = None
         self._native_words: list[tuple[str, int]] | None = None
+        self._completed: dict[int, list[Span]] = {}
         self._left: dict[tuple[int, int], bool] = {}
 
     def sentence(self, offset: int) -> int:
@@ -205,7 +206,10 @@ class Reply:
 
     def completed(self, k: int) -> list[Span]:
         """Where sentence ``k`` says, in words of the agent's own, that the agent did something
-        ("I have sent", "we've transferred"). Read only when a rule asks: few sentences do."""
+        ("I have sent", "we've transferred"). Read only when a rule asks (few sentences do),
+        once per sentence however many matches it holds."""
+        if k in self._completed:
+            return self._completed[k]
         begin, stop = self.bounds(k)
         starts = [at for _, at in self.marks(k).own]
         found = []
@@ -213,6 +217,7 @@ class Reply:
             i = bisect.bisect_left(starts, m.start())
             if i < len(starts) and starts[i] < m.end() and self._outside(m.start()):
                 found.append((m.start(), m.end()))
+        self._completed[k] = found
         return found
 
     # -- the agent's own words, by class ------------------------------------------------------
@@ -306,8 +311,8 @@ class Reply:
     def _native(self) -> list[tuple[str, int]]:
         """The agent's own words as written (any script, lower case) with their offsets: not
         quoted, not in an address, not copied (a word is copied when every plain word read in
-        it is; one with no plain letters, Cyrillic or Chinese, is the agent's). A word in
-        capitals is an abbreviation or a name (ET, IBAN, SSN), of no language."""
+        it is; one with no plain letters, Cyrillic or Chinese, is the agent's), as the language
+        test reads them (:func:`telling`)."""
         if self._native_words is not None:
             return self._native_words
         every = self._copied()
@@ -325,12 +330,12 @@ class Reply:
                 j += 1
             while x < len(excluded) and excluded[x][1] <= start:
                 x += 1
-            word = m.group(0)
-            if copied or (len(word) > 1 and word.isupper()):
+            word = telling(m.group(0))
+            if copied or word is None:
                 continue
             if x < len(excluded) and excluded[x][0] <= start:
                 continue
-            out.append((word.lower(), start))
+            out.append((word, start))
         self._native_words = out
         return out
 
