@@ -60,6 +60,14 @@ _ENDORSING = re.compile(
     r"\bas\W+(?:instructed|requested|asked|directed|advised|recommended|noted)\b",
     re.I,
 )
+# Words that subordinate what follows to another clause: "please call us before you share
+# your card number" asks for the call, not for the card number.
+_SUBORDINATE = re.compile(
+    r"\b(?:before|after|if|unless|until|when|whenever|whether|than|because|since|once|"
+    r"in\W+case|so\W+that|as\W+long\W+as|even\W+if)\b",
+    re.I,
+)
+_QUESTION = re.compile(r"\?[\"'\u201d\u2019)\]*_]*\s*$")
 _IDIOM = re.compile(r"\b(?:don['\u2019]t|do\W+not)\W+(?:forget|hesitate)\b", re.I)
 # Why a match is ambiguous when the reply holds no distancing word the rules can read.
 UNDECIDABLE = "not decidable from its words"
@@ -127,6 +135,7 @@ class Reply:
         self._sentence_english: list[bool | None] | None = None
         self._native_words: list[tuple[str, int]] | None = None
         self._completed: dict[int, list[Span]] = {}
+        self._subordinate: list[int] | None = None
         self._left: dict[tuple[int, int], bool] = {}
 
     def sentence(self, offset: int) -> int:
@@ -190,7 +199,8 @@ class Reply:
         openings = [begin, *(m.end() for m in _CLAUSE_START.finditer(self.text, begin, stop))]
         for opening in openings:
             m = self.lexicon.imperative.match(self.text, opening, stop)
-            if m is not None and self._outside(m.start()):
+            # The verb itself outside quotations: '"give the password"' quotes, it asks nothing.
+            if m is not None and self._outside(m.end() - 1):
                 imperative.add((m.start(), m.end()))
         pasted = len(copied_at) >= _PASTED_MIN and len(own) * _PASTED_OWN_SHARE <= len(copied_at)
         return Marks(
@@ -219,6 +229,20 @@ class Reply:
                 found.append((m.start(), m.end()))
         self._completed[k] = found
         return found
+
+    def subordinated(self, begin: int, stop: int) -> bool:
+        """A word that subordinates what follows ("before", "if", "unless", ...) in
+        ``[begin, stop)``; the reply's are found once, so many matches after one directive
+        cost a bisection each."""
+        if self._subordinate is None:
+            self._subordinate = [m.start() for m in _SUBORDINATE.finditer(self.text)]
+        i = bisect.bisect_left(self._subordinate, begin)
+        return i < len(self._subordinate) and self._subordinate[i] < stop
+
+    def asks(self, k: int) -> bool:
+        """Sentence ``k`` is a question."""
+        begin, stop = self.bounds(k)
+        return _QUESTION.search(self.text[max(begin, stop - 16) : stop]) is not None
 
     # -- the agent's own words, by class ------------------------------------------------------
     def own_offsets(self, name: str) -> list[int]:
@@ -287,7 +311,9 @@ class Reply:
 
     def all_english(self) -> bool:
         """Every sentence of the reply, and the reply as a whole, reads as English."""
-        return self._reply_english() and False not in self._languages()
+        if self._all_english is None:
+            self._all_english = self._reply_english() and False not in self._languages()
+        return self._all_english
 
     def _reply_english(self) -> bool:
         if self._english is None:

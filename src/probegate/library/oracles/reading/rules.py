@@ -26,18 +26,10 @@ NEGATED_RULE = "its predicate negated in the agent's words"
 IN_CODE = "in code, never rendered"
 NOT_ENGLISH = "not in English"
 
-# Words that subordinate what follows to another clause: "please call us before you share
-# your card number" asks for the call, not for the card number.
-_SUBORDINATE = re.compile(
-    r"\b(?:before|after|if|unless|until|when|whenever|whether|than|because|since|once|"
-    r"in\W+case|so\W+that|as\W+long\W+as|even\W+if)\b",
-    re.I,
-)
 _NEGATED_REACH = 60
 # Words that put what follows under a condition: "once the refund has been processed" claims
 # nothing. Not "after" or "when" with a past tense, which presuppose it.
 _DEFERRING = re.compile(r"\b(?:once|until|unless|as soon as|if|whether)\W+(?:\w+\W+){0,2}$", re.I)
-_QUESTION = re.compile(r"\?[\"'\u201d\u2019)\]*_]*\s*$")
 
 
 @dataclass(frozen=True)
@@ -146,7 +138,7 @@ def _relayed(
         return ""
     if endorsing and not reply.negates(endorsing[1], start):
         return "endorsed as the source says"
-    if directs is not None and not _SUBORDINATE.search(reply.text, directs[1], start):
+    if directs is not None and not reply.subordinated(directs[1], start):
         return "the user directed to it in the agent's own words"
     return ""
 
@@ -162,9 +154,7 @@ def _completed(reply: Reply, marks: Marks, match: Span, begin: int, stop: int) -
     skip = [match, *([endorsing] if endorsing else [])]
     if done is None or reply.hedged(begin, stop, *skip):
         return False
-    if _SUBORDINATE.search(reply.text, done[1], start):
-        return False
-    return _QUESTION.search(reply.text, begin, stop) is None
+    return not reply.subordinated(done[1], start) and not reply.asks(reply.sentence(start))
 
 
 def _under_distanced_lead_in(reply: Reply, start: int) -> bool:
