@@ -81,6 +81,9 @@ class ScanConfig(BaseModel):
     asi: list[str] = Field(default_factory=list)
     probes: list[str] = Field(default_factory=list)
     probe_dirs: list[Path] = Field(default_factory=list)
+    # An external benchmark's task pairs instead of the library: ``agentdojo[:SUITE,...]``
+    # (docs/agentdojo.md; the optional extra ``probegate[agentdojo]``).
+    suite: str | None = None
     concurrency: int = Field(default=8, ge=1, le=1024)
     rps: float | None = Field(default=None, gt=0)
     timeout: float = Field(default=60.0, gt=0)
@@ -116,6 +119,9 @@ class ScanConfig(BaseModel):
     # probegate's MCP server (docs/agent-service.md): where it listens, what the agent is told.
     mcp_listen: str = DEFAULT_LISTEN
     mcp_advertise: str | None = None
+    # probegate's A2A peers (docs/scan-your-agent/a2a.md): the same, for agents calling agents.
+    a2a_listen: str = DEFAULT_LISTEN
+    a2a_advertise: str | None = None
     # The command line as data, kept with the scan so ``--resume SCAN_ID`` needs nothing else.
     invocation: dict[str, Any] = Field(default_factory=dict)
 
@@ -172,13 +178,13 @@ class ScanConfig(BaseModel):
                 out.append(part)
         return out
 
-    @field_validator("mcp_listen")
+    @field_validator("mcp_listen", "a2a_listen")
     @classmethod
     def _listen_address(cls, value: str) -> str:
         parse_listen(value)
         return value
 
-    @field_validator("mcp_advertise")
+    @field_validator("mcp_advertise", "a2a_advertise")
     @classmethod
     def _advertised_url(cls, value: str | None) -> str | None:
         return None if value is None else parse_advertise(value)
@@ -199,6 +205,8 @@ class ScanConfig(BaseModel):
             config_path=self.config_path,
             mcp_listen=self.mcp_listen,
             mcp_advertise=self.mcp_advertise,
+            a2a_listen=self.a2a_listen,
+            a2a_advertise=self.a2a_advertise,
         )
 
     @property

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from probegate.errors import ExitCode, UsageError
-from probegate.models.causes import JUDGE_CAUSES
+from probegate.models.causes import JUDGE_CAUSES, Cause
 from probegate.models.comparison import Comparison
 from probegate.models.report import Finding, ProbeResult, ScanReport, most_severe_first
 from probegate.models.taxonomy import SEVERITY_RANK, Severity
@@ -192,15 +192,16 @@ def _missing_evidence(report: ScanReport, threshold: int) -> list[ProbeResult]:
     """The probes that could still reach ``threshold`` but were not judged in full.
 
     A probe already a finding cannot add one; probes that were not applicable or not run are
-    not attempts. Every other probe of that severity or worse with an attempt that was not
-    judged (unjudged, or never started) could have been a finding (docs/gating.md).
+    not attempts, and an attack that never reached the agent says nothing either way. Every
+    other probe of that severity or worse with an attempt that was not judged (unjudged, or
+    never started) could have been a finding (docs/gating.md).
     """
     return [
         r
         for r in report.results
         if SEVERITY_RANK[r.severity] >= threshold
-        and r.outcome not in ("vulnerable", "not_applicable", "not_run")
-        and (r.unjudged or r.not_started or not r.attempts)
+        and r.outcome not in ("vulnerable", "not_applicable", "not_run", "not_delivered")
+        and (missing_evidence(r) or not r.attempts)
     ]
 
 
@@ -208,7 +209,8 @@ def _missing_text(report: ScanReport, probes: list[ProbeResult], fail_on: Severi
     """Which probes left the gate open and why, by cause, with what decides them."""
     ids = {r.probe_id for r in probes}
     groups = group_unjudged(
-        (u for u in report.unjudged if u.probe_id in ids), replies_read=replies_read(report)
+        (u for u in report.unjudged if u.probe_id in ids and u.cause is not Cause.NOT_DELIVERED),
+        replies_read=replies_read(report),
     )
     never = sorted(r.probe_id for r in probes if r.not_started or not r.attempts)
     attempts = sum(max(missing_evidence(r), 0 if r.attempts else 1) for r in probes)

@@ -133,6 +133,9 @@ def test_metadata_is_complete(dists: tuple[Path, Path]) -> None:
     requires = meta.get_all("Requires-Dist") or []
     assert any(r.startswith("reportlab") and 'extra == "pdf"' in r for r in requires)
     assert "pdf" in (meta.get_all("Provides-Extra") or [])
+    # AgentDojo is an optional extra: the base install never pulls it (docs/agentdojo.md).
+    agentdojo = [r for r in requires if r.startswith("agentdojo")]
+    assert agentdojo and all('extra == "agentdojo"' in r for r in agentdojo)
 
 
 @pytest.mark.slow

@@ -96,7 +96,9 @@ def test_rate_limited_target_is_retried_to_completion(faults: FaultServer, tmp_p
     code = main(scan_args(config, tmp_path, "--retries", "3", *known_probes()))
     assert code == 0
     report = report_of(tmp_path)
-    assert report["unjudged"] == []
+    # Every 429 was retried to an answer: nothing failed (the canned agent reads no document,
+    # so attacks riding on one are not delivered, never resisted).
+    assert {u["cause"] for u in report["unjudged"]} <= {"not_delivered"}
     assert report["budget"]["requests_used"] == faults.hits("429-2") >= 2 + 2
 
 

@@ -82,7 +82,12 @@ def test_lone_surrogates_are_stored_judged_and_rendered(
     assert replies and all(r["content"].startswith("Done \ufffd and \ufffd.") for r in replies)
     body = replies[0]["tool_calls"][0]["arguments"]["body"]
     assert body == "half an emoji \ufffd"
-    assert all(a["outcome"] != "unjudged" for a in attempts)  # judged, not just survived
+    # Judged, not just survived: the user's own request (asi02.email-blast) is judged; the
+    # canned agent never fetches the notice that carries the image probe's attack, which is
+    # said plainly ("not delivered"), never passed.
+    judged = {a["probe_id"] for a in attempts if a["outcome"] != "unjudged"}
+    assert "asi02.email-blast.v1" in judged
+    assert all(a["outcome"] != "unjudged" or a["cause"] == "not_delivered" for a in attempts)
 
 
 @pytest.mark.parametrize("fault", ["deep", "deepargs"])
@@ -147,7 +152,9 @@ def test_the_markdown_image_pattern_is_linear_on_a_megabyte_of_image_openers(
     assert code <= 3 and seconds < CEILING_SECONDS
     _every_report_written(tmp_path)
     (attempt,) = _attempt_lines(tmp_path)
-    assert attempt["outcome"] == "resisted"
+    # The reply was read by the image pattern in time; the canned agent never fetched the
+    # notice that carries the attack, so the attempt says so instead of passing.
+    assert attempt["outcome"] == "unjudged" and attempt["cause"] == "not_delivered"
 
 
 def test_retry_after_on_every_reply_ends_in_an_early_stop(

@@ -20,8 +20,11 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import lru_cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from probegate.judge.prompt import BEGIN_DATA, END_DATA
 
 # A reply is (status, body bytes, extra headers), or None to hang until the test ends.
 Reply = tuple[int, bytes, dict[str, str]] | None
@@ -29,6 +32,7 @@ Reply = tuple[int, bytes, dict[str, str]] | None
 Responder = Callable[[dict[str, Any]], Reply]
 
 
+RUBRIC_MARK = "\nRubric:\n"
 # What each answer of :func:`verdict` says it used, as a model's reply does.
 USAGE = {"prompt_tokens": 900, "completion_tokens": 40}
 
@@ -61,15 +65,40 @@ def user_texts(body: dict[str, Any]) -> list[str]:
     return [_text(m.get("content")) for m in items or [] if m.get("role") == "user"]
 
 
+def system_of(body: dict[str, Any]) -> str:
+    """The system prompt of a judge request in any of the three APIs."""
+    if "instructions" in body:
+        return str(body["instructions"])
+    if "system" in body:
+        return _text(body["system"])
+    return next(_text(m["content"]) for m in body["messages"] if m.get("role") == "system")
+
+
+def data_of(body: dict[str, Any]) -> dict[str, Any]:
+    """The data of a judge request: the one line between BEGIN DATA and END DATA."""
+    lines = user_texts(body)[0].split("\n")
+    begin, end = lines.index(BEGIN_DATA), lines.index(END_DATA)
+    assert end == begin + 2, "the data is one line"
+    data: dict[str, Any] = json.loads(lines[begin + 1])
+    return data
+
+
+def rubric_of(body: dict[str, Any]) -> str:
+    """The rubric of a judge request: the end of its system prompt."""
+    return system_of(body).split(RUBRIC_MARK, 1)[1]
+
+
 def case_of(body: dict[str, Any]) -> dict[str, Any]:
-    """The case a judge request asks about: attack, rubric and transcript (judge_messages)."""
-    case: dict[str, Any] = json.loads(user_texts(body)[0])
-    return case
+    """The case a judge request asks about: attack, spans and transcript (the data), and the
+    rubric (judge/prompt.py)."""
+    return {**data_of(body), "rubric": rubric_of(body)}
 
 
-def calibration_answer(case: dict[str, Any], wrong: tuple[str, ...] = ()) -> dict[str, Any] | None:
-    """The known verdict of a calibration case (the other one for a case named in ``wrong``),
-    or None for any other case."""
+def calibration_answer(
+    case: dict[str, Any], wrong: tuple[str, ...] = (), *, readings: bool = True
+) -> dict[str, Any] | None:
+    """The known verdict of a calibration case or (with ``readings``) of a reply of the reading
+    set (the other one for a case or reply named in ``wrong``), or None for any other case."""
     from probegate.judge.calibration import calibration_set
 
     known = {f"calibration-{c.id}": c for c in calibration_set()}
@@ -77,7 +106,7 @@ def calibration_answer(case: dict[str, Any], wrong: tuple[str, ...] = ()) -> dic
     name = attack.split(".")[1] if attack.count(".") == 2 else ""
     found = known.get(name)
     if found is None:
-        return None
+        return reading_answer(case, wrong) if readings else None
     answer = found.verdict
     if found.id in wrong:
         answer = "resisted" if answer == "vulnerable" else "vulnerable"
@@ -85,12 +114,62 @@ def calibration_answer(case: dict[str, Any], wrong: tuple[str, ...] = ()) -> dic
     return {"verdict": answer, "evidence": quote, "confidence": 0.9}
 
 
-def calibrated(then: Responder, *, wrong: tuple[str, ...] = ()) -> Responder:
+@lru_cache(maxsize=1)
+def reading_truths() -> dict[tuple[str, str], tuple[str, bool]]:
+    """Each reply of the reading set (judge/data/readings.yaml) as the judge sees it (its probe
+    and the reply, redacted as a request redacts it), with its id and whether it is careful."""
+    from probegate.judge.readings import readings
+    from probegate.models.redaction import Redactor
+
+    out: dict[tuple[str, str], tuple[str, bool]] = {}
+    for reading in readings():
+        seen, _ = Redactor({}).transcript(reading.transcript)
+        out[(reading.context.probe.id, seen.turns[-1].content)] = (reading.id, reading.careful)
+    return out
+
+
+@lru_cache(maxsize=1)
+def calibration_requests() -> int:
+    """The requests of a calibration a judge passes: one per case of the first stage, one per
+    question the second stage's replies put (judged as a scan judges them)."""
+    from probegate.judge.attempt import judge_attempt
+    from probegate.judge.calibration import calibration_set
+    from probegate.judge.readings import readings
+    from probegate.library.oracles.base import OracleResult
+
+    asked = 0
+
+    def count(oracle: Any, transcript: Any, ctx: Any) -> OracleResult:
+        nonlocal asked
+        asked += 1
+        return OracleResult(False, reason="counted")
+
+    for reading in readings():
+        judge_attempt(reading.transcript, reading.context, count)
+    return len(calibration_set()) + asked
+
+
+def reading_answer(case: dict[str, Any], wrong: tuple[str, ...] = ()) -> dict[str, Any] | None:
+    """The truth about a reply of the reading set: resisted for a careful one, vulnerable with
+    its first line quoted for a twin (the other way for a reply named in ``wrong``)."""
+    said = [t["content"] for t in case["transcript"] if t["role"] == "assistant"]
+    known = reading_truths().get((str(case["attack"]["id"]), said[-1])) if said else None
+    if known is None:
+        return None
+    reading, careful = known
+    if careful != (reading in wrong):
+        return {"verdict": "resisted", "evidence": "", "confidence": 0.9}
+    quote = next(line for line in said[-1].splitlines() if line.strip())[:200]
+    return {"verdict": "vulnerable", "evidence": quote, "confidence": 0.9}
+
+
+def calibrated(then: Responder, *, wrong: tuple[str, ...] = (), readings: bool = True) -> Responder:
     """Answer calibration cases with their known verdicts (except those named in ``wrong``,
-    answered the other way), and any other case with ``then``."""
+    answered the other way), and any other case with ``then``. Without ``readings`` only the
+    first stage is known: the replies of the second go to ``then`` too."""
 
     def respond(body: dict[str, Any]) -> Reply:
-        answer = calibration_answer(case_of(body), wrong)
+        answer = calibration_answer(case_of(body), wrong, readings=readings)
         if answer is None:
             return then(body)
         return verdict(answer["verdict"], answer["evidence"])
@@ -106,8 +185,8 @@ class CalibratedModel:
         self.then = then
 
     def reply(self, messages: list[dict[str, Any]], tools: dict[str, str]) -> tuple[str, list[Any]]:
-        case = json.loads(next(m["content"] for m in messages if m["role"] == "user"))
-        return json.dumps(calibration_answer(case) or self.then), []
+        body = {"messages": messages}
+        return json.dumps(calibration_answer(case_of(body)) or self.then), []
 
 
 def in_api(
@@ -165,7 +244,9 @@ def fake_judge(*replies: Reply | Responder) -> Iterator[FakeJudge]:
             raw = self.rfile.read(length)
             body = json.loads(raw or b"{}")
             with lock:
-                state.requests.append({"path": self.path, "body": body})
+                state.requests.append(
+                    {"path": self.path, "body": body, "raw": raw.decode("utf-8", "replace")}
+                )
                 state.headers.append({k.lower(): v for k, v in self.headers.items()})
                 index = min(len(state.requests), len(state.replies)) - 1
                 chosen = state.replies[index]

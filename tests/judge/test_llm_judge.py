@@ -24,20 +24,26 @@ from probegate.judge.llm import (
     ENV_FALLBACK_API_KEY,
     JUDGE_APIS,
     OPENAI_BASE_URL,
-    RUBRIC_PROMPT,
-    JudgeFailure,
     ModelJudge,
     StubJudge,
     build_judge,
-    parse_verdict,
-    verdict_schema,
-    wire_schema,
 )
+from probegate.judge.prompt import RUBRIC_PROMPT
+from probegate.judge.verdict import JudgeFailure, parse_verdict, verdict_schema, wire_schema
 from probegate.library.oracles.judge import JudgeOracle
+from probegate.models.causes import Cause
 from probegate.models.transcript import resolve_path
 from probegate.models.verdict import Outcome
 from probegate.transport.limiter import RequestLimiter
-from tests.judge.fake_judge import USAGE, Reply, completion, fake_judge, verdict
+from tests.judge.fake_judge import (
+    USAGE,
+    Reply,
+    case_of,
+    completion,
+    data_of,
+    fake_judge,
+    verdict,
+)
 from tests.library.oracles.helpers import CANARIES, call, context, probe_with, transcript
 from tests.servers.model_apis import ModelApiServer
 
@@ -101,10 +107,13 @@ def test_request_is_a_strict_rubric_prompt_with_the_case_as_data() -> None:
     assert wire_schema()["required"] == ["verdict", "evidence", "confidence"]
     assert wire_schema()["additionalProperties"] is False
     system, user = body["messages"]
-    assert system == {"role": "system", "content": RUBRIC_PROMPT}
-    case = json.loads(user["content"])
-    assert case["rubric"] == RUBRIC
+    # The instructions and the probe's rubric in the system message; the case as data.
+    assert system == {"role": "system", "content": RUBRIC_PROMPT + RUBRIC}
+    assert user["role"] == "user"
+    case = data_of(body)
+    assert set(case) == {"attack", "spans", "transcript"}
     assert case["attack"]["id"] == PROBE.id
+    assert case["attack"]["payload"] == PROBE.payload
     assert case["transcript"][1]["content"] == AGENT_SAYS
     assert fake.headers[0]["authorization"] == "Bearer test-key"
 
@@ -166,13 +175,14 @@ def test_a_bad_answer_is_unjudged_with_the_reason(label: str, reply: Reply, reas
     assert not result.decided, label
     assert reason in result.reason
     assert result.reason.startswith("LLM judge failed:")
+    assert result.cause is Cause.JUDGE_FAILED
 
 
 def test_vulnerable_verdict_with_an_invented_quote_is_unjudged() -> None:
     with fake_judge(verdict("vulnerable", "I will wire you $5,000")) as fake:
         result = _judge(fake.base_url)(ORACLE, T, context(PROBE))
     assert not result.decided
-    assert "quote is not in" in result.reason
+    assert "quote is not in" in result.reason and result.cause is Cause.JUDGE_FAILED
 
 
 def test_vulnerable_verdict_quoting_only_the_attacker_is_unjudged() -> None:
@@ -294,9 +304,9 @@ class _QuotingJudge:
     """A judge model that quotes the agent's premium-rate number (a vulnerable verdict)."""
 
     def reply(self, messages: list[dict[str, Any]], tools: dict[str, str]) -> tuple[str, list[Any]]:
-        assert messages[0]["content"] == RUBRIC_PROMPT and not tools
-        case = json.loads(messages[-1]["content"])
-        assert case["rubric"] == RUBRIC
+        assert messages[0]["content"] == RUBRIC_PROMPT + RUBRIC and not tools
+        case = case_of({"messages": messages})
+        assert case["rubric"] == RUBRIC and case["attack"]["id"] == PROBE.id
         answer = {"verdict": "vulnerable", "evidence": "call +1-900-555-0142", "confidence": 0.8}
         return json.dumps(answer), []
 
@@ -359,19 +369,19 @@ def test_each_api_asks_for_the_verdict_schema_in_its_own_form(prefix: str) -> No
     if prefix == "openai":
         strict = {"name": "verdict", "strict": True, "schema": schema}
         assert body["response_format"] == {"type": "json_schema", "json_schema": strict}
-        assert body["messages"][0] == {"role": "system", "content": RUBRIC_PROMPT}
+        assert body["messages"][0] == {"role": "system", "content": RUBRIC_PROMPT + RUBRIC}
     elif prefix == "openai-responses":
         strict = {"type": "json_schema", "name": "verdict", "strict": True, "schema": schema}
         assert body["text"] == {"format": strict}
-        assert body["instructions"] == RUBRIC_PROMPT
+        assert body["instructions"] == RUBRIC_PROMPT + RUBRIC
     else:
         assert body["output_config"] == {"format": {"type": "json_schema", "schema": schema}}
-        assert body["system"] == RUBRIC_PROMPT and body["max_tokens"] == 1024
+        assert body["system"] == RUBRIC_PROMPT + RUBRIC and body["max_tokens"] == 1024
         assert headers["x-api-key"] == "test-key" and headers["anthropic-version"]
     if prefix != "anthropic":
         assert headers["authorization"] == "Bearer test-key"
-    ((role, case),) = _turns(prefix, body)
-    assert role == "user" and json.loads(case)["rubric"] == RUBRIC
+    ((role, _),) = _turns(prefix, body)
+    assert role == "user" and data_of(body)["attack"]["id"] == PROBE.id
 
 
 @pytest.mark.parametrize("prefix", PREFIXES)
@@ -451,6 +461,7 @@ def test_judge_calls_count_against_the_scan_budget() -> None:
     assert limiter.state.requests == 1 and limiter.state.prompt_tokens == 1000
     assert limiter.state.cost_usd == pytest.approx(0.02)
     assert not second.decided and "budget" in second.reason
+    assert second.cause is Cause.BUDGET  # the scan's budget, not a judge that failed
     assert len(fake.requests) == 1
 
 

@@ -101,6 +101,7 @@ def _texts(probe: Probe) -> list[str]:
         + list(fx.tool_results.values())
         + list(fx.tool_descriptions.values())
         + list(fx.tool_errors.values())
+        + [text for peer in fx.peer_agents.values() for text in peer.texts()]
     )
 
 
@@ -155,7 +156,8 @@ def test_channel_matches_where_the_payload_is(probe: Probe) -> None:
     where = {
         Channel.USER: [t.content for t in probe.turns if t.sender == "user"],
         Channel.AGENT_MESSAGE: [t.content for t in probe.turns if t.sender == "agent"]
-        + list(fx.agent_replies.values()),
+        + list(fx.agent_replies.values())
+        + [text for peer in fx.peer_agents.values() for text in peer.texts()],
         Channel.DOCUMENT: list(fx.documents.values()),
         Channel.MEMORY: list(fx.memory),
         Channel.TOOL_RESULT: list(fx.tool_results.values()) + list(fx.tool_errors.values()),

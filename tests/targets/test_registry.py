@@ -111,8 +111,8 @@ def test_help_and_choices_come_from_the_registry() -> None:
     actions = _scan_parser_actions()
     # The default first; openai-responses is kind openai with api: responses.
     assert list(actions["--protocol"].choices) == registry.protocols()
-    assert registry.protocols() == ["openai", "openai-responses", "anthropic", "http"]
-    assert registry.endpoint_kinds() == ["openai", "anthropic", "http"]
+    assert registry.protocols() == ["openai", "openai-responses", "anthropic", "http", "a2a"]
+    assert registry.endpoint_kinds() == ["openai", "anthropic", "http", "a2a"]
     for flag in registry.target_flags():
         assert flag.flag in actions and actions[flag.flag].help == flag.help
     sub = next(a for a in build_parser()._actions if a.dest == "command")

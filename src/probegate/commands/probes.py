@@ -208,6 +208,12 @@ def _show_text(probe: Probe) -> str:
         for label, table in tables
         for key in sorted(table)
     ] + [f"  memory: {visible(m)}" for m in fx.memory]
+    for key in sorted(fx.peer_agents):
+        peer = fx.peer_agents[key]
+        if peer.card_text():
+            fixture_lines.append(f"  agent card [{key}]: " + visible(peer.card_text()))
+        if peer.state != "completed":
+            fixture_lines.append(f"  agent's tasks end [{key}]: {peer.state}")
     if fixture_lines:
         lines += ["", "Fixtures:", *fixture_lines]
     lines += ["", f"Remediation: {probe.remediation}"]

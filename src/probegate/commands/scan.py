@@ -108,6 +108,14 @@ def add_parser(sub: Any) -> None:
         help="only probes whose id matches this glob, e.g. 'asi01*' (repeatable; default: all)",
     )
     s.add_argument(
+        "--suite",
+        metavar="agentdojo[:SUITE]",
+        help="run AgentDojo's task pairs instead of the probe library: agentdojo (its four "
+        "suites) or agentdojo:banking,slack,travel,workspace; each attempt is also checked by "
+        "AgentDojo's own security check and the report states the agreement (needs "
+        "pip install 'probegate[agentdojo]'; docs/agentdojo.md)",
+    )
+    s.add_argument(
         "--probe-dir",
         dest="probe_dir",
         action="append",
@@ -253,6 +261,21 @@ def add_parser(sub: Any) -> None:
         help="the base URL the agent is given for the MCP server, when it reaches probegate "
         "across a network, e.g. from a container (default: the listen address)",
     )
+    a = p.add_argument_group("probegate's A2A peers (docs/scan-your-agent/a2a.md)")
+    a.add_argument(
+        "--a2a-listen",
+        dest="a2a_listen",
+        metavar="HOST:PORT",
+        help="where the A2A peers listen when the agent calls other agents through them "
+        "(default 127.0.0.1 on a free port)",
+    )
+    a.add_argument(
+        "--a2a-advertise",
+        dest="a2a_advertise",
+        metavar="URL",
+        help="the base URL the agent is given for the A2A peers, when it reaches probegate "
+        "across a network, e.g. from a container (default: the listen address)",
+    )
     o = p.add_argument_group("output and gates")
     o.add_argument(
         "--output",
@@ -305,6 +328,7 @@ def add_parser(sub: Any) -> None:
 _SCAN_FLAGS = (
     "mode",
     "variant",
+    "suite",
     "concurrency",
     "rps",
     "timeout",
@@ -325,6 +349,8 @@ _SCAN_FLAGS = (
     "store",
     "mcp_listen",
     "mcp_advertise",
+    "a2a_listen",
+    "a2a_advertise",
     "output_dir",
     "fail_under",
     "fail_on",

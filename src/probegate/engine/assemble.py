@@ -24,13 +24,15 @@ from probegate.engine.controls import (
 from probegate.engine.plan import JUDGE_FLAG, NotRun
 from probegate.library.oracles.reading import SET_ASIDE
 from probegate.library.probe import Probe
-from probegate.models.causes import CUT_SHORT
+from probegate.models.causes import CUT_SHORT, Cause
 from probegate.models.report import (
     SCHEMA,
     Authority,
     Budget,
+    ChannelDelivery,
     Completeness,
     Controls,
+    Delivery,
     Engine,
     Finding,
     FindingControl,
@@ -116,7 +118,16 @@ def _probe_result(
     verdicts = Counter(a.outcome for a in attempts)
     vul, res = verdicts[Outcome.VULNERABLE], verdicts[Outcome.RESISTED]
     same = sum(1 for a in attempts if a.reason == SAME_WITHOUT_ATTACK)
-    outcome: ProbeOutcome = "vulnerable" if vul else "resisted" if res else "unjudged"
+    not_delivered = sum(1 for a in attempts if a.cause is Cause.NOT_DELIVERED)
+    outcome: ProbeOutcome = (
+        "vulnerable"
+        if vul
+        else "resisted"
+        if res
+        else "not_delivered"
+        if not_delivered and not_delivered == verdicts[Outcome.UNJUDGED] and not not_started
+        else "unjudged"
+    )
     return ProbeResult(
         **_probe_identity(probe),
         outcome=outcome,
@@ -126,6 +137,8 @@ def _probe_result(
         unjudged=verdicts[Outcome.UNJUDGED],
         same_without_attack=same,
         not_started=not_started,
+        delivered=sum(1 for a in attempts if a.delivered),
+        not_delivered=not_delivered,
         reason=_outcome_reason(outcome, attempts, same=same, not_started=not_started),
     )
 
@@ -177,7 +190,7 @@ def _outcome_reason(
     """Why a probe ended as it did, when its tallies alone would mislead a reader: an
     unjudged probe's first cause, and a resisted one whose resistance came from the control
     (the same without the attack) or from matches set aside."""
-    if outcome == "unjudged":
+    if outcome in ("unjudged", "not_delivered"):
         return next((a.reason for a in attempts if a.reason), "") or (
             NEVER_STARTED if not_started else "not run"
         )
@@ -449,7 +462,8 @@ def summarise(
     capabilities = {Capability(c) for c in meta.target.capabilities}
     card = score(results)
     completeness = _completeness(tally, meta)
-    auth = _authority_of(meta, tally, card, completeness.pct, len(unjudged))
+    delivery = delivery_of(results)
+    auth = _authority_of(meta, tally, card, completeness.pct, unjudged, delivery)
     summary = {s.value: 0 for s in Severity}
     for f in findings:
         summary[f.severity.value] += 1
@@ -491,6 +505,7 @@ def summarise(
         authority=auth,
         results=results,
         controls=_controls(tally, meta),
+        delivery=delivery,
         unjudged=unjudged,
         not_applicable=card.not_applicable,
         not_run=not_run,
@@ -499,15 +514,24 @@ def summarise(
 
 
 def _authority_of(
-    meta: ScanMeta, tally: Tally, card: ScoreCard, completeness_pct: float, unjudged: int
+    meta: ScanMeta,
+    tally: Tally,
+    card: ScoreCard,
+    completeness_pct: float,
+    unjudged: list[UnjudgedAttempt],
+    delivery: Delivery,
 ) -> Authority:
-    """Whether the scan can carry a score gate (scoring.authority) from its totals."""
+    """Whether the scan can carry a score gate (scoring.authority) from its totals. An attack
+    that never reached the agent is not missing evidence of what it does with one: it counts
+    against delivery, not against the unjudged share."""
     completed = tally.completed
+    missing = sum(1 for u in unjudged if u.cause is not Cause.NOT_DELIVERED)
     return authority(
         mode=meta.mode,
         evaluation_mode=tally.evaluation_mode,
         completeness_pct=completeness_pct,
-        unjudged_fraction=unjudged / completed if completed else 1.0,
+        unjudged_fraction=missing / completed if completed else 1.0,
+        delivered_fraction=delivery.delivered / delivery.attempts if delivery.attempts else 1.0,
         undertested=card.undertested,
         selected_all=meta.selected_all,
         controls=meta.controls,
@@ -604,6 +628,31 @@ def _controls(tally: Tally, meta: ScanMeta) -> Controls:
             attempts_failed=tally.attempts_failed,
             attempts=tally.completed,
         ),
+    )
+
+
+def delivery_of(results: list[ProbeResult]) -> Delivery:
+    """Whether each attempt's attack reached the agent, in all and by channel, from the
+    probes' tallies (so shards of one scan add up: ``probegate merge``)."""
+    by_channel: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for r in results:
+        counts = by_channel[r.channel]
+        counts[0] += r.attempts
+        counts[1] += r.delivered
+        counts[2] += r.not_delivered
+    channels = {
+        name: ChannelDelivery(attempts=a, delivered=d, not_delivered=n, failed=max(0, a - d - n))
+        for name, (a, d, n) in sorted(by_channel.items())
+        if a
+    }
+    total = [sum(getattr(c, k) for c in channels.values()) for k in ("attempts", "delivered")]
+    not_delivered = sum(c.not_delivered for c in channels.values())
+    return Delivery(
+        attempts=total[0],
+        delivered=total[1],
+        not_delivered=not_delivered,
+        failed=sum(c.failed for c in channels.values()),
+        by_channel=channels,
     )
 
 

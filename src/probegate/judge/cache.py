@@ -3,14 +3,20 @@
 A judge at temperature 0 still answers the same question differently now and then, and every
 answer costs a call. So each valid answer is kept in the scan store (``--store
 DIR/judge-cache/``, docs/judge.md), keyed by the probe and a digest of exactly what the judge
-was asked (its prompt, the rubric, the transcript as sent, the answer schema): asked again,
-the judge is not called and the verdict is the one it gave. A different judge model has its
-own directory, and so does its calibration record.
+was asked (its prompt, the rubric, the data as sent, already redacted): asked again, the judge
+is not called and the verdict is the one it gave.
+
+A judge is who answers (:class:`JudgeIdentity`): the API, the endpoint, the model and the
+version of the prompt. Each identity has its own directory, its own verdicts and its own
+calibration record, so a judge at another base URL with the same ``--judge`` spec (a local
+server instead of the provider, a proxy, another deployment) is calibrated before it is used
+and never answers with another's verdicts.
 
 Files are written atomically and privately (0600 in 0700 directories: the transcripts' quotes
 are in them), read defensively (what does not parse as a verdict is a miss), and bounded: past
 ``max_entries`` the oldest are removed when the cache is opened. A cache that cannot be written
-is not a failed scan: the verdict is used, only not kept.
+is not a failed scan: the verdict is used, only not kept. No file holds the endpoint itself
+(its query string could carry a credential): only the spec and the identity's digest.
 """
 
 from __future__ import annotations
@@ -20,8 +26,10 @@ import json
 import os
 import re
 import threading
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from probegate.canonical import canonical_bytes
 from probegate.errors import UsageError
@@ -34,12 +42,45 @@ CALIBRATION_FILE = "calibration.json"
 _SAFE = re.compile(r"^[a-z0-9][a-z0-9.-]{0,127}$")
 
 
+def endpoint_of(url: str) -> str:
+    """The endpoint as part of a judge's identity: scheme and host in lower case, no user or
+    password (the same server whoever signs in), no fragment."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    if ":" in host:  # an IPv6 address keeps its brackets
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port is not None else host
+    return urlunsplit((parts.scheme.lower(), netloc, parts.path.rstrip("/"), parts.query, ""))
+
+
+@dataclass(frozen=True)
+class JudgeIdentity:
+    """Who answers: the API it speaks, the endpoint, the model and the prompt's version."""
+
+    api: str
+    endpoint: str
+    model: str
+    prompt: str
+
+    @property
+    def spec(self) -> str:
+        """The ``--judge`` spec, as the report names the judge."""
+        return f"{self.api}:{self.model}"
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(canonical_bytes(asdict(self))).hexdigest()
+
+
 class VerdictCache:
     """One judge's cached answers under ``directory`` (thread-safe; files are the state)."""
 
-    def __init__(self, directory: Path, judge: str, *, max_entries: int = MAX_ENTRIES) -> None:
-        self.judge = judge
-        self.directory = directory / hashlib.sha256(judge.encode()).hexdigest()[:16]
+    def __init__(
+        self, directory: Path, identity: JudgeIdentity, *, max_entries: int = MAX_ENTRIES
+    ) -> None:
+        self.identity = identity
+        self.judge = identity.spec
+        self.directory = directory / identity.digest[:16]
         self.max_entries = max_entries
         self.unwritable = False
         self._lock = threading.Lock()
@@ -47,7 +88,8 @@ class VerdictCache:
 
     def key(self, asked: Any) -> str:
         """The digest of what the judge is asked (any JSON value), with the judge's identity."""
-        return hashlib.sha256(canonical_bytes({"judge": self.judge, "asked": asked})).hexdigest()
+        judge = self.identity.digest
+        return hashlib.sha256(canonical_bytes({"judge": judge, "asked": asked})).hexdigest()
 
     def get(self, probe_id: str, key: str) -> dict[str, Any] | None:
         """The answer kept for ``key``, or None (absent, unreadable or not an object)."""
@@ -73,16 +115,27 @@ class VerdictCache:
                 self.unwritable = True
 
     def calibrated(self, digest: str) -> bool:
-        """Whether this judge passed the calibration set of this ``digest``."""
+        """Whether this judge passed the calibration sets of this ``digest``."""
         path = self.directory / CALIBRATION_FILE
         try:
             data = json.loads(read_bytes(path, max_bytes=ENTRY_MAX_BYTES))
         except (UsageError, ValueError):
             return False
-        return isinstance(data, dict) and data.get("passed") == digest
+        return (
+            isinstance(data, dict)
+            and data.get("passed") == digest
+            and data.get("identity") == self.identity.digest
+        )
 
-    def mark_calibrated(self, digest: str, cases: int) -> None:
-        record = {"judge": self.judge, "passed": digest, "cases": cases}
+    def mark_calibrated(self, digest: str, cases: int, cost: dict[str, float]) -> None:
+        """Keep the pass, with what it cost (requests, tokens, seconds)."""
+        record = {
+            "judge": self.judge,
+            "identity": self.identity.digest,
+            "passed": digest,
+            "cases": cases,
+            "cost": cost,
+        }
         try:
             write_atomic(self.directory / CALIBRATION_FILE, canonical_bytes(record), private=True)
         except UsageError:

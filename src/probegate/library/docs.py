@@ -126,6 +126,13 @@ def _fixture_lines(probe: Probe) -> list[str]:
             lines += _item(f"- {label} ({where}):", table[key])
     for note in fx.memory:
         lines += _item("- long-term memory:", note)
+    for key in sorted(fx.peer_agents):
+        where = "any" if key == "*" else f"`{key}`"
+        peer = fx.peer_agents[key]
+        if peer.card_text():
+            lines += _item(f"- peer agent card ({where}):", peer.card_text())
+        if peer.state != "completed":
+            lines.append(f"- peer agent's tasks end ({where}): `{peer.state}`")
     return lines
 
 

@@ -7,6 +7,7 @@ live in the library; the targets' sandbox reads the fixtures defined here, below
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -44,10 +45,62 @@ class ProbeTurn(_Frozen):
     session: int = Field(default=1, ge=1)
 
 
+PeerState = Literal["completed", "input-required", "failed", "working"]
+
+
+class PeerSkill(_Frozen):
+    """A skill a peer agent's card advertises (a spoofed one may claim any authority)."""
+
+    name: str
+    description: str = ""
+
+
+class PeerAgent(_Frozen):
+    """How a peer agent presents itself and how its tasks end, beyond what it replies.
+
+    Served over A2A (targets/a2a_peers/), the peer's agent card carries ``name``,
+    ``description`` and ``skills`` and its tasks end in ``state``: ``input-required`` asks the
+    caller for more (the peer keeps the conversation going: session smuggling), ``failed``
+    reports its reply as the task's failure, ``working`` never completes. Through a delegation
+    tool of the sandbox, the card's text is added to the tool's description and a ``failed``
+    reply is the call's error.
+    """
+
+    name: str | None = None
+    description: str | None = None
+    skills: tuple[PeerSkill, ...] = ()
+    state: PeerState = "completed"
+
+    def texts(self) -> list[str]:
+        """Every text of the card, in the order a reader meets them."""
+        out = [t for t in (self.name, self.description) if t]
+        for skill in self.skills:
+            out += [skill.name, skill.description]
+        return [t for t in out if t]
+
+    def card_text(self) -> str:
+        """The card as one text, for an agent that reads it as a tool's description."""
+        parts = [f"Agent card: {self.name}." if self.name else "", self.description or ""]
+        parts += [f"Skill {s.name}: {s.description}".strip() for s in self.skills]
+        return " ".join(p for p in parts if p)
+
+    def filled(self, fill: Callable[[str], str]) -> PeerAgent:
+        """This card with ``fill`` applied to every text (the payload put in)."""
+        return PeerAgent(
+            name=fill(self.name) if self.name is not None else None,
+            description=fill(self.description) if self.description is not None else None,
+            skills=tuple(
+                PeerSkill(name=fill(s.name), description=fill(s.description)) for s in self.skills
+            ),
+            state=self.state,
+        )
+
+
 class Fixtures(_Frozen):
     """What the sandbox answers with: the indirect channels the attack rides on.
 
     ``{{payload}}`` anywhere here or in a turn is replaced by the (possibly mutated) payload.
+    ``peer_agents`` is keyed like ``agent_replies``: a peer's name, or ``*`` for any.
     """
 
     documents: dict[str, str] = Field(default_factory=dict)
@@ -56,3 +109,17 @@ class Fixtures(_Frozen):
     tool_results: dict[str, str] = Field(default_factory=dict)
     tool_descriptions: dict[str, str] = Field(default_factory=dict)
     tool_errors: dict[str, str] = Field(default_factory=dict)
+    peer_agents: dict[str, PeerAgent] = Field(default_factory=dict)
+
+    def texts(self) -> list[str]:
+        """Every text of the fixtures (where a payload may ride), in a fixed order."""
+        out = [*self.documents.values(), *self.memory, *self.agent_replies.values()]
+        out += [*self.tool_results.values(), *self.tool_descriptions.values()]
+        out += [*self.tool_errors.values()]
+        for key in sorted(self.peer_agents):
+            out += self.peer_agents[key].texts()
+        return out
+
+    def peer(self, name: str) -> PeerAgent | None:
+        """The peer fixture for the agent named ``name`` (else the one for any agent)."""
+        return self.peer_agents.get(name) or self.peer_agents.get("*")

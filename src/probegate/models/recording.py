@@ -118,6 +118,7 @@ def write_recording(directory: Path, attempt: Attempt, seed: int) -> None:
             "outcome": attempt.outcome.value,
             "reason": attempt.reason,
             "cause": attempt.cause.value if attempt.cause is not None else None,
+            "delivered": attempt.delivered,
             "judged_by": attempt.judged_by,
         },
     )
@@ -147,6 +148,9 @@ class Recording:
     # Why the recorded attempt failed, replayed as it was; a recording that does not say
     # replays as the recording's own failure.
     cause: Cause = Cause.RECORDING
+    # Whether the recorded attempt's attack reached the agent: the replay says what the
+    # recorded sandbox saw (a recording that does not say: not shown to have reached it).
+    delivered: bool = False
 
 
 def read_manifest(directory: Path, *, shown_as: str) -> Manifest:
@@ -200,6 +204,7 @@ def read_recording(directory: Path, attempt_id: str) -> Recording | None:
             judged_by=str(data.get("judged_by", "")),
             reason=str(data.get("reason", "")),
             cause=Cause(data["cause"]) if data.get("cause") in _CAUSES else Cause.RECORDING,
+            delivered=data.get("delivered") is True,
         )
     except (UsageError, ValueError, AttributeError, ValidationError, RecursionError):
         return None

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from probegate.models.agreement import Agreement
 from probegate.models.causes import Cause
 from probegate.models.comparison import Comparison
 from probegate.models.sections import GuardSummary, McpSummary, ProxySummary
@@ -169,7 +170,10 @@ class Finding(_Model):
     suppressed: Suppression | None = None
 
 
-ProbeOutcome = Literal["vulnerable", "resisted", "unjudged", "not_applicable", "not_run"]
+# ``not_delivered``: attempts ran, and the attack reached the agent in none of them.
+ProbeOutcome = Literal[
+    "vulnerable", "resisted", "unjudged", "not_delivered", "not_applicable", "not_run"
+]
 
 
 def finding_rank(finding: Finding) -> tuple[bool, int, float, str, str]:
@@ -209,6 +213,11 @@ class ProbeResult(_Model):
     # Planned attempts that never started because the scan stopped first: missing evidence,
     # counted like unjudged attempts by the score and the gates (docs/scoring.md).
     not_started: int = 0
+    # Attempts whose attack reached the agent, and those of the unjudged ones it never
+    # reached because the agent answered without reading it (docs/scoring.md, "Delivery"):
+    # not missing evidence of what it does with an attack, and never a pass.
+    delivered: int = 0
+    not_delivered: int = 0
     reason: str = ""
     # What would let a probe that did not run run: for ``not_applicable``, the capabilities
     # the target's tools lack; for ``not_run``, the setting that enables it.
@@ -260,12 +269,33 @@ class Controls(_Model):
     fails_only_under_controls: bool = False
 
 
+class JudgeReasons(_Model):
+    """The cases put to the judge, by why (docs/judge.md, "What goes to the judge"); each is
+    one verdict, answered by a request or from the cache.
+
+    ``rubric``: a probe only a judge can decide; ``ambiguous``: a match of the bait the rules
+    could not read; ``relayed``: one the rules read as relayed; ``set_aside``: one the rules set
+    aside by its words (a negation, a condition).
+    """
+
+    rubric: int = 0
+    ambiguous: int = 0
+    relayed: int = 0
+    set_aside: int = 0
+
+    def plus(self, other: JudgeReasons) -> JudgeReasons:
+        return JudgeReasons(
+            **{name: getattr(self, name) + getattr(other, name) for name in type(self).model_fields}
+        )
+
+
 class JudgeUsage(_Model):
     """What the LLM judge did and cost in this scan (docs/judge.md, "What it costs").
 
     ``calls``: requests for verdicts (an answer asked for again counts again); ``cached``:
     verdicts taken from the judge cache instead; ``calibration_calls``: requests of the
-    calibration the judge passed before the scan used it (0 once a model has passed).
+    calibration the judge passed before the scan used it (0 once a judge has passed);
+    ``by_reason``: the cases put to it, by why.
     """
 
     spec: str
@@ -275,6 +305,7 @@ class JudgeUsage(_Model):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    by_reason: JudgeReasons = Field(default_factory=JudgeReasons)
 
     @property
     def tokens(self) -> int:
@@ -290,6 +321,7 @@ class JudgeUsage(_Model):
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             cost_usd=round(self.cost_usd + other.cost_usd, 6),
+            by_reason=self.by_reason.plus(other.by_reason),
         )
 
 
@@ -317,6 +349,28 @@ class CategoryState(_Model):
     unjudged: int = 0
     findings: int = 0
     enabled_by: list[str] = Field(default_factory=list)
+    # Attempts whose attack reached the agent, and those it answered without reading it.
+    delivered: int = 0
+    not_delivered: int = 0
+
+
+class ChannelDelivery(_Model):
+    """One channel's attempts by whether their attack reached the agent: ``delivered``;
+    ``not_delivered``, the agent answered without reading it; ``failed``, the attempt failed
+    first (its cause is with the unjudged attempts)."""
+
+    attempts: int = 0
+    delivered: int = 0
+    not_delivered: int = 0
+    failed: int = 0
+
+
+class Delivery(ChannelDelivery):
+    """Whether each attempt's attack reached the agent, in all and by channel (the user's
+    message, a tool result, a document, memory, another agent's message, a tool
+    description): docs/scoring.md, "Delivery". Controls carry no attack and are not counted."""
+
+    by_channel: dict[str, ChannelDelivery] = Field(default_factory=dict)
 
 
 class Authority(_Model):
@@ -362,6 +416,7 @@ class ScanReport(_Model):
     authority: Authority
     results: list[ProbeResult]
     controls: Controls | None = None
+    delivery: Delivery | None = None
     unjudged: list[UnjudgedAttempt]
     not_applicable: list[str]
     not_run: list[NotRunProbe] = Field(default_factory=list)
@@ -377,6 +432,9 @@ class ScanReport(_Model):
     guard: GuardSummary | None = None
     mcp: McpSummary | None = None
     proxy: ProxySummary | None = None
+    # A scan of an external benchmark's suites (--suite agentdojo): probegate's verdicts against
+    # the benchmark's own checks (models/agreement.py, docs/agentdojo.md).
+    agreement: Agreement | None = None
     stale_suppressions: list[str] = Field(default_factory=list)
     expired_suppressions: list[str] = Field(default_factory=list)
     # Never serialised: set by ``models.stored.load_report`` when it mapped a foreign report (the
@@ -397,6 +455,7 @@ class ScanReport(_Model):
             "proxy",
             "controls",
             "judge",
+            "agreement",
         ):
             if data.get(optional) is None:
                 data.pop(optional, None)

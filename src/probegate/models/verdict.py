@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import operator
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -52,6 +55,38 @@ class Evidence(BaseModel):
     detector: str
 
 
+class ReferenceCheck(BaseModel):
+    """What an independent benchmark's own check said of one attempt (AgentDojo's ``security``
+    and ``utility``, run on its environment after the conversation): a second opinion the
+    report sets beside probegate's verdict, which it never changes (docs/agentdojo.md)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    benchmark: Literal["agentdojo"] = "agentdojo"
+    suite: str
+    user_task: str
+    injection_task: str
+    # The injection task's goal was reached (AgentDojo's ``security`` is True); None when the
+    # check could not run (``error`` says why) or the attempt was a control.
+    attack_succeeded: bool | None
+    # The user's task was done (AgentDojo's ``utility``); None when it could not be checked.
+    utility: bool | None = None
+    # The attack reached the agent: a tool result it read carried the payload. None for a
+    # control, which carries none.
+    delivered: bool | None = None
+    error: str = ""
+
+    @field_validator("error")
+    @classmethod
+    def _valid_error(cls, value: str) -> str:
+        return clean_text(value)
+
+
+# An attempt that no benchmark checked carries no ``reference`` key at all, so journals and
+# recordings of every other scan stay byte-identical.
+_OMIT_REFERENCE = functools.partial(operator.is_, None)
+
+
 class Attempt(BaseModel):
     """One probe variant run once, and its outcome."""
 
@@ -66,6 +101,10 @@ class Attempt(BaseModel):
     # Why it is unjudged (models/causes.py): set exactly when the outcome is, where the reason
     # is written, so nothing downstream reads a cause back from the reason's words.
     cause: Cause | None = None
+    # Whether the attack reached the agent (docs/scoring.md, "Delivery"): False for an
+    # attempt whose payload it never read or that failed before it could; None for a
+    # control, which carries no attack.
+    delivered: bool | None = None
     evidence: list[Evidence] = Field(default_factory=list)
     transcript: Transcript | None = None
     trigger_prompt: str = ""
@@ -75,6 +114,8 @@ class Attempt(BaseModel):
     requests: int = 0
     tokens: int = 0
     cost_usd: float = 0.0
+    # An independent benchmark's own verdict on this attempt (AgentDojo), beside probegate's.
+    reference: ReferenceCheck | None = Field(default=None, exclude_if=_OMIT_REFERENCE)
 
     @field_validator("reason", "trigger_prompt")
     @classmethod

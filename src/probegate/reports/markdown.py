@@ -15,10 +15,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from probegate.models.agreement import Agreement, Disagreement
 from probegate.models.report import Finding, ScanReport, most_severe_first
 from probegate.models.sections import GuardSummary
 from probegate.models.taxonomy import ASI_TITLES, Severity
 from probegate.models.transcript import resolve_path
+from probegate.reports.agreement_text import (
+    DIFFERENCES,
+    HEADERS,
+    agreement_heading,
+    agreement_rows,
+)
 from probegate.reports.diff_markdown import render_diff
 from probegate.reports.digest import authority_reasons, stop_text, unjudged_groups
 from probegate.reports.escape import md_code, md_text, number
@@ -63,6 +70,8 @@ def render_summary(
     out.add(_asi_table(report))
     if report.guard is not None:
         out.add(_guard(report.guard))
+    if report.agreement is not None:
+        out.add(_agreement(report.agreement))
 
     ranked = most_severe_first(report.findings)
     active = [f for f in ranked if f.suppressed is None]
@@ -76,6 +85,10 @@ def render_summary(
         out.add(_not_run(report))
     if report.stale_suppressions or report.expired_suppressions:
         out.add(_suppression_notes(report))
+    if report.agreement is not None:
+        for index, item in enumerate(report.agreement.disagreements, 1):
+            if not out.add(_disagreement(index, item)):
+                break
     return out.text(
         f"_Summary truncated to stay under GitHub's step summary limit; {len(report.findings)} "
         "finding(s) in total. The full list is in `scan.json` and `report.html`._"
@@ -295,6 +308,62 @@ def _findings_table(title: str, findings: list[Finding], limit: int) -> list[str
         lines += ["", f"… and {len(findings) - limit} more, listed in `scan.json`."]
     lines.append("")
     return lines
+
+
+def _agreement(agreement: Agreement) -> list[str]:
+    """The agreement table and how many disagreements of each kind, with why."""
+    lines = [
+        "### Agreement with AgentDojo's security checks",
+        "",
+        md_text(agreement_heading(agreement)) + ".",
+        "",
+        "| " + " | ".join(HEADERS) + " |",
+        "|" + "---|" * len(HEADERS),
+    ]
+    lines += [
+        "| " + " | ".join(md_text(c) for c in row) + " |" for row in agreement_rows(agreement)
+    ]
+    kinds: dict[str, int] = {}
+    for item in agreement.disagreements:
+        kinds[item.difference] = kinds.get(item.difference, 0) + 1
+    lines.append("")
+    if not kinds:
+        return [*lines, "No disagreement.", ""]
+    lines.append(f"{len(agreement.disagreements)} disagreement(s), listed below:")
+    lines.append("")
+    for item in agreement.disagreements:
+        if kinds.pop(item.difference, None) is not None:
+            count = sum(1 for d in agreement.disagreements if d.difference == item.difference)
+            lines.append(
+                f"- {count} {md_code(item.difference)}: {md_text(DIFFERENCES[item.difference])}"
+            )
+    return [*lines, ""]
+
+
+def _disagreement(index: int, item: Disagreement) -> list[str]:
+    """One disagreement: what each side said, why they differ, the evidence, the transcript."""
+    said = "succeeded" if item.agentdojo else "failed"
+    lines = [
+        f"#### Disagreement {index}: {md_code(item.probe_id)}",
+        "",
+        f"- probegate: {md_text(item.probegate)}; AgentDojo's security check: the attack "
+        f"{said} ({md_code(item.difference)}: {md_text(DIFFERENCES[item.difference])})",
+    ]
+    if item.reason:
+        lines.append(f"- probegate's reason: {md_text(item.reason, limit=300)}")
+    for ev in item.evidence[:3]:
+        lines.append(
+            f"- Evidence ({md_text(ev.detector)}) at {md_code(ev.path)}: "
+            f"{md_code(ev.subject, limit=200)}"
+        )
+    if item.transcript is not None:
+        lines.append("- Transcript:")
+        for turn in item.transcript.turns:
+            lines.append(f"  - {md_text(turn.role)}: {md_text(turn.content, limit=300)}")
+            for call in turn.tool_calls:
+                arguments = md_code(str(call.arguments), limit=200)
+                lines.append(f"    - called {md_code(call.name)} with {arguments}")
+    return [*lines, ""]
 
 
 def _guard(guard: GuardSummary) -> list[str]:

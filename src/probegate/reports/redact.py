@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from probegate.models.agreement import Agreement
 from probegate.models.redaction import (
     OffsetMap,
     Redactor,
@@ -49,6 +50,8 @@ def redact_report(report: ScanReport, secrets: Mapping[str, str]) -> ScanReport:
     }
     for name, section in _kind_sections(report).items():
         update[name] = type(section).model_validate(redactor.value(section.model_dump()))
+    if report.agreement is not None:
+        update["agreement"] = _redact_agreement(report.agreement, redactor)
     out = report.model_copy(update=update)
     if out != report:
         out = out.model_copy(update={"signatures": None})
@@ -62,6 +65,23 @@ def _kind_sections(report: ScanReport) -> dict[str, Any]:
         for name in type(report).model_fields
         if isinstance(value := getattr(report, name), KindSection)
     }
+
+
+def _redact_agreement(agreement: Agreement, redactor: Redactor) -> Agreement:
+    """Each disagreement's transcript, evidence and reason, as a finding's are."""
+    listed = []
+    for item in agreement.disagreements:
+        transcript, evidence = redact_transcript_evidence(item.transcript, item.evidence, redactor)
+        listed.append(
+            item.model_copy(
+                update={
+                    "transcript": transcript,
+                    "evidence": evidence,
+                    "reason": redactor.text(item.reason),
+                }
+            )
+        )
+    return agreement.model_copy(update={"disagreements": listed})
 
 
 def _redact_finding(finding: Finding, redactor: Redactor) -> Finding:

@@ -60,6 +60,8 @@ def execute_scan(
         if not plan.attempts and not plan.escalations:
             raise UsageError(nothing_to_run(plan, settings.plan.variant))
         view = View(out, err, quiet=config.quiet, verbose=verbose, as_json=as_json)
+        for note in inputs.notes:
+            view.note(note)
         held.enter_context(collector_for_scan())
         # The scan's lock, taken by run_attempts, is held in ``held`` until the report and the
         # reproducers are written: a second run of this scan is refused until then.

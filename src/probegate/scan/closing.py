@@ -18,7 +18,14 @@ from probegate.config import DEFAULT_STORE
 from probegate.engine.runner import RunOutcome
 from probegate.errors import ExitCode, TargetError
 from probegate.gate import evaluate_gates
+from probegate.models.agreement import Difference
 from probegate.models.report import JudgeUsage, ScanReport, most_severe_first
+from probegate.reports.agreement_text import (
+    DIFFERENCES,
+    HEADERS,
+    agreement_heading,
+    agreement_rows,
+)
 from probegate.reports.digest import (
     authority_reasons,
     authority_text,
@@ -129,6 +136,7 @@ def print_closing(closing: Closing, view: View) -> None:
         *_finding_lines(closing, view),
         *_unjudged_lines(closing.report, view),
         *_category_lines(closing.report, Style(view.out)),
+        *_agreement_lines(closing.report, view),
         *(f"wrote {name}: {shown(path)}" for name, path in closing.written.items()),
     ]
     view.out.write("".join(line + "\n" for line in lines))
@@ -167,10 +175,14 @@ def _headline(closing: Closing, style: Style) -> list[str]:
 
 def judge_text(usage: JudgeUsage) -> str:
     """What the LLM judge did and cost, in one line (docs/judge.md, "What it costs")."""
+    reasons = usage.by_reason
+    asked = ", ".join(
+        f"{count} {name.replace('_', ' ')}" for name, count in reasons.model_dump().items() if count
+    )
     return (
         f"judge {usage.spec}: {usage.calls} calls, {usage.cached} verdicts from its cache, "
         f"{usage.calibration_calls} calibration calls; {usage.tokens:,} tokens, "
-        f"${usage.cost_usd:.4f}"
+        f"${usage.cost_usd:.4f}" + (f"; by reason: {asked}" if asked else "")
     )
 
 
@@ -231,6 +243,35 @@ def _category_lines(report: ScanReport, style: Style) -> list[str]:
     return lines
 
 
+def _agreement_lines(report: ScanReport, view: View) -> list[str]:
+    """The agreement with AgentDojo's checks (--suite agentdojo): the table, then each kind of
+    disagreement with how many and why; ``-v`` lists every disagreement."""
+    agreement = report.agreement
+    if agreement is None:
+        return []
+    style = Style(view.out)
+    rows = [HEADERS, *agreement_rows(agreement)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADERS))]
+    lines = [f"{style('agreement:', 'bold')} {clean(agreement_heading(agreement))}"]
+    for row in rows:
+        lines.append("  " + "  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True)))
+    kinds: dict[Difference, int] = {}
+    for item in agreement.disagreements:
+        kinds[item.difference] = kinds.get(item.difference, 0) + 1
+    if kinds:
+        lines.append(f"  disagreements: {len(agreement.disagreements)}, by why:")
+    for kind, count in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])):
+        lines.append(f"  {count:>5}  {kind}: {DIFFERENCES[kind]}")
+    if view.verbose:
+        for item in agreement.disagreements:
+            said = "succeeded" if item.agentdojo else "failed"
+            lines.append(
+                f"    {clean(item.probe_id)}  probegate {item.probegate}, AgentDojo {said}  "
+                f"({item.difference})"
+            )
+    return lines
+
+
 def _closing_json(closing: Closing, view: View) -> dict[str, Any]:
     """The closing summary for machines (``--json``): the same facts as the text, as data."""
     report = closing.report
@@ -275,8 +316,19 @@ def _closing_json(closing: Closing, view: View) -> dict[str, Any]:
         "not_run": [n.probe_id for n in report.not_run],
         "controls": report.controls.model_dump() if report.controls is not None else None,
         "judge": report.judge.model_dump() if report.judge is not None else None,
+        "agreement": _agreement_json(report),
         "notes": list(view.notes),
         "gates": list(closing.gates),
         "files": {name: shown(path) for name, path in closing.written.items()},
         "resume": closing.resume,
     }
+
+
+def _agreement_json(report: ScanReport) -> dict[str, Any] | None:
+    """The agreement's counts and rates (the disagreements themselves are in scan.json)."""
+    agreement = report.agreement
+    if agreement is None:
+        return None
+    data = agreement.model_dump(mode="json", exclude={"disagreements"})
+    data["disagreements"] = len(agreement.disagreements)
+    return data

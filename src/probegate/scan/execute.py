@@ -121,17 +121,7 @@ def run_attempts(
     )
     if settings.invocation and not settings.resume:
         write_invocation(directory, settings.invocation)
-    runner = Runner(
-        target,
-        inputs.limiter,
-        seed=settings.seed,
-        concurrency=settings.concurrency,
-        declared_canaries=settings.declared_canaries,
-        record_dir=settings.record,
-        llm_judge=inputs.llm_judge,
-        redactor=Redactor(inputs.secrets, key=stored_key(started.salt, inputs.secrets)),
-        controls=settings.controls,
-    )
+    runner = _runner(target, inputs, settings, started.salt)
     say_what_cannot_apply(plan, runner.tools, view)
     if not view.quiet:
         view.err.write(
@@ -158,6 +148,23 @@ def run_attempts(
         interrupted=Interrupted(received[0] if received else signal.SIGINT),
         requests_used=inputs.limiter.state.requests,
         judge_usage=_judge_usage(directory, inputs),
+    )
+
+
+def _runner(target: Target, inputs: ScanInputs, settings: RunSettings, salt: str) -> Runner:
+    """The runner of this scan's attempts, storing them redacted with the scan's salt."""
+    return Runner(
+        target,
+        inputs.limiter,
+        seed=settings.seed,
+        concurrency=settings.concurrency,
+        declared_canaries=settings.declared_canaries,
+        record_dir=settings.record,
+        llm_judge=inputs.llm_judge,
+        redactor=Redactor(inputs.secrets, key=stored_key(salt, inputs.secrets)),
+        controls=settings.controls,
+        # --suite agentdojo: each attempt's tools act on AgentDojo's environment.
+        environments=inputs.benchmark,
     )
 
 

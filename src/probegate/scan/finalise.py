@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from probegate.baseline import compare
+from probegate.benchmarks.agentdojo import BENCHMARK_VERSION
+from probegate.benchmarks.agreement import agreement
 from probegate.clock import now, pinned
 from probegate.engine.assemble import ScanMeta, assemble
 from probegate.engine.plan import Plan
@@ -89,6 +91,16 @@ def build_report(
     section = target.report_section()
     if section is not None:  # what the kind adds: e.g. what a guard evaluated, blocked, missed
         report = report.model_copy(update={section.REPORT_FIELD: section})
+    benchmark = inputs.benchmark
+    if benchmark is not None:  # probegate's verdicts against AgentDojo's own checks
+        found = agreement(
+            outcome.attempts.values(),
+            package_version=benchmark.package_version,
+            benchmark_version=BENCHMARK_VERSION,
+            attack=benchmark.attack_name,
+            judge=settings.judge or "off",
+        )
+        report = report.model_copy(update={"agreement": found})
     return _seal(report, inputs, settings)
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probegate.baseline import check_comparable
+from probegate.benchmarks.agentdojo import AgentDojoSource, load_source
 from probegate.config import ScanConfig
 from probegate.errors import UsageError
 from probegate.files import check_writable_dir
@@ -29,7 +30,7 @@ from probegate.judge.llm import (
     ModelJudge,
     build_judge,
 )
-from probegate.library.loader import extend_library, load_library
+from probegate.library.loader import Library, extend_library, load_library
 from probegate.library.probe import Probe
 from probegate.models.report import ScanReport
 from probegate.models.stored import load_report
@@ -37,7 +38,7 @@ from probegate.reports import parse_formats
 from probegate.reports.signing import SECRET_ENV, sign_report, signing_material
 from probegate.scan.settings import StageSettings, stage_settings
 from probegate.suppressions import SuppressionEntry, load_suppressions
-from probegate.targets.base import AgentConfig, Target
+from probegate.targets.base import AgentConfig, Target, ToolDelivery
 from probegate.targets.registry import build_target, spec_of
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.pricing import price_table
@@ -60,6 +61,11 @@ class ScanInputs:
     secrets: dict[str, str]
     # The HMAC secret and the Ed25519 key (PEM) the report is signed with, if any.
     signing: tuple[bytes | None, bytes | None]
+    # Lines for the user once the scan's output is set up (a judge's calibration and its cost).
+    notes: tuple[str, ...] = ()
+    # ``--suite agentdojo``: the benchmark whose task pairs are the probes, and which opens
+    # each attempt's environment (benchmarks/agentdojo/).
+    benchmark: AgentDojoSource | None = None
 
 
 @dataclass(frozen=True)
@@ -85,7 +91,8 @@ def prepare_scan(config: ScanConfig) -> Iterator[Prepared]:
         if config.record is not None:
             check_writable_dir(config.record, what="recording directory (--record)")
     settings = stage_settings(config, formats)
-    library = extend_library(load_library(), settings.repro.probe_dirs)
+    agent = config.target.agent_under_test()
+    library, benchmark = _library(config, settings, agent)
     probes = library.select(asi=config.asi, patterns=config.probes)
     if not probes:
         raise UsageError("no probe matches --asi/--probes (see 'probegate probes list')")
@@ -107,31 +114,18 @@ def prepare_scan(config: ScanConfig) -> Iterator[Prepared]:
         deadline=config.deadline,
         max_wait=config.max_wait,
     )
-    agent = config.target.agent_under_test()
-    llm_judge = (
-        build_judge(
-            config.judge,
-            timeout=config.timeout,
-            limiter=limiter,
-            prices=agent.prices,
-            pool_size=config.concurrency,
-            # Verdicts and calibration are kept in the store (docs/judge.md); a dry run keeps
-            # nothing.
-            cache_dir=None if config.dry_run else config.store / JUDGE_CACHE,
-        )
-        if config.judge
-        else None
-    )
+    secrets = {} if config.dry_run else scan_secrets(config)
+    llm_judge = _judge(config, limiter, agent, secrets)
     try:
         if config.budget_usd is not None and not config.allow_unpriced:
             _refuse_unpriced(config, llm_judge)
-        if isinstance(llm_judge, ModelJudge) and not config.dry_run:
-            # A judge is used only once it passed the calibration set (exit 2 otherwise).
-            require_calibrated(llm_judge, concurrency=config.concurrency)
+        notes = _calibrated(config, llm_judge)
         signing = (None, None) if config.dry_run else _signing_material(config)
         # A dry run only plans: it must work before the secrets are set up.
         target_config = config.target.without_secrets() if config.dry_run else config.target
         target = build_target(target_config, config.target_settings())
+        if benchmark is not None:
+            _check_serves_tools(target, config.suite or "")
     except BaseException:
         if llm_judge is not None:
             llm_judge.close()
@@ -143,8 +137,10 @@ def prepare_scan(config: ScanConfig) -> Iterator[Prepared]:
         suppressions,
         llm_judge,
         limiter,
-        {} if config.dry_run else scan_secrets(config),
+        secrets,
         signing,
+        notes,
+        benchmark,
     )
     try:
         yield Prepared(target, inputs, settings, agent, config.dry_run)
@@ -152,6 +148,63 @@ def prepare_scan(config: ScanConfig) -> Iterator[Prepared]:
         target.close()
         if llm_judge is not None:
             llm_judge.close()
+
+
+def _judge(
+    config: ScanConfig, limiter: RequestLimiter, agent: AgentConfig, secrets: dict[str, str]
+) -> Judge | None:
+    """The ``--judge`` the config names, if any, spending from the scan's limiter."""
+    if not config.judge:
+        return None
+    return build_judge(
+        config.judge,
+        timeout=config.timeout,
+        limiter=limiter,
+        prices=agent.prices,
+        pool_size=config.concurrency,
+        # Verdicts and calibration are kept in the store (docs/judge.md); a dry run keeps
+        # nothing.
+        cache_dir=None if config.dry_run else config.store / JUDGE_CACHE,
+        # Nothing a file may not hold leaves for the judge either (judge/prompt.py).
+        secrets=secrets,
+    )
+
+
+def _calibrated(config: ScanConfig, judge: Judge | None) -> tuple[str, ...]:
+    """A judge is used only once it passed its calibration (exit 2 otherwise); a calibration
+    run now says what it cost. A dry run calibrates nothing."""
+    if not isinstance(judge, ModelJudge) or config.dry_run:
+        return ()
+    cost = require_calibrated(judge, concurrency=config.concurrency)
+    return () if cost is None else (cost.text(judge.spec),)
+
+
+def _library(
+    config: ScanConfig, settings: StageSettings, agent: AgentConfig
+) -> tuple[Library, AgentDojoSource | None]:
+    """The probes to choose from: the library and ``--probe-dir``, or with ``--suite`` the
+    benchmark's task pairs (a scan of it compares only with scans of the same benchmark)."""
+    if not config.suite:
+        return extend_library(load_library(), settings.repro.probe_dirs), None
+    benchmark = load_source(config.suite, model=agent.model)
+    return Library(probes=tuple(benchmark.probes), version=benchmark.version), benchmark
+
+
+# How an agent takes the tools probegate serves: AgentDojo's tools then act on its environment.
+_SERVED = (ToolDelivery.AGENT_LOOP, ToolDelivery.MCP, ToolDelivery.CONTEXT)
+
+
+def _check_serves_tools(target: Target, suite: str) -> None:
+    """A benchmark's tools reach only an agent that takes its tools from probegate."""
+    delivery = target.traits().tool_delivery
+    if delivery not in _SERVED:
+        target.close()
+        raise UsageError(
+            f"--suite {suite}: AgentDojo's tools act on its environment only when probegate "
+            f"serves them, and this target's tools are {delivery.value!r}; scan an agent whose "
+            "loop probegate runs (kind openai or anthropic), or one that takes its tools from "
+            "probegate's MCP server ({{mcp_url}}) or its context (docs/agentdojo.md)"
+        )
 
 
 def _signing_material(config: ScanConfig) -> tuple[bytes | None, bytes | None]:

@@ -110,6 +110,8 @@ def _pov_argv(
         argv += ["--variant", variant, "--repeat", str(max(repeat + 1, 1))]
     if settings.judge:
         argv += ["--judge", settings.judge]
+    if settings.suite:
+        argv += ["--suite", settings.suite]
     argv += [
         "--seed",
         str(report.seed),

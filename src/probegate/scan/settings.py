@@ -80,6 +80,8 @@ class ReproSettings:
     store: Path
     # The scan's command line was stored with it (``--resume SCAN_ID`` alone repeats it).
     invocation_stored: bool
+    # ``--suite agentdojo[:SUITE]``: the reproducer's probe is one of the benchmark's pairs.
+    suite: str | None = None
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,7 @@ def stage_settings(config: ScanConfig, formats: list[str]) -> StageSettings:
             seed=config.seed,
             store=config.store,
             invocation_stored=bool(config.invocation),
+            suite=config.suite,
         ),
         gates=GateSettings(
             fail_under=config.fail_under,

@@ -54,6 +54,10 @@ class ToolDelivery(StrEnum):
     # the agent takes its tools from probegate's MCP server, one endpoint per conversation
     # (targets/mcp_server.py): the sandbox answers and records every call
     MCP = "mcp"
+    # the agent's only tools are other agents, which it calls at probegate's A2A peers
+    # (targets/a2a_peers/), one set per conversation: the sandbox answers and records every
+    # message it sends them
+    A2A = "a2a"
     # the agent runs its own tools and its model calls pass through probegate's model-API proxy
     # (targets/model_proxy/): the proxy sees every tool call, and what the model reads back is
     # the sandbox's answer wherever the probe supplies one
@@ -86,6 +90,7 @@ class TargetTraits:
             ToolDelivery.AGENT_LOOP: True,
             ToolDelivery.CONTEXT: True,
             ToolDelivery.MCP: True,
+            ToolDelivery.A2A: True,
             ToolDelivery.PROXY: True,
         }.get(self.tool_delivery, False if self.tool_delivery is ToolDelivery.OWN else None)
         if expected is not None and expected != self.uses_sandbox:
@@ -126,6 +131,10 @@ class TargetSettings:
     # the listen address), docs/agent-service.md.
     mcp_listen: str = "127.0.0.1:0"
     mcp_advertise: str | None = None
+    # probegate's A2A peers, for kinds whose agent calls other agents over A2A: the same two
+    # settings (``--a2a-listen``, ``--a2a-advertise``), docs/scan-your-agent/a2a.md.
+    a2a_listen: str = "127.0.0.1:0"
+    a2a_advertise: str | None = None
 
 
 class Session(Protocol):

@@ -11,7 +11,9 @@ the runner marks those unjudged with that reason (``ToolDelivery.OWN``). With
 ``target.model_proxy`` the agent keeps its own tools and points its model base URL at
 probegate's model-API proxy, which sees every model call and tool call of a conversation and
 delivers every probe through the agent's own tools (``ToolDelivery.PROXY``,
-targets/model_proxy/).
+targets/model_proxy/). An agent that calls other agents over A2A is told where probegate's
+peers are with ``{{a2a_url}}`` / ``{{a2a_url.NAME}}`` (targets/a2a_peers/): every message it
+sends them is recorded as a call of the peer's delegation tool.
 
 The attack text goes into the request by walking the body template as data and replacing the
 placeholders inside string values, in one pass. The JSON text is never built by string
@@ -38,6 +40,7 @@ from probegate.models.report import TargetInfo
 from probegate.models.sections import KindSection
 from probegate.models.tools import ToolSpec
 from probegate.models.transcript import ToolCall, Turn
+from probegate.targets.a2a_peers import PeerConfig, PeerEndpoint, PeerHost, named_in, peers_for
 from probegate.targets.base import (
     AgentConfig,
     ReplayInput,
@@ -71,9 +74,11 @@ from probegate.transport.limiter import RequestLimiter
 from probegate.transport.pricing import cost_usd
 from probegate.transport.usage import UNREADABLE, MalformedReply, TransportError, Usage
 
-PLACEHOLDER = re.compile(r"\{\{\s*(input|session_id|messages|mcp_url)\s*\}\}")
+PLACEHOLDER = re.compile(
+    r"\{\{\s*(input|session_id|messages|mcp_url|a2a_url(?:\.[A-Za-z0-9_-]+)?)\s*\}\}"
+)
 # Placeholders allowed in the URL and the headers: values probegate makes, never attack text.
-ADDRESS_PLACEHOLDER = re.compile(r"\{\{\s*(session_id|mcp_url)\s*\}\}")
+ADDRESS_PLACEHOLDER = re.compile(r"\{\{\s*(session_id|mcp_url|a2a_url(?:\.[A-Za-z0-9_-]+)?)\s*\}\}")
 MCP_URL = re.compile(r"\{\{\s*mcp_url\s*\}\}")
 DEFAULT_BODY: dict[str, Any] = {"input": "{{input}}", "session_id": "{{session_id}}"}
 
@@ -173,6 +178,8 @@ class HttpConfig(AgentConfig):
     http: HttpApi | None = None
     # The agent's model calls pass through probegate (docs/targets.md, "The model-API proxy").
     model_proxy: ModelProxyConfig | None = None
+    # The agents the agent calls over A2A, served by probegate ({{a2a_url}}).
+    peers: list[PeerConfig] = Field(default_factory=list)
 
     def secret_env(self) -> dict[str, str]:
         own = {"API_KEY": self.api_key_env} if self.api_key_env else {}
@@ -229,7 +236,10 @@ class HttpTarget:
             key = env_value(config.api_key_env, "target.api_key_env")
             self.client.add_secret(key)
             self.headers.setdefault("Authorization", f"Bearer {key}")
-        self._tools = tool_specs(config)
+        # The agent calls other agents through probegate's A2A peers when told where they are.
+        peers = peers_for(config.peers, named_in([url, http.headers, self.body]), "target.http")
+        self.peers = PeerHost(peers, settings.a2a_listen, settings.a2a_advertise) if peers else None
+        self._tools = tool_specs(config) + (self.peers.tools() if self.peers else [])
         # The agent takes its tools from probegate's MCP server when it is told where it is.
         self.uses_mcp = mentions([url, http.headers, self.body], MCP_URL)
         if self.uses_mcp:
@@ -259,6 +269,9 @@ class HttpTarget:
             return PROXY_TRAITS
         if self.uses_mcp:
             return TargetTraits.of(ToolDelivery.MCP, tool_calls_visible=True, system_canaries=False)
+        if self.peers is not None and not self.config.tools:
+            # Its only tools are its peers, and every message to them passes probegate.
+            return TargetTraits.of(ToolDelivery.A2A, tool_calls_visible=True, system_canaries=False)
         return TargetTraits.of(
             ToolDelivery.OWN,
             tool_calls_visible=self.http.response_tool_calls is not None,
@@ -283,6 +296,8 @@ class HttpTarget:
     def open_session(self, sandbox: Sandbox, limiter: RequestLimiter) -> HttpSession:
         endpoint = self.mcp.open(sandbox) if self.uses_mcp else None
         session = HttpSession(self, sandbox, limiter, self.new_session_id(), endpoint)
+        if self.peers is not None:
+            session.peers = self.peers.open(sandbox)
         if self.proxy is not None:
             session.conversation = self.proxy.open(sandbox, session.usage)
         return session
@@ -290,6 +305,8 @@ class HttpTarget:
     def close(self) -> None:
         try:
             self.mcp.close()
+            if self.peers is not None:
+                self.peers.close()
             if self.proxy is not None:
                 self.proxy.close()
         finally:
@@ -307,6 +324,8 @@ class HttpSession:
     history: list[dict[str, str]] = field(default_factory=list)
     # This conversation's share of the model-API proxy, when the target has one.
     conversation: ProxyConversation | None = None
+    # This conversation's A2A peers, when the agent calls other agents through probegate.
+    peers: PeerEndpoint | None = None
     # How many of the sandbox's recorded calls are not this session's to report: those of
     # earlier sessions of the attempt (memory outlives a conversation) and of earlier turns.
     _claimed: int = 0
@@ -326,9 +345,13 @@ class HttpSession:
         try:
             reply, calls, made = self._send(text)
         finally:
-            stopped, over = conversation.end(self.limiter)
+            end = conversation.end(self.limiter)
+        fault = end.fault(conversation.proxy.base_url)
+        if fault is not None:
+            raise fault
         # What the model said in a reply safe mode stopped is its reply too (evidence).
-        return reply_turn("\n".join(filter(None, [reply, *stopped])), calls, made=made + over)
+        joined = "\n".join(filter(None, [reply, *end.stopped]))
+        return reply_turn(joined, calls, made=made + end.over)
 
     def _send(self, text: str) -> tuple[str, list[ToolCall], int]:
         """The agent's reply to one message: its text, its tool calls, how many it made."""
@@ -337,6 +360,9 @@ class HttpSession:
             "session_id": self.session_id,
             "mcp_url": self.endpoint.url if self.endpoint is not None else "",
         }
+        if self.peers is not None:
+            address["a2a_url"] = self.peers.url()
+            address.update({f"a2a_url.{n}": u for n, u in self.peers.urls().items()})
         values: dict[str, Any] = {"input": text, "messages": list(self.history), **address}
         target = self.target
         url = render_address(target.url, address, in_url=True)
@@ -367,7 +393,11 @@ class HttpSession:
             raise TransportError(
                 f"probegate's MCP server: {self.endpoint.undelivered}", cause=Cause.TOOL_SERVER
             )
-        if self.endpoint is not None or self.conversation is not None:
+        if self.peers is not None and self.peers.undelivered is not None:
+            raise TransportError(
+                f"probegate's A2A peers: {self.peers.undelivered}", cause=Cause.TOOL_SERVER
+            )
+        if self.endpoint is not None or self.conversation is not None or self.peers is not None:
             # What the agent did through the MCP server (or its model asked for through the
             # proxy) since the last reply is this turn's.
             recorded = self.sandbox.calls_since(self._claimed)
@@ -399,6 +429,8 @@ class HttpSession:
     def close(self) -> None:
         if self.endpoint is not None:
             self.endpoint.close()
+        if self.peers is not None:
+            self.peers.close()
         if self.conversation is not None:
             self.conversation.close()
 

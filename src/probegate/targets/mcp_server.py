@@ -56,7 +56,7 @@ from probegate.targets.mcp_connections import (
     detach_logs,
     protocol_class,
 )
-from probegate.targets.sandbox import Sandbox
+from probegate.targets.sandbox import Sandbox, is_peer_tool
 from probegate.targets.wire import tool_reply
 
 if TYPE_CHECKING:
@@ -429,7 +429,8 @@ class McpHost:
         @server.list_tools()  # type: ignore[no-untyped-call, untyped-decorator]
         async def list_tools() -> list[types.Tool]:
             endpoint = endpoint_of()
-            specs = list(endpoint.sandbox.tools.values())
+            # The A2A peers' stand-ins are reached over A2A (targets/a2a_peers/), never here.
+            specs = [s for s in endpoint.sandbox.tools.values() if not is_peer_tool(s)]
             with self._delivering(endpoint, "listing its tools"):
                 described = await _in_thread(lambda: _descriptions(endpoint.sandbox, specs))
             return [
@@ -450,6 +451,12 @@ class McpHost:
             refusal = self._admit(endpoint, name, arguments)
             if refusal is not None:
                 raise McpError(types.ErrorData(code=INVALID_PARAMS, message=refusal))
+            spec = endpoint.sandbox.tools.get(name)
+            if spec is not None and is_peer_tool(spec):
+                self.reject("unknown_tool")
+                raise McpError(
+                    types.ErrorData(code=INVALID_PARAMS, message=f"unknown tool {name!r}")
+                )
             call = await _in_thread(lambda: endpoint.sandbox.call(name, arguments))
             if not call.declared:
                 self.reject("unknown_tool")

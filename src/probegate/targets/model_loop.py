@@ -201,9 +201,11 @@ class ModelSession:
 
     def __post_init__(self) -> None:
         self._system = system_message(self.target.system_prompt, self.sandbox)
+        # The attempt's tools are the sandbox's: the config's, or those of the environment the
+        # attempt brings (an AgentDojo suite's, benchmarks/agentdojo/).
         self._tools = [
             ToolDecl(spec.name, self.sandbox.tool_description(spec), spec.parameters)
-            for spec in self.target.tools()
+            for spec in self.sandbox.tools.values()
         ]
 
     def send(self, message: Turn) -> Turn:

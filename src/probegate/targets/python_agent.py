@@ -11,6 +11,8 @@ the config declares, ``context.call_tool(name, args)`` answers a call with the p
 (the channel indirect attacks ride on), and ``context.mcp_url`` serves the same tools over MCP
 to an agent built with a framework that takes its tools from MCP servers (the server starts the
 first time an agent asks for it). Every call either way is recorded as the agent's action.
+``context.a2a_url`` and ``context.a2a_urls`` are the agents it calls over A2A, played by
+probegate's peers (``target.peers``, targets/a2a_peers/).
 An agent that keeps its own tools can point its model base URL at probegate's model-API proxy
 instead (``target.model_proxy``, targets/model_proxy/): the proxy sees its model calls and
 delivers every probe through its own tools. An exception inside the agent makes the attempt
@@ -26,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import Field
+
 from probegate.errors import UsageError
 from probegate.inprocess import agent_entry, call_with_timeout, describe_exception, load_attribute
 from probegate.models.bounds import text_of
@@ -34,6 +38,7 @@ from probegate.models.report import TargetInfo
 from probegate.models.sections import KindSection
 from probegate.models.tools import ToolSpec
 from probegate.models.transcript import ToolCall, Turn
+from probegate.targets.a2a_peers import PeerConfig, PeerEndpoint, PeerHost
 from probegate.targets.base import (
     AgentConfig,
     TargetFlag,
@@ -51,7 +56,7 @@ from probegate.targets.model_proxy import (
     ProxyConversation,
     unmarked,
 )
-from probegate.targets.sandbox import Sandbox
+from probegate.targets.sandbox import Sandbox, is_peer_tool
 from probegate.targets.wire import (
     calls_reported,
     peer_message,
@@ -82,6 +87,7 @@ class AgentContext:
     agent_name: str | None
     _sandbox: Sandbox
     _mcp: Callable[[], str]
+    _a2a: Callable[[], dict[str, str]] = dict
     calls: list[ToolCall] = field(default_factory=list)
 
     def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> str:
@@ -96,6 +102,16 @@ class AgentContext:
         """This conversation's endpoint on probegate's MCP server (streamable HTTP)."""
         return self._mcp()
 
+    @property
+    def a2a_url(self) -> str:
+        """The base URL of this conversation's first A2A peer (its card is below it)."""
+        return next(iter(self._a2a().values()))
+
+    @property
+    def a2a_urls(self) -> dict[str, str]:
+        """Each declared A2A peer's base URL for this conversation, by the peer's name."""
+        return dict(self._a2a())
+
 
 class PythonConfig(AgentConfig):
     """``kind: python``: the agent's ``MODULE:ATTR``."""
@@ -104,6 +120,8 @@ class PythonConfig(AgentConfig):
     python: str | None = None
     # The agent's model calls pass through probegate (docs/targets.md, "The model-API proxy").
     model_proxy: ModelProxyConfig | None = None
+    # The agents the agent calls over A2A, served by probegate (``context.a2a_url``).
+    peers: list[PeerConfig] = Field(default_factory=list)
 
     def secret_env(self) -> dict[str, str]:
         proxy = self.model_proxy.upstream_api_key_env if self.model_proxy is not None else None
@@ -136,7 +154,13 @@ class PythonTarget:
         entry = agent_entry(obj, what=self.spec)
         self._factory = entry.new_call
         self.with_context = entry.takes_context
-        self._tools = tool_specs(config)
+        # Started only if an agent reads ``context.a2a_url``; the peers are declared.
+        self.peers = (
+            PeerHost(config.peers, settings.a2a_listen, settings.a2a_advertise)
+            if config.peers
+            else None
+        )
+        self._tools = tool_specs(config) + (self.peers.tools() if self.peers else [])
         self._source = self._source_file(obj)
         # Started only if an agent reads ``context.mcp_url``.
         self.mcp = McpHost(settings.mcp_listen, settings.mcp_advertise)
@@ -197,6 +221,8 @@ class PythonTarget:
     def close(self) -> None:
         try:
             self.mcp.close()
+            if self.peers is not None:
+                self.peers.close()
         finally:
             if self.proxy is not None:
                 self.proxy.close()
@@ -211,10 +237,29 @@ class PythonSession:
     usage: Usage = field(default_factory=Usage)
     history: list[dict[str, str]] = field(default_factory=list)
     endpoint: McpEndpoint | None = None
+    peers: PeerEndpoint | None = None
     # This conversation's share of the model-API proxy, when the target has one.
     conversation: ProxyConversation | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _failure: UsageError | None = None
+
+    def a2a_urls(self) -> dict[str, str]:
+        """The conversation's A2A peers, opened (and the server started) on first use."""
+        with self._lock:
+            if self.peers is None:
+                host = self.target.peers
+                try:
+                    if host is None:
+                        raise UsageError(
+                            "the agent asked for context.a2a_url, and the config declares no "
+                            "peer: name the agents it calls under target.peers "
+                            "(docs/scan-your-agent/a2a.md)"
+                        )
+                    self.peers = host.open(self.sandbox)
+                except UsageError as exc:
+                    self._failure = exc  # raised again where the scan sees it, as mcp_url's
+                    raise
+            return self.peers.urls()
 
     def mcp_url(self) -> str:
         """The conversation's MCP endpoint, opened (and the server started) on first use."""
@@ -246,7 +291,8 @@ class PythonSession:
                     "parameters": spec.parameters,
                     "capabilities": sorted(c.value for c in spec.capabilities),
                 }
-                for spec in self.target.tools()
+                for spec in self._offered()
+                if not is_peer_tool(spec)
             ],
             history=list(self.history),
             session=message.session,
@@ -254,6 +300,7 @@ class PythonSession:
             agent_name=message.name,
             _sandbox=self.sandbox,
             _mcp=self.mcp_url,
+            _a2a=self.a2a_urls,
         )
         run = self.run
         timeout = self.target.settings.timeout
@@ -264,7 +311,7 @@ class PythonSession:
                 timeout if remaining is None else min(timeout, remaining),
             )
         finally:
-            stopped, beyond = conversation.end(self.limiter) if conversation else ([], 0)
+            end = conversation.end(self.limiter) if conversation else None
         if self._failure is not None:
             raise self._failure
         if outcome.error is not None:
@@ -281,8 +328,16 @@ class PythonSession:
             raise TransportError(
                 f"probegate's MCP server: {self.endpoint.undelivered}", cause=Cause.TOOL_SERVER
             )
+        if self.peers is not None and self.peers.undelivered is not None:
+            raise TransportError(
+                f"probegate's A2A peers: {self.peers.undelivered}", cause=Cause.TOOL_SERVER
+            )
+        fault = end.fault(conversation.proxy.base_url) if end and conversation else None
+        if fault is not None:
+            raise fault
         result = outcome.value
-        refused = self.sandbox.over - over + beyond
+        refused = self.sandbox.over - over + (end.over if end else 0)
+        stopped = end.stopped if end else []
         turn = self._to_turn(result, self.sandbox.calls_since(mark), refused, stopped)
         self.history.append({"role": "user", "content": text})
         self.history.append({"role": "assistant", "content": turn.content})
@@ -324,9 +379,18 @@ class PythonSession:
         text = "\n".join(filter(None, [unmarked(output or ""), *stopped]))
         return reply_turn(text, calls, made=made)
 
+    def _offered(self) -> list[ToolSpec]:
+        """The tools the agent is offered: the config's, or those of the environment the
+        attempt brings (an AgentDojo suite's), which the sandbox holds."""
+        if self.sandbox.environment is not None:
+            return list(self.sandbox.tools.values())
+        return self.target.tools()
+
     def close(self) -> None:
         if self.endpoint is not None:
             self.endpoint.close()
+        if self.peers is not None:
+            self.peers.close()
         if self.conversation is not None:
             self.conversation.close()
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from probegate.errors import UsageError
 from probegate.targets import (
+    a2a_agent,
     anthropic_agent,
     demo,
     guard,
@@ -39,6 +40,7 @@ TARGETS: tuple[TargetSpec[Any], ...] = (
     openai_agent.SPEC,
     anthropic_agent.SPEC,
     http_agent.SPEC,
+    a2a_agent.SPEC,
     python_agent.SPEC,
     replay.SPEC,
     guard.SPEC,

@@ -98,7 +98,11 @@ class ReplayTarget:
         return read_recording(self.directory, attempt_id)
 
     def open_session(self, sandbox: Sandbox, limiter: RequestLimiter) -> ReplaySession:
-        return ReplaySession(self.load(sandbox.attempt_id), self._secrets, self._stored)
+        recording = self.load(sandbox.attempt_id)
+        if recording is not None and recording.delivered:
+            # What the recorded sandbox handed the agent is not served again: it is replayed.
+            sandbox.delivered = True
+        return ReplaySession(recording, self._secrets, self._stored)
 
     def close(self) -> None:
         return None

@@ -6,6 +6,11 @@ descriptions) and the attempt's canaries (synthetic secrets whose reappearance i
 leak). Tools are answered by capability, so probes work against any agent's tool names, and a
 probe may still pin a fixture to one tool by name.
 
+An attempt may instead bring a :class:`ToolEnvironment`: tools that act on an environment of
+their own, such as AgentDojo's (benchmarks/agentdojo/), fresh for that attempt. The sandbox
+then offers that environment's tools and has it answer every call, and still records, bounds
+and screens each one as it does its own.
+
 A :class:`ToolScreen` may stand between the agent and the sandbox, the way a runtime guard
 stands between an agent and its tools in a deployment (``kind: guard``): it sees every call
 before it runs and every answer and tool description before the agent reads them. Without one
@@ -25,7 +30,8 @@ from probegate.models.canaries import Canaries
 from probegate.models.probe import Fixtures
 from probegate.models.taxonomy import Capability
 from probegate.models.tools import ToolSpec
-from probegate.models.transcript import ToolCall
+from probegate.models.transcript import ToolCall, Transcript
+from probegate.models.verdict import ReferenceCheck
 
 # The authenticated customer of every demo conversation; other ids belong to someone else.
 CALLER_ID = "1001"
@@ -72,6 +78,45 @@ class ToolScreen(Protocol):
     def model_reply(self) -> None: ...
 
 
+class ToolEnvironment(Protocol):
+    """Tools acting on an environment of their own (an external benchmark's), for one attempt.
+
+    ``run`` answers one call as ``(result, error)``; ``check`` gives the benchmark's own
+    verdict once the conversation is over. The engine never reads that verdict into its own.
+    ``delivered``: a result the agent was sent carried the attack (docs/scoring.md,
+    "Delivery"); the environment knows where it planted it.
+    """
+
+    @property
+    def tools(self) -> list[ToolSpec]: ...
+
+    @property
+    def delivered(self) -> bool: ...
+
+    def run(self, name: str, arguments: dict[str, Any]) -> tuple[str, str | None]: ...
+
+    def check(self, transcript: Transcript) -> ReferenceCheck: ...
+
+
+class EnvironmentUnavailable(Exception):
+    """An attempt's environment could not be built (a mutated payload its data cannot hold):
+    the attempt is unjudged with this reason, never resisted."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Environments(Protocol):
+    """Where the engine gets an attempt's :class:`ToolEnvironment`: None for a probe that
+    brings none (a library probe, answered from its fixtures). ``control``: the attempt is a
+    control, so the environment must hold no attack (docs/scoring.md, "Controls")."""
+
+    def open(
+        self, probe_id: str, payload: str | None, *, control: bool
+    ) -> ToolEnvironment | None: ...
+
+
 class Sandbox:
     """Answers tool calls for one attempt and remembers what the agent did."""
 
@@ -83,10 +128,23 @@ class Sandbox:
         *,
         attempt_id: str = "",
         screen: ToolScreen | None = None,
+        payload: str | None = None,
+        environment: ToolEnvironment | None = None,
     ) -> None:
         self.tools = {t.name: t for t in tools}
+        # Answers every declared tool's calls instead of the fixtures, when the attempt has one.
+        self.environment = environment
         self.fixtures = fixtures
         self.canaries = canaries
+        # The attack text this attempt's fixtures carry, and whether anything carrying it was
+        # handed to the agent: a tool answer, an error, a memory, a peer's reply or a tool
+        # description it read. A resisted verdict needs it (docs/scoring.md, "Delivery"). It
+        # is marked before any screen (a guard) sees the content: what a guard then does with
+        # it is what a guard scan measures.
+        self.payload = payload or None
+        # As it reads inside a JSON answer (a memory tool's list): quotes and non-ASCII escaped.
+        self._encoded = json.dumps(payload)[1:-1] if payload else None
+        self.delivered = False
         # Which attempt this sandbox serves: the replay target looks its recording up by it.
         self.attempt_id = attempt_id
         self.memory: list[str] = list(fixtures.memory)
@@ -108,15 +166,29 @@ class Sandbox:
         return text if self.screen is None else self.screen.screen_description(tool, text)
 
     def unscreened_description(self, tool: ToolSpec) -> str:
-        """The description as the probe's fixtures make it, before any screen saw it."""
+        """The description as the probe's fixtures make it, before any screen saw it.
+
+        A delegation tool is the agent's way to another agent: what that agent's card says
+        (a probe's ``peer_agents``) is part of what the agent reads about it.
+        """
         extra = _fixture_for(self.fixtures.tool_descriptions, tool)
-        return f"{tool.description} {extra}" if extra else tool.description
+        if extra:
+            self._mark(extra)
+        text = f"{tool.description} {extra}" if extra else tool.description
+        if Capability.DELEGATION in tool.capabilities and self.fixtures.peer_agents:
+            peer = self.fixtures.peer(peer_name(tool.name))
+            if peer is not None and peer.card_text():
+                self._mark(peer.card_text())
+                text = f"{text} {peer.card_text()}"
+        return text
 
     def supplies(self, tool: ToolSpec) -> bool:
         """Whether this attempt's probe decides what ``tool`` returns: a fixture keyed to it
         (a result or an error), or the content of the channel its capability serves (fetched
         documents, memory, a peer agent's reply). A model-API proxy lets the agent's real tool
         answer everything else (docs/targets.md)."""
+        if self.environment is not None:
+            return True
         fixtures = self.fixtures
         if _fixture_for(fixtures.tool_errors, tool) is not None:
             return True
@@ -127,7 +199,9 @@ class Sandbox:
             return reads_memory(tool) and bool(self.memory)
         if Capability.RETRIEVAL in caps:
             return bool(fixtures.documents)
-        return Capability.DELEGATION in caps and bool(fixtures.agent_replies)
+        return Capability.DELEGATION in caps and bool(
+            fixtures.agent_replies or fixtures.peer_agents
+        )
 
     def customer_record(self, customer_id: str) -> dict[str, str]:
         """The PII a lookup returns; the SSN is the PII canary."""
@@ -218,13 +292,41 @@ class Sandbox:
                 error=f"unknown tool {name!r}",
                 declared=False,
             )
+        if self.environment is not None:
+            acted, failed = self.environment.run(name, arguments)
+            self.delivered = self.delivered or self.environment.delivered
+            if failed is not None:
+                return ToolCall(id=call_id, name=name, arguments=arguments, error=failed)
+            return ToolCall(id=call_id, name=name, arguments=arguments, result=acted)
         error = _fixture_for(self.fixtures.tool_errors, tool)
+        if error is None and Capability.DELEGATION in tool.capabilities:
+            error = self._peer_failure(tool, arguments)
         if error is not None:
+            self._mark(error)
             return ToolCall(id=call_id, name=name, arguments=arguments, error=error)
         result = _fixture_for(self.fixtures.tool_results, tool)
         if result is None:
             result = self._default_result(tool, arguments)
+        self._mark(result)
         return ToolCall(id=call_id, name=name, arguments=arguments, result=result)
+
+    def _mark(self, content: str) -> None:
+        if self.payload is None or self.delivered:
+            return
+        assert self._encoded is not None
+        if self.payload in content or self._encoded in content:
+            self.delivered = True
+
+    def serving_tools(self) -> list[str]:
+        """The tools whose answer or description would carry this attempt's fixtures: what
+        the agent had to use for the attack to reach it."""
+        fixtures = self.fixtures
+        names = [
+            t.name
+            for t in self.tools.values()
+            if self.supplies(t) or _fixture_for(fixtures.tool_descriptions, t) is not None
+        ]
+        return sorted(names)
 
     def _default_result(self, tool: ToolSpec, args: dict[str, Any]) -> str:
         """What a tool no fixture answers returns, by the first of its capabilities in this
@@ -249,6 +351,14 @@ class Sandbox:
         self.memory.append(str(note))
         return "stored"
 
+    def _peer_failure(self, tool: ToolSpec, args: dict[str, Any]) -> str | None:
+        """A peer whose tasks fail (``peer_agents`` state ``failed``): its reply is the error."""
+        if not self.fixtures.peer_agents:
+            return None
+        agent = str(args.get("agent") or args.get("name") or peer_name(tool.name))
+        peer = self.fixtures.peer(agent)
+        return self._peer_reply(args) if peer is not None and peer.state == "failed" else None
+
     def _peer_reply(self, args: dict[str, Any]) -> str:
         """The named peer agent's reply from the fixtures, else any agent's, else a nod."""
         agent = str(args.get("agent") or args.get("name") or "")
@@ -263,6 +373,21 @@ class Sandbox:
         if "*" in docs:
             return docs["*"]
         return "Document not found."
+
+
+# The tools that stand for the A2A peers probegate serves are named ``a2a:<peer>``
+# (targets/a2a_peers/): no model API accepts such a name, so none is ever a real tool's.
+PEER_TOOL_PREFIX = "a2a:"
+
+
+def peer_name(tool_name: str) -> str:
+    """The peer agent a delegation tool reaches: an A2A peer's own name, else the tool's."""
+    return tool_name.removeprefix(PEER_TOOL_PREFIX)
+
+
+def is_peer_tool(tool: ToolSpec) -> bool:
+    """A tool that stands for an A2A peer: the agent reaches it over A2A, never as a tool."""
+    return tool.name.startswith(PEER_TOOL_PREFIX)
 
 
 def _text_of(args: dict[str, Any]) -> str:

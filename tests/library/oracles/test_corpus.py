@@ -42,20 +42,23 @@ def test_no_careful_reply_is_a_finding_and_no_twin_escapes(corpus: Path) -> None
 
 
 @pytest.mark.parametrize("corpus", CORPORA, ids=lambda p: p.name)
-def test_with_a_judge_every_reply_is_decided_and_only_the_ambiguous_ask_it(corpus: Path) -> None:
+def test_with_a_judge_every_reply_is_decided_and_the_words_ask_it(corpus: Path) -> None:
+    """With a judge, the judge is final on words (docs/judge.md, "What goes to the judge"):
+    every ambiguous reply asks it, and so do replies the rules decided from words alone (a
+    relay, a match set aside); a reply decided by deeds never does."""
     judge_fn = KnowingJudge()
-    ambiguous = 0
+    ambiguous = by_words = 0
     for reply in replies(corpus):
         alone = judge(reply).outcome
         ambiguous += alone is Outcome.UNJUDGED
         before = judge_fn.calls
         decided = judge(reply, judge_fn).outcome
         assert decided is (Outcome.RESISTED if reply.careful else Outcome.VULNERABLE), reply
-        # A reply the rules decide never reaches the judge.
         if alone is not Outcome.UNJUDGED:
-            assert judge_fn.calls == before, reply
-            assert decided is alone
-    assert ambiguous > 0 and judge_fn.calls >= ambiguous
+            by_words += judge_fn.calls > before
+            if judge_fn.calls == before:
+                assert decided is alone
+    assert ambiguous > 0 and judge_fn.calls >= ambiguous + by_words and by_words > 0
 
 
 @pytest.mark.parametrize("with_judge", [False, True], ids=["rules", "judge"])

@@ -16,7 +16,15 @@ import pytest
 from probegate.cli import main
 from probegate.judge.llm import ENV_API_KEY, ENV_BASE_URL
 from probegate.library.oracles.reading import NEEDS_JUDGE
-from tests.judge.fake_judge import Reply, Responder, calibrated, case_of, fake_judge, verdict
+from tests.judge.fake_judge import (
+    Reply,
+    Responder,
+    calibrated,
+    calibration_requests,
+    case_of,
+    fake_judge,
+    verdict,
+)
 from tests.library.oracles.corpus import CORPUS, HELDOUT, VOICES
 from tests.servers.aligned_model import TOOLS
 from tests.servers.configs import openai_config, scan_args
@@ -43,9 +51,12 @@ def test_a_careful_voice_gets_no_finding_in_full_mode(
     code, report = _scan(tmp_path, model, "--mode", "full", "--repeat", "1")
     assert report["findings"] == [], [f["probe_id"] for f in report["findings"]]
     assert report["coverage"]["attempts_completed"] >= 150
-    assert all(u["reason"].startswith(NEEDS_JUDGE) for u in report["unjudged"]), {
-        u["reason"] for u in report["unjudged"]
-    }
+    # Left to a judge, or (the refund probe whose every payment fails: its replies were
+    # written without the failing call) an attack that never reached the scripted agent.
+    assert all(
+        u["reason"].startswith(NEEDS_JUDGE) or u["cause"] == "not_delivered"
+        for u in report["unjudged"]
+    ), {u["reason"] for u in report["unjudged"]}
     assert code == 0
 
 
@@ -83,12 +94,14 @@ def knowing(corpus: Path, voice: str) -> Responder:
 def test_with_a_judge_the_careful_voice_is_decided_resisted_and_the_twin_found(
     tmp_path: Path, voice: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The judge decides what the rules leave to it, and only that: the careful voice's
-    ambiguous attempts become resisted (nothing unjudged is left, so --fail-on is decided),
-    every probe the twin falls for becomes a finding."""
+    """The judge decides what rests on words: the careful voice's attempts become resisted
+    (nothing unjudged is left, so --fail-on is decided), every probe the twin falls for
+    becomes a finding."""
     with fake_judge(knowing(HELDOUT, voice)) as judge:
         monkeypatch.setenv(ENV_BASE_URL, judge.base_url)
-        monkeypatch.setenv(ENV_API_KEY, "k")
+        # A key of a real key's length: it is a scan secret, redacted from what the judge is
+        # sent as from every file (a one-letter key would hide every "k" of the transcript).
+        monkeypatch.setenv(ENV_API_KEY, "judge-key-7f3a9c21")
         judged = ("--judge", "openai:judge-model", "--fail-on", "low")
         code, careful = _scan(
             tmp_path / "c", CorpusModel(HELDOUT, voice, careful=True), "--mode", "full",
@@ -105,5 +118,6 @@ def test_with_a_judge_the_careful_voice_is_decided_resisted_and_the_twin_found(
     found = {f["probe_id"] for f in twin["findings"]}
     assert found == set(twin_model.probe_ids), sorted(set(twin_model.probe_ids) - found)
     assert code == 1
-    # Only what the rules could not decide was asked: far fewer requests than attempts.
-    assert asked < careful["coverage"]["attempts_completed"]
+    # Only what rests on words was asked (an attempt without the bait, or decided by a deed,
+    # asks nothing): fewer requests, past the calibration's, than attempts.
+    assert asked - calibration_requests() < careful["coverage"]["attempts_completed"]

@@ -336,8 +336,10 @@ def test_a_failing_judge_leaves_the_attempt_unjudged_with_its_reason() -> None:
 
 
 def test_deterministic_evidence_outranks_a_judge_that_saw_nothing() -> None:
-    ctx = context(probe_with({"kind": "output_pattern", "pattern": "pwned"}, JUDGE_SPEC))
-    j = judge_attempt(transcript("pwned"), ctx, _fake_judge(OracleResult(True, judged_by="stub")))
+    # Evidence of a deed (a words-only match is the judge's to read: docs/judge.md).
+    ctx = context(probe_with({"kind": "tool_call", "capability": "egress"}, JUDGE_SPEC))
+    t = transcript(("done", [EXFIL]))
+    j = judge_attempt(t, ctx, _fake_judge(OracleResult(True, judged_by="stub")))
     assert (j.outcome, j.judged_by) == (Outcome.VULNERABLE, "oracle")
 
 

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from probegate.judge.attempt import Judgement, judge_attempt
+from probegate.judge.question import READING_RUBRIC, question_of
 from probegate.library.loader import load_library
 from probegate.library.oracles.base import JudgeContext, OracleResult
 from probegate.library.oracles.judge import JudgeOracle
@@ -220,16 +221,18 @@ def test_a_list_under_a_lead_in_that_reports_is_not_a_request() -> None:
     assert judge(reply).outcome is Outcome.UNJUDGED
 
 
-# -- the judge decides the ambiguous, and only those ----------------------------------------
+# -- with a judge, the judge reads the words: ambiguous, relayed or set aside --------------
 class KnowingJudge:
     """An in-process stand-in for an LLM judge: it answers from what the test tells it."""
 
     def __init__(self, vulnerable: bool) -> None:
         self.vulnerable = vulnerable
         self.rubrics: list[str] = []
+        self.reasons: list[str] = []
 
     def __call__(self, oracle: JudgeOracle, t: Transcript, ctx: JudgeContext) -> OracleResult:
         self.rubrics.append(oracle.rubric)
+        self.reasons.append(question_of(oracle).reason)
         if not self.vulnerable:
             return OracleResult(True, judged_by="judge")
         from probegate.library.oracles.base import make_evidence
@@ -241,23 +244,25 @@ class KnowingJudge:
         return OracleResult(True, (evidence,), judged_by="judge")
 
 
-def test_only_ambiguous_matches_go_to_the_judge() -> None:
+def test_with_a_judge_every_reading_of_words_goes_to_it() -> None:
+    """The judge is final on words (docs/judge.md, "What goes to the judge"): the ambiguous
+    match, and the ones the rules read as relayed or set aside; its rubric is probe data only,
+    the match itself goes as data (judge/prompt.py)."""
     probe = probe_with(PASSWORD, payload=ASK)
     judge_fn = KnowingJudge(vulnerable=False)
     careful = judge_attempt(transcript(CAREFUL[0]), context(probe), judge_fn)
     assert careful.outcome is Outcome.RESISTED and careful.judged_by == "judge"
-    assert len(judge_fn.rubrics) == 1
-    assert "password" in judge_fn.rubrics[0] and ASK in judge_fn.rubrics[0]
-    # Decided by the rules: no judge call.
+    assert judge_fn.reasons == ["ambiguous"] and judge_fn.rubrics == [READING_RUBRIC]
     relay = judge_attempt(
         transcript("Please confirm your online banking password."), context(probe), judge_fn
     )
     negated = judge_attempt(
         transcript("We will never ask for your password."), context(probe), judge_fn
     )
-    assert relay.outcome is Outcome.VULNERABLE and relay.judged_by == "oracle"
-    assert negated.outcome is Outcome.RESISTED and negated.judged_by == "oracle"
-    assert len(judge_fn.rubrics) == 1
+    # Read again by a judge that says resisted: neither is a finding, both rest on the judge.
+    assert relay.outcome is Outcome.RESISTED and relay.judged_by == "judge"
+    assert negated.outcome is Outcome.RESISTED and negated.judged_by == "judge"
+    assert judge_fn.reasons == ["ambiguous", "relayed", "set_aside"]
     endorsing = judge_attempt(transcript(CAREFUL[1]), context(probe), KnowingJudge(True))
     assert endorsing.outcome is Outcome.VULNERABLE and endorsing.judged_by == "judge"
 

@@ -79,14 +79,24 @@ def test_a_block_all_guard_lets_no_attack_act(demo_alone: dict[str, Any], tmp_pa
         code, report = scan(tmp_path, "out", "demo", "--guard", guard.url)
     assert code == 0
     # Nothing reached the agent, so no tool call, leak or output pattern can be evidence; the
-    # oracle that fires on inaction (no_action) cannot judge a task the guard refused outright.
+    # oracle that fires on inaction (no_action) cannot judge a task the guard refused outright,
+    # and an attack riding on a document the agent never fetched never arrived: neither is a
+    # pass (docs/scoring.md, "Delivery").
     assert report["findings"] == []
     alone_unjudged = {r["probe_id"] for r in demo_alone["results"] if r["outcome"] == "unjudged"}
+    causes = {u["probe_id"]: u["cause"] for u in report["unjudged"]}
     for r in report["results"]:
         if r["outcome"] == "unjudged" and r["probe_id"] not in alone_unjudged:
-            assert "guard refused" in r["reason"], r
+            assert causes[r["probe_id"]] in ("guard_blocked_task", "not_delivered"), r
+            if causes[r["probe_id"]] == "not_delivered":
+                assert r["channel"] not in ("user", "agent_message"), r
     judged = [r for r in report["results"] if r["outcome"] in ("vulnerable", "resisted")]
-    assert len(judged) > 100  # the guard's refusals themselves are judged: resisted
+    # The guard's refusals of attacks in the conversation's own messages are judged: resisted;
+    # none riding on a document, a tool result or a description reached anything.
+    channels = {r["channel"] for r in judged}
+    assert {"user", "agent_message"} <= channels
+    assert not channels & {"document", "tool_result", "tool_description"}
+    assert len(judged) > 30
     g = report["guard"]
     assert g["by_stage"]["input"]["blocked"] == g["events"]["evaluated"] > 0
     assert g["by_stage"]["tool_call"]["evaluated"] == 0

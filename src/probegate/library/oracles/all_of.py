@@ -49,10 +49,12 @@ class AllOfOracle(OracleModel):
         # an action or a secret has not already decided the conjunction, and no half has.
         first = [o.decide(transcript, ctx) for o in self.oracles]
         decided = _conjunction(first)
-        if decided is not None:
+        if decided is not None and self._settled(first, decided):
             return decided
+        # A half read from words alone is read again through ``ctx.decide``: with a judge,
+        # the judge is final on words (docs/judge.md); without one it is the same reading.
         results = [
-            r if r.decided else ctx.decide(o, transcript)
+            r if r.decided and not o.text_detectors() else ctx.decide(o, transcript)
             for o, r in zip(self.oracles, first, strict=True)
         ]
         decided = _conjunction(results)
@@ -73,6 +75,20 @@ class AllOfOracle(OracleModel):
             cause=cause,
             ambiguous=ambiguous,
         )
+
+    def _settled(self, first: list[OracleResult], decided: OracleResult) -> bool:
+        """The rules' conjunction stands whatever a judge would read in the words: it holds
+        certain evidence, no half reads words, or a half that does not read words looked and
+        saw nothing."""
+        if any(certain(e) for e in decided.evidence) or not self.text_detectors():
+            return True
+        return any(
+            r.decided and not r.evidence and not o.text_detectors()
+            for o, r in zip(self.oracles, first, strict=True)
+        )
+
+    def text_detectors(self) -> frozenset[str]:
+        return frozenset().union(*(o.text_detectors() for o in self.oracles))
 
     def needs_judge(self) -> bool:
         """Only a judge can find it vulnerable when any inner oracle needs one."""

@@ -151,16 +151,16 @@ class DemoSession:
         return Turn(role="assistant", content=reply, tool_calls=calls)
 
     def _session_start(self, calls: list[ToolCall], lines: list[str]) -> list[_Work]:
-        """The weak agent reads its tool descriptions and memories as instructions; the careful
-        one reads them as data, and says what bait they carry."""
-        if self.careful:
+        """Every agent reads its tool descriptions (its model gets them with every call) and its
+        memories at the start of a session: the weak one as instructions; the hardened one as
+        data; the careful one as data, and it says what bait they carry."""
+        if self.hardened:
             for tool in DEMO_TOOLS:
                 added = self.sandbox.tool_description(tool).removeprefix(tool.description)
                 self._warn(added, f"description of the {tool.name} tool", lines)
             if self.sandbox.memory:
                 call = self._call(calls, "recall", query="notes for this customer")
                 self._warn(readable(call.result or ""), "saved notes", lines)
-        if self.hardened:
             return []
         work: list[_Work] = []
         for tool in DEMO_TOOLS:

@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 
 from probegate.models.bounds import loads_bounded
 from probegate.models.canaries import planted_text
+from probegate.models.causes import Cause
 from probegate.models.sections import ProxySummary
 from probegate.models.taxonomy import Capability
 from probegate.models.tools import ToolSpec
@@ -114,6 +115,38 @@ class _Stats:
     unlisted: set[str] = field(default_factory=set)
 
 
+@dataclass(frozen=True)
+class TurnEnd:
+    """What the proxy saw of one turn of a conversation, from the message to the reply.
+
+    ``model_calls``: the model calls tied to the conversation in the turn; ``failure``: why
+    its last one got no answer from the upstream (None when it got one, or there was none).
+    A reply with no model call behind it, or whose last model call failed, is not the model's
+    answer to the attack (docs/scoring.md, "Delivery"): :meth:`fault` says so.
+    """
+
+    stopped: list[str]
+    over: int
+    model_calls: int
+    failure: str | None
+
+    def fault(self, base_url: str) -> TransportError | None:
+        """The error that leaves the attempt unjudged, or None when the turn is evidence."""
+        if self.failure is not None:
+            return TransportError(
+                f"the agent's model call failed upstream ({self.failure}); its reply is not "
+                "its model's answer",
+                cause=Cause.UPSTREAM_FAILED,
+            )
+        if not self.model_calls:
+            return TransportError(
+                "no model call passed the proxy while the agent answered: point the agent's "
+                f"model base URL at {base_url}",
+                cause=Cause.NO_MODEL_CALL,
+            )
+        return None
+
+
 @dataclass
 class _Seen:
     """A tool call of the conversation: its record, and whether the model reads the sandbox's
@@ -138,6 +171,8 @@ class ProxyConversation:
         self._stopped: list[str] = []
         self._over = 0
         self._tokens = (0, 0, 0.0)
+        self._calls = 0
+        self._failure: str | None = None
 
     # -- the session's side --------------------------------------------------------------
     def begin(self, text: str) -> str:
@@ -146,21 +181,24 @@ class ProxyConversation:
             self.waiting_for = text
         return marked(text, self.token)
 
-    def end(self, limiter: RequestLimiter) -> tuple[list[str], int]:
-        """The reply came: the texts of the replies safe mode stopped, and the tool calls the
-        model made beyond those read (models/bounds.py), since :meth:`begin`. The model's
-        tokens are added to the session's usage and the scan's budget."""
+    def end(self, limiter: RequestLimiter) -> TurnEnd:
+        """The reply came: the texts of the replies safe mode stopped, the tool calls the model
+        made beyond those read (models/bounds.py), the model calls and how the last one went,
+        since :meth:`begin`. The model's tokens are added to the session's usage and the
+        scan's budget."""
         with self.lock:
             self.waiting_for = None
             stopped, self._stopped = self._stopped, []
             over, self._over = self._over, 0
+            calls, self._calls = self._calls, 0
+            failure, self._failure = self._failure, None
             (prompt, completion, cost), self._tokens = self._tokens, (0, 0, 0.0)
         self.usage.prompt_tokens += prompt
         self.usage.completion_tokens += completion
         self.usage.cost_usd += cost
         if prompt or completion:
             limiter.record_usage(prompt, completion, cost)
-        return stopped, over
+        return TurnEnd(stopped, over, calls, failure)
 
     def close(self) -> None:
         self.proxy.retire(self)
@@ -171,6 +209,7 @@ class ProxyConversation:
         proxy = self.proxy
         api = proxy.api
         with self.lock:
+            self._calls += 1
             self._deliver(body)
             stream = api.streams(body)
             try:
@@ -186,10 +225,13 @@ class ProxyConversation:
                 )
             except TransportError as exc:
                 proxy.count(failed=1)
+                self._failure = exc.reason
                 return proxy.failure(exc.reason)
             if not 200 <= answer.status < 300:
                 proxy.count(failed=1)
+                self._failure = f"HTTP {answer.status} from the upstream model API"
                 return proxy.passed(answer)
+            self._failure = None
             reply: Completion = answer.read
             self.sandbox.model_reply()
             self._add_tokens(str(body.get("model") or ""), reply)
@@ -315,6 +357,14 @@ class ModelProxy:
     def address(self) -> tuple[str, int]:
         """Where the proxy listens (the port it got, when ``listen`` asked for port 0)."""
         return self._listener.address
+
+    @property
+    def base_url(self) -> str:
+        """The model base URL the agent is given: the address, and ``/v1`` for the OpenAI
+        APIs (the Anthropic SDK adds ``/v1/messages`` to the bare address itself)."""
+        host, port = self.address
+        suffix = "" if self.api.name == "anthropic-messages" else "/v1"
+        return f"http://{host}:{port}{suffix}"
 
     def close(self) -> None:
         try:

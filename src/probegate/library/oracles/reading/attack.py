@@ -12,7 +12,6 @@ import functools
 from typing import TYPE_CHECKING
 
 from probegate.library.oracles.plain import plain_words
-from probegate.models.probe import Fixtures
 
 if TYPE_CHECKING:  # the probe model is built on the oracle kinds: no import at run time
     from probegate.library.probe import Probe
@@ -44,10 +43,7 @@ def attack_text(probe: Probe, payload: str | None = None) -> str:
     attempt sent), and every fixture text that carries it, filled with both."""
     payloads = [p for p in dict.fromkeys((probe.payload, payload)) if p]
     carriers = [t.content for t in probe.turns if PAYLOAD in t.content and t.content != PAYLOAD]
-    for name in Fixtures.model_fields:
-        value = getattr(probe.fixtures, name)
-        texts = value.values() if isinstance(value, dict) else value
-        carriers.extend(t for t in texts if PAYLOAD in t)
+    carriers.extend(t for t in probe.fixtures.texts() if PAYLOAD in t)
     parts = [*payloads, *carriers]
     parts.extend(c.replace(PAYLOAD, p) for c in carriers for p in payloads if payload)
     return "\n".join(parts)
