@@ -37,28 +37,55 @@ class Blocks:
     lead_ins: list[tuple[int, int, int, int]] = field(default_factory=list)
 
 
+@dataclass
+class _LeadIns:
+    """Which lines a lead-in line introduces: the list items after it (and the lines that
+    continue an item), or the one line after a line that ends with a colon. A lead-in
+    introduces its list or code block, not the text after them."""
+
+    text: str
+    found: list[tuple[int, int, int, int]]
+    # The last line of plain text, and whether the lines since it are list items.
+    last_plain: Span | None = None
+    listing: bool = False
+
+    def fence(self) -> None:
+        self.last_plain = None
+
+    def line(self, offset: int, stripped: str) -> None:
+        end = offset + len(stripped)
+        item = _LIST_ITEM.match(stripped) or (self.listing and stripped[:1] in (" ", "\t"))
+        if item:
+            self.listing = True
+            if self.last_plain is not None:
+                self.found.append((offset, end, *self.last_plain))
+        elif stripped.strip():
+            if self.last_plain is not None and not self.listing and self._colon(self.last_plain):
+                # "It says:" on a line of its own introduces the line after it.
+                self.found.append((offset, end, *self.last_plain))
+            self.last_plain, self.listing = (offset, end), False
+
+    def _colon(self, line: Span) -> bool:
+        return self.text[line[0] : line[1]].rstrip().endswith(":")
+
+
 def read_blocks(text: str, quotation: re.Pattern[str]) -> Blocks:
     """The quotations and code of ``text`` (``quotation``: what quotation marks enclose)."""
     blocks = Blocks()
+    lead_ins = _LeadIns(text, blocks.lead_ins)
     quoted: list[Span] = []
     code: list[Span] = []
     offset, fence, fence_start, quote_start = 0, "", 0, -1
-    # The last line of plain text, whose colon may introduce what follows it; and whether the
-    # lines since it are list items (a lead-in introduces its list, not the text after it).
-    last_plain: Span | None = None
-    listing = False
     for line in text.splitlines(keepends=True):
         stripped = line.rstrip("\n")
         opener = _FENCE.match(stripped)
-        if fence:
-            if opener and opener.group(1)[0] == fence[0] and len(opener.group(1)) >= len(fence):
+        if fence or opener:
+            if not fence:
+                fence, fence_start = opener.group(1) if opener else "", offset
+                lead_ins.fence()
+            elif _closes(opener, fence):
                 code.append((fence_start, offset + len(stripped)))
                 fence = ""
-            offset += len(line)
-            continue
-        if opener:
-            # A lead-in introduces the code block, not the text after it.
-            fence, fence_start, last_plain = opener.group(1), offset, None
             offset += len(line)
             continue
         if _BLOCKQUOTE.match(stripped):
@@ -66,26 +93,8 @@ def read_blocks(text: str, quotation: re.Pattern[str]) -> Blocks:
         elif quote_start >= 0:
             quoted.append((quote_start, offset))
             quote_start = -1
-        item = _LIST_ITEM.match(stripped) or (listing and stripped[:1] in (" ", "\t"))
-        if item:
-            listing = True
-            if last_plain is not None:
-                blocks.lead_ins.append((offset, offset + len(stripped), *last_plain))
-        elif stripped.strip():
-            if (
-                last_plain is not None
-                and not listing
-                and text[last_plain[0] : last_plain[1]].rstrip().endswith(":")
-            ):
-                # "It says:" on a line of its own introduces the line after it.
-                blocks.lead_ins.append((offset, offset + len(stripped), *last_plain))
-            last_plain, listing = (offset, offset + len(stripped)), False
-        for begin, stop in _code_spans(stripped):
-            code.append((offset + begin, offset + stop))
-            blocks.inline.append((offset + begin, offset + stop))
-        for m in quotation.finditer(stripped):
-            quoted.append((offset + m.start(), offset + m.end()))
-            blocks.inline.append((offset + m.start(), offset + m.end()))
+        lead_ins.line(offset, stripped)
+        _inline(blocks, stripped, offset, quotation, quoted, code)
         offset += len(line)
     if fence:  # an unclosed fence runs to the end, as Markdown renders it
         code.append((fence_start, len(text)))
@@ -94,6 +103,30 @@ def read_blocks(text: str, quotation: re.Pattern[str]) -> Blocks:
     blocks.quoted, blocks.code = _merge(quoted + code), _merge(code)
     blocks.inline.sort()
     return blocks
+
+
+def _closes(opener: re.Match[str] | None, fence: str) -> bool:
+    """The line closes the open fence: the same character, at least as many times."""
+    return (
+        opener is not None and opener.group(1)[0] == fence[0] and len(opener.group(1)) >= len(fence)
+    )
+
+
+def _inline(
+    blocks: Blocks,
+    line: str,
+    offset: int,
+    quotation: re.Pattern[str],
+    quoted: list[Span],
+    code: list[Span],
+) -> None:
+    """The code spans and quotation marks of one line."""
+    for begin, stop in _code_spans(line):
+        code.append((offset + begin, offset + stop))
+        blocks.inline.append((offset + begin, offset + stop))
+    for m in quotation.finditer(line):
+        quoted.append((offset + m.start(), offset + m.end()))
+        blocks.inline.append((offset + m.start(), offset + m.end()))
 
 
 def _code_spans(line: str) -> Iterator[Span]:
