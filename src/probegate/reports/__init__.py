@@ -20,6 +20,7 @@ from probegate.errors import ReportError, UsageError
 from probegate.files import write_atomic
 from probegate.models.report import ScanReport
 from probegate.perf import gc_paused
+from probegate.validation import did_you_mean
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,9 @@ def parse_formats(values: list[str] | None) -> list[str]:
                 continue
             if name not in FORMATS:
                 known = ", ".join(FORMATS)
-                raise UsageError(f"unknown output format {name!r} (choose from {known})")
+                raise UsageError(
+                    f"unknown output format {name!r}{did_you_mean(name, FORMATS)} (choose from {known})"
+                )
             if name not in names:
                 names.append(name)
     if "pdf" in names:
