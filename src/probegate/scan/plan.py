@@ -133,9 +133,12 @@ def dry_run(
     surface: TargetInfo | None = None,
     *,
     as_json: bool = False,
+    verbose: bool = False,
 ) -> int:
     """Print the plan and what it may cost; exit 0 without a request. ``as_json`` (``--json``)
-    prints the same facts as one JSON object, for a script deciding whether to run the scan."""
+    prints the same facts as one JSON object, for a script deciding whether to run the scan.
+    The probes that do not apply are counted in one line (each category's line says what would
+    bring them in); ``verbose`` (``-v``) lists each with its reason."""
     facts = _dry_run_facts(plan, agent, surface)
     if as_json:
         out.write(json_text(json.dumps(facts, indent=2, ensure_ascii=False)) + "\n")
@@ -158,8 +161,15 @@ def dry_run(
         out.write(f"  surface: {clean(surface_text(surface))}\n")
     for asi, text in facts["categories"].items():
         out.write(f"  {asi}: {text}\n")
-    for probe_id, reason in facts["not_applicable"].items():
-        out.write(f"  not applicable: {probe_id}: {reason}\n")
+    not_applicable = facts["not_applicable"]
+    if verbose:
+        for probe_id, reason in not_applicable.items():
+            out.write(f"  not applicable: {probe_id}: {reason}\n")
+    elif not_applicable:
+        out.write(
+            f"  not applicable: {len(not_applicable)} probe(s), for the capabilities and "
+            "settings each category names above (-v lists them)\n"
+        )
     for line in facts["not_run"]:
         out.write(f"  {line}\n")
     out.write(f"  estimated cost: {facts['estimated_cost']}\n")
