@@ -90,9 +90,8 @@ def parse_formats(values: list[str] | None) -> list[str]:
                 continue
             if name not in FORMATS:
                 known = ", ".join(FORMATS)
-                raise UsageError(
-                    f"unknown output format {name!r}{did_you_mean(name, FORMATS)} (choose from {known})"
-                )
+                hint = did_you_mean(name, FORMATS)
+                raise UsageError(f"unknown output format {name!r}{hint} (choose from {known})")
             if name not in names:
                 names.append(name)
     if "pdf" in names:

@@ -112,6 +112,13 @@ def controls_text(report: ScanReport) -> str:
     return text
 
 
+def target_text(target: TargetInfo) -> str:
+    """What was scanned, its kind said once: ``http http://127.0.0.1:8000/chat``, ``openai
+    gpt-4o-mini@https://api.openai.com/v1``, ``demo`` (a ref names its kind first already)."""
+    ref = target.ref.removeprefix(f"{target.kind}:")
+    return target.kind if ref in ("", target.kind) else f"{target.kind} {ref}"
+
+
 def surface_text(target: TargetInfo) -> str:
     """What the agent exposes, as the scan saw it: its tools, their capabilities and its
     secrets (a count, never a value). Probes apply to this surface (docs/targets.md)."""

@@ -36,6 +36,7 @@ from probegate.reports.headline import (
     scale,
     score_text,
     surface_text,
+    target_text,
 )
 
 TEXT_MAX = 20_000  # per transcript string; a runaway reply must not make the file unusable
@@ -168,7 +169,7 @@ def _header(report: ScanReport) -> list[str]:
     authority = report.authority
     out = [
         f'<h1>probegate scan <span class="mono">{esc(report.scan_id)}</span></h1>\n',
-        f'<p class="muted">target {esc(report.target.kind)}: {esc(report.target.ref)} · mode '
+        f'<p class="muted">target {esc(target_text(report.target))} · mode '
         f"{esc(report.mode)} · seed {report.seed} · tier {esc(report.tier)} · "
         f"{esc(report.stopped_reason)}</p>\n",
         f"<p><strong>Surface:</strong> {esc(surface_text(report.target))}</p>\n",

@@ -60,6 +60,7 @@ from probegate.reports.headline import (
     scale,
     score_text,
     surface_text,
+    target_text,
 )
 
 TEXT_MAX = 2_000  # characters of one piece of agent text (summary, prompt, remediation)
@@ -322,7 +323,7 @@ def _summary(report: ScanReport) -> list[Flowable]:
     out: list[Flowable] = [
         _p(f"probegate scan {pdf_text(report.scan_id, limit=200)}", "title"),
         _p(
-            f"target {pdf_text(report.target.kind)}: {pdf_text(report.target.ref, limit=300)}"
+            f"target {pdf_text(target_text(report.target), limit=300)}"
             f" · mode {pdf_text(report.mode)} · seed {report.seed} · tier "
             f"{pdf_text(report.tier)} · {pdf_text(report.stopped_reason)}",
             "small",
