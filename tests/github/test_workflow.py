@@ -304,6 +304,21 @@ def test_the_fork_guard(tmp_path: Path, head: str, fork_pull_requests: str, scan
         assert "(deleted)" in run.stdout if not head else "mallory/support-agent" in run.stdout
 
 
+def test_a_skipped_fork_says_nothing_about_the_baseline(tmp_path: Path) -> None:
+    """The first week: main has no baseline yet and a fork opens a pull request. The run is
+    skipped, so the only notice is why; "no baseline yet" would describe a scan that never ran."""
+    event = _pull_request_event(tmp_path, "mallory/support-agent")
+    run = _fake_run(tmp_path, {"PG_BASELINE": "probegate-baseline.json"}, event)
+    assert run.rc == 0 and not run.argv_log and run.outputs["skipped"] == "true"
+    (notice,) = run.annotations
+    assert notice.startswith("::notice title=probegate::skipped: this pull request comes from")
+    assert "baseline" not in run.stdout and "baseline" not in run.summary
+    # The same run from the repository's own branch scans and says the baseline is missing.
+    own_event = _pull_request_event(tmp_path, REPOSITORY)
+    own = _fake_run(tmp_path / "own", {"PG_BASELINE": "probegate-baseline.json"}, own_event)
+    assert own.argv_log and any("title=probegate baseline" in a for a in own.annotations)
+
+
 @pytest.mark.slow
 def test_a_push_and_a_scheduled_run_are_never_skipped(tmp_path: Path) -> None:
     for event in ("push", "schedule", "workflow_dispatch"):
