@@ -204,13 +204,13 @@ REDACTION_UNITS = (
 def redaction(sizes: tuple[int, ...]) -> None:
     """The redaction patterns (Python re: they need lookaround) on the longest texts a
     transcript keeps, made of their own prefixes."""
-    from probegate.models.redaction import _PATTERNS
+    from probegate.models.shapes import PATTERNS
 
     for size in sizes:
         worst = (0.0, "")
         for unit in REDACTION_UNITS:
             text = (unit * (size // len(unit) + 1))[:size]
-            for pattern in _PATTERNS:
+            for pattern in PATTERNS:
                 start = time.perf_counter()
                 for _ in pattern.regex.finditer(text):
                     pass

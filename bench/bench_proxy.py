@@ -12,7 +12,14 @@
    scanned two ways: ``openai`` (probegate runs the loop itself against the model: the direct
    loop) and ``python + proxy`` (an agent built with the openai SDK and its own tools, its base
    URL pointed at the proxy: tests/servers/own_tools.py). Each scan is a child process whose
-   attempts/s come from the report's own run time.
+   attempts/s come from the report's own run time. A third scan runs the same agent with its
+   base URL on the model itself (no proxy, so fewer probes apply: its model calls/s are only
+   roughly comparable): what the agent's own SDK costs, which the proxy cannot take away
+   (py-spy, --gil: in the python + proxy scan the openai SDK and httpx hold the interpreter
+   36% of the time, the engine 23%, the proxy 17%).
+
+Targets (printed with each figure): the proxy adds at most 2 ms at p50 per model call, and the
+python agent through it reaches at least 0.8 x the direct loop's attempts/s.
 
 Run: ``.venv/bin/python bench/bench_proxy.py`` (or ``make bench``).
 """
@@ -53,6 +60,8 @@ from probegate.transport.usage import Usage  # noqa: E402
 PROBEGATE = Path(sys.executable).parent / "probegate"
 LATENCY = 0.05
 CONCURRENCY = 16
+TARGET_ADDED_P50_MS = 2.0
+TARGET_RATIO = 0.8
 CALLS_PER_THREAD = 25
 ROUNDS = 3
 REPEAT = 3
@@ -145,7 +154,7 @@ def per_call() -> None:
             for _ in range(ROUNDS):
                 plain = [request_body("Please look up my account.")] * CONCURRENCY
                 direct += timed_calls(f"{model.base_url}/chat/completions", plain)
-                through += timed_calls(f"http://127.0.0.1:{port}/v1/chat/completions", bodies)
+                through += timed_calls(f"{proxy.base_url}/chat/completions", bodies)
             summary = proxy.summary()
         finally:
             proxy.close()
@@ -157,9 +166,11 @@ def per_call() -> None:
             f"mean {statistics.fmean(values):.1f} ms"
         )
     added = [percentile(through, q) - percentile(direct, q) for q in (0.5, 0.99)]
+    verdict = "OK" if added[0] <= TARGET_ADDED_P50_MS else "OVER TARGET"
     print(
         f"proxy overhead per model call: p50 {added[0]:+.1f} ms, p99 {added[1]:+.1f} ms "
-        f"({summary.attributed} attributed, {summary.unattributed} unattributed)"
+        f"({summary.attributed} attributed, {summary.unattributed} unattributed; target p50 "
+        f"<= +{TARGET_ADDED_P50_MS:g} ms) {verdict}"
     )
 
 
@@ -174,15 +185,17 @@ def scan(directory: Path, target: dict[str, Any], env: dict[str, str]) -> dict[s
     return report
 
 
-def figures(name: str, report: dict[str, Any]) -> float:
+def figures(name: str, report: dict[str, Any], calls: int) -> tuple[float, float]:
+    """Attempts/s and model calls/s of a scan (``calls``: what the model answered it)."""
     attempts = report["coverage"]["attempts_completed"]
-    rate = attempts / report["duration_seconds"]
+    seconds = report["duration_seconds"]
+    rate = attempts / seconds
     print(
-        f"{name:16} {attempts} attempts in {report['duration_seconds']:.1f} s = {rate:.1f} "
-        f"attempts/s; {report['coverage']['attempts_unjudged']} unjudged; "
-        f"{len(report['findings'])} findings"
+        f"{name:16} {attempts} attempts in {seconds:.1f} s = {rate:.1f} attempts/s "
+        f"({calls / seconds:.0f} model calls/s); {report['coverage']['attempts_unjudged']} "
+        f"unjudged; {len(report['findings'])} findings"
     )
-    return rate
+    return rate, calls / seconds
 
 
 def per_attempt() -> None:
@@ -191,6 +204,7 @@ def per_attempt() -> None:
         (root / "openai").mkdir()
         prompt = root / "openai" / "prompt.txt"
         prompt.write_text("You are the Acme support agent.\n", encoding="utf-8")
+        before = len(brain.bodies)
         direct = scan(
             root / "openai",
             {
@@ -203,7 +217,8 @@ def per_attempt() -> None:
             },
             {"OPENAI_API_KEY": "bench"},
         )
-        base_rate = figures("openai (direct)", direct)
+        base_rate, _ = figures("openai (direct)", direct, len(brain.bodies) - before)
+        before = len(brain.bodies)
         (root / "proxy").mkdir()
         port = free_port()
         through = scan(
@@ -221,12 +236,29 @@ def per_attempt() -> None:
             },
             {"OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1", "PYTHONPATH": str(ROOT)},
         )
-        proxy_rate = figures("python + proxy", through)
+        proxy_rate, proxy_calls = figures("python + proxy", through, len(brain.bodies) - before)
+        before = len(brain.bodies)
+        (root / "agent").mkdir()
+        alone = scan(
+            root / "agent",
+            {
+                "kind": "python",
+                "python": "tests.servers.own_tools:ChatAgent",
+                "canaries": list(SECRETS),
+                "tools": tool_config(),
+            },
+            {"OPENAI_BASE_URL": brain.endpoint(careful=True), "PYTHONPATH": str(ROOT)},
+        )
+        _, agent_calls = figures("python, no proxy", alone, len(brain.bodies) - before)
     proxy = through.get("proxy") or {}
+    ratio = proxy_rate / base_rate
     print(
         f"proxy: {proxy.get('model_calls', 0)} model calls, {proxy.get('unattributed', 0)} "
         f"unattributed, {proxy.get('stopped', 0)} stopped; python + proxy / openai: "
-        f"{proxy_rate / base_rate:.0%} of the direct loop's attempts/s"
+        f"{ratio:.2f} x the direct loop's attempts/s (target >= {TARGET_RATIO:g} x) "
+        f"{'OK' if ratio >= TARGET_RATIO else 'UNDER TARGET'}; the agent without the proxy: "
+        f"{agent_calls:.0f} model calls/s against {proxy_calls:.0f} with it (its own plan: "
+        "fewer probes, a shorter run, so only roughly comparable)"
     )
     if proxy.get("unattributed", 1) or not proxy.get("model_calls"):
         sys.exit(1)

@@ -26,7 +26,8 @@ import codecs
 import random
 import time
 
-from probegate.models.redaction import Redactor, stored_key
+from probegate.models.placeholders import stored_key
+from probegate.models.redaction import Redactor
 
 SECRETS = {
     "API_KEY": "pgtest-key-Q7w8E9r0T1y2U3i4O5p6",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import time
 
+from probegate.models.causes import Cause
 from probegate.models.report import (
     Authority,
     Budget,
@@ -141,7 +142,12 @@ def synthetic_report(count: int = FINDINGS) -> ScanReport:
             )
         )
     unjudged = [
-        UnjudgedAttempt(attempt_id=f"a-{i}", probe_id=f"asi0{i % 9 + 1}.x.v1", reason="timeout")
+        UnjudgedAttempt(
+            attempt_id=f"a-{i}",
+            probe_id=f"asi0{i % 9 + 1}.x.v1",
+            reason="timeout",
+            cause=Cause.TIMEOUT,
+        )
         for i in range(100)
     ]
     return ScanReport(

@@ -21,14 +21,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, assert_never
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from probegate.errors import ConfigError
 from probegate.files import read_yaml
+from probegate.models.report import Mode
 from probegate.models.shard import parse_shard
 from probegate.models.taxonomy import Severity
+from probegate.scan_flags import BY_FIELD, SCAN_FLAGS, path_fields
 from probegate.targets.base import TargetConfig, TargetSettings
 from probegate.targets.mcp_server import DEFAULT_LISTEN, parse_advertise, parse_listen
 from probegate.targets.registry import KINDS, default_target, parse_target, target_flags
@@ -38,11 +40,8 @@ DEFAULT_CONFIG = "probegate.yml"
 DEFAULT_STORE = ".probegate"
 DEFAULT_OUTPUT_DIR = "probegate-out"
 # Fields the command line sets from where the target came from; never a ``scan:`` setting.
-_NOT_SCAN_SETTINGS = frozenset({"target", "target_args", "config_path", "base_dir", "invocation"})
-# A setting's name as a flag (``--probe-dir``) where the field's name differs.
-_FLAG_NAMES = {"probe_dirs": "probe_dir"}
-# Settings that name files or directories: relative to the config file when they come from it.
-PATH_SETTINGS = ("output_dir", "store", "baseline", "suppressions", "signing_key", "record")
+# Every other field is one row's of the scan flag table (scan_flags.py; a test holds the two).
+NOT_SCAN_SETTINGS = frozenset({"target", "target_args", "config_path", "base_dir", "invocation"})
 ALLOW_OUTSIDE_FLAG = "--allow-outside-config"
 
 
@@ -75,7 +74,7 @@ class ScanConfig(BaseModel):
     target_args: list[str] = Field(default_factory=list)
     config_path: Path | None = None
     base_dir: Path = Field(default_factory=Path.cwd)
-    mode: Literal["fast", "smart", "full"] = "fast"
+    mode: Mode = Mode.FAST
     # Only this variant of each probe (a reproducer's ``--variant``): seed or a mutator's name.
     variant: str | None = None
     asi: list[str] = Field(default_factory=list)
@@ -209,19 +208,26 @@ class ScanConfig(BaseModel):
             mcp_advertise=self.mcp_advertise,
             a2a_listen=self.a2a_listen,
             a2a_advertise=self.a2a_advertise,
+            store=self.store,
         )
 
     @property
     def effective_repeat(self) -> int:
         if self.repeat is not None:
             return self.repeat
-        return 3 if self.mode == "full" else 1
+        match self.mode:
+            case Mode.FULL:
+                return 3
+            case Mode.FAST | Mode.SMART:
+                return 1
+            case _:
+                assert_never(self.mode)
 
 
 def read_config_file(path: Path, *, allow_outside: bool = False) -> dict[str, Any]:
     """Parse the YAML file into a plain mapping; one clear error for any problem.
 
-    Its paths (the target's path settings, :data:`PATH_SETTINGS` and ``probe_dirs``) come back
+    Its paths (the target's path settings and the scan's, scan_flags.py) come back
     absolute, resolved against the file's directory with symlinks followed; one that leads out
     of that directory tree is a :class:`ConfigError` unless ``allow_outside``. Keys the file
     may not hold are left for :func:`build_config`, which reports them with every other
@@ -241,7 +247,7 @@ def _confined(data: dict[str, Any], path: Path, allow_outside: bool) -> dict[str
     settings = scan_settings()
     path_keys = {
         "target": {f.key for f in target_flags() if f.path},
-        "scan": {*PATH_SETTINGS, "probe_dirs"},
+        "scan": set(path_fields()),
     }
     out = dict(data)
     for section, keys in path_keys.items():
@@ -283,15 +289,17 @@ def _through_symlink(base: Path, value: str) -> bool:
 
 
 def scan_settings() -> dict[str, str]:
-    """The names a ``scan:`` section accepts (a flag's long name, ``_`` or ``-``) -> field."""
-    names = {n: n for n in ScanConfig.model_fields if n not in _NOT_SCAN_SETTINGS}
-    names.update({flag: field for field, flag in _FLAG_NAMES.items()})
+    """The names a ``scan:`` section accepts (the field, or the flag's long name where it
+    differs; ``_`` or ``-``) -> field."""
+    names = {row.field: row.field for row in SCAN_FLAGS}
+    names.update({row.key: row.field for row in SCAN_FLAGS})
     return names
 
 
 def flag_name(field: str) -> str:
     """The command-line flag that sets a :class:`ScanConfig` field."""
-    return "--" + _FLAG_NAMES.get(field, field).replace("_", "-")
+    row = BY_FIELD.get(field)
+    return row.flag if row is not None else "--" + field.replace("_", "-")
 
 
 def scan_settings_replaced(file_data: dict[str, Any], flags: dict[str, Any]) -> list[str]:
@@ -315,7 +323,7 @@ def _file_settings(
     problems: list[str] = []
     for raw_key, value in scan_section.items():
         key = str(raw_key).replace("-", "_")
-        if key in _NOT_SCAN_SETTINGS:
+        if key in NOT_SCAN_SETTINGS:
             problems.append(f"scan.{raw_key}: not a scan setting")
         elif key in target_keys:
             problems.append(
@@ -325,16 +333,17 @@ def _file_settings(
             problems.append(f"scan.{raw_key}: unknown setting{did_you_mean(key, accepted)}")
         else:
             merged[accepted[key]] = value
-    for key in PATH_SETTINGS:
-        if isinstance(merged.get(key), str):
-            merged[key] = str(base_dir / Path(merged[key]).expanduser())
-    if isinstance(merged.get("probe_dirs"), str | list):
-        dirs = merged["probe_dirs"]
-        merged["probe_dirs"] = [
-            str(base_dir / Path(d).expanduser()) if isinstance(d, str) else d
-            for d in ([dirs] if isinstance(dirs, str) else dirs)
-        ]
+    for key in path_fields():
+        if key in merged:
+            merged[key] = _against(base_dir, merged[key])
     return merged, problems
+
+
+def _against(base_dir: Path, value: Any) -> Any:
+    """A path setting of the file (or each of a list of them) relative to ``base_dir``."""
+    if isinstance(value, list):
+        return [_against(base_dir, item) for item in value]
+    return str(base_dir / Path(value).expanduser()) if isinstance(value, str) else value
 
 
 _SECTIONS = ("target", "scan")
@@ -358,7 +367,7 @@ def build_config(file_data: dict[str, Any], flags: dict[str, Any], *, source: st
     base_dir = Path(flags.get("base_dir") or Path.cwd())
     merged, scan_problems = _file_settings(scan_section, base_dir)
     in_file += scan_problems
-    from_flags = {k for k, v in flags.items() if v is not None and k not in _NOT_SCAN_SETTINGS}
+    from_flags = {k for k, v in flags.items() if v is not None and k not in NOT_SCAN_SETTINGS}
     merged.update({k: v for k, v in flags.items() if v is not None})
     if "target" in file_data:
         merged["target"] = file_data["target"] or {}

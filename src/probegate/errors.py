@@ -73,13 +73,6 @@ EXIT_CODES: tuple[ExitMeaning, ...] = (
 EXIT_LABELS: dict[int, str] = {row.code: row.label for row in EXIT_CODES}
 
 
-def exit_code_table() -> str:
-    """The README's Markdown table of :data:`EXIT_CODES` (a test compares the two)."""
-    lines = ["| code | meaning |", "|---|---|"]
-    lines += [f"| {row.code.value} | {row.meaning} |" for row in EXIT_CODES]
-    return "\n".join(lines) + "\n"
-
-
 _INTERNAL = (ExitCode.INTERNAL, "internal error: a bug; rerun with --debug for the traceback")
 
 
@@ -232,9 +225,3 @@ class UndecidedError(ProbegateError):
 
 class TargetError(UndecidedError):
     """The target could not be reached or judged at all."""
-
-
-class InternalError(ProbegateError):
-    """A bug in probegate (exit 4)."""
-
-    exit_code = ExitCode.INTERNAL

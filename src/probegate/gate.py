@@ -34,7 +34,13 @@ from typing import Literal
 from probegate.errors import ExitCode, UsageError
 from probegate.models.causes import JUDGE_CAUSES, Cause
 from probegate.models.comparison import Comparison
-from probegate.models.report import Finding, ProbeResult, ScanReport, most_severe_first
+from probegate.models.report import (
+    Finding,
+    ProbeResult,
+    ScanReport,
+    StopReason,
+    most_severe_first,
+)
 from probegate.models.taxonomy import SEVERITY_RANK, Severity
 from probegate.reports.digest import authority_reasons, group_unjudged, replies_read
 from probegate.reports.headline import score_text
@@ -255,7 +261,7 @@ def _nothing_judged(report: ScanReport) -> str | None:
     if judged or report.findings:
         return None
     unjudged = len(report.unjudged) + sum(r.unjudged for r in report.results)
-    if report.stopped_reason == "early_stop":
+    if report.stopped_reason == StopReason.EARLY_STOP:
         return "the scan stopped early before any attempt was judged"
     if unjudged:
         return f"none of the {unjudged} attempt(s) could be judged"

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from probegate.errors import UsageError
-from probegate.models.bounds import clean_text
+from probegate.models.bounds import valid_unicode
 
 ERROR_MAX = 300
 # A dotted Python name: what `import` and attribute access accept, nothing relative.
@@ -40,7 +40,7 @@ class Outcome:
 
 def bounded(text: str, limit: int = ERROR_MAX) -> str:
     """One line of at most ``limit`` characters: error text goes into a report, not a log."""
-    text = " ".join(clean_text(text).split())
+    text = " ".join(valid_unicode(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -57,14 +57,23 @@ def _printable(exc: BaseException) -> bool:
     return True
 
 
-def call_with_timeout(func: Callable[[], Any], timeout: float | None) -> Outcome:
-    """Run ``func`` in a daemon thread; give up on it after ``timeout`` seconds.
+# Asks to be told when the caller stops waiting for good (a scan's ``limiter.when_closed``);
+# returns what forgets the request.
+WhenStopped = Callable[[Callable[[], None]], Callable[[], None]]
+
+
+def call_with_timeout(
+    func: Callable[[], Any], timeout: float | None, when_stopped: WhenStopped | None = None
+) -> Outcome:
+    """Run ``func`` in a daemon thread; give up on it after ``timeout`` seconds, or as soon as
+    ``when_stopped`` says the scan stopped (a stopped scan abandons a slow agent at once).
 
     Everything the agent raises, even ``SystemExit``, is its error, so the worker catches
     ``BaseException``: nothing it does can end the run.
     """
     box: list[Outcome] = []
     done = threading.Event()
+    forget = when_stopped(done.set) if when_stopped is not None else None
 
     def work() -> None:
         try:
@@ -76,8 +85,15 @@ def call_with_timeout(func: Callable[[], Any], timeout: float | None) -> Outcome
 
     worker = threading.Thread(target=work, name="probegate-user-code", daemon=True)
     worker.start()
-    if not done.wait(timeout):
+    try:
+        finished = done.wait(timeout)
+    finally:
+        if forget is not None:
+            forget()
+    if not finished:
         return Outcome(error=f"timed out after {timeout:g}s", timed_out=True)
+    if not box:  # woken by the stop, the agent still running: abandoned
+        return Outcome(error="stopped: the scan ended before the agent answered", timed_out=True)
     return box[0]
 
 

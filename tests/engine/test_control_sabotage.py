@@ -64,7 +64,15 @@ def test_an_agent_that_fails_every_control_still_has_its_leaks_found(tmp_path: P
     )
     _, unchecked, _ = leaky_scan(tmp_path / "unchecked", (), "--no-controls")
     found = {f["probe_id"] for f in report["findings"]}
-    assert found and found == {f["probe_id"] for f in unchecked["findings"]}
+    # Every probe that asks for a secret still finds the leak; a secret the agent also sends
+    # out in other probes' conversations, without their attack too (a control that ran as
+    # usual showed it), is not those probes' finding (docs/scoring.md, "Secrets anywhere").
+    asked = {
+        f["probe_id"]
+        for f in unchecked["findings"]
+        if any(e["detector"].startswith("canary_leak:") for e in f["evidence"])
+    }
+    assert asked and asked <= found <= {f["probe_id"] for f in unchecked["findings"]}
     assert code == 1  # --fail-on low: the leaks fail the gate
     controls = report["controls"]
     # Controls whose text reached the agent failed (one it never reads, a page it never

@@ -9,9 +9,18 @@ from pathlib import Path
 import pytest
 
 from probegate.cli import main
-from probegate.engine.journal import Journal, read_journal
+from probegate.engine.journal import Journal, JournalHeader, read_journal
 from probegate.errors import UsageError
 from probegate.models.verdict import Attempt, Outcome
+
+HEADER = JournalHeader(
+    scan_id="s",
+    plan="p",
+    created_at="2026-01-01T00:00:00Z",
+    target="demo",
+    redaction_salt="x",
+    config={},
+)
 
 
 def attempt(n: int) -> Attempt:
@@ -20,14 +29,14 @@ def attempt(n: int) -> Attempt:
 
 def test_torn_last_line_is_skipped_and_the_next_record_starts_fresh(tmp_path: Path) -> None:
     path = tmp_path / "journal.jsonl"
-    journal = Journal(path, {"scan_id": "s", "plan": "p"})
+    journal = Journal(path, HEADER)
     journal.record(attempt(0))
     journal.close()
     with path.open("ab") as fh:
         fh.write(b'{"kind": "attempt", "attempt": {"attempt_id": "p#se')  # killed mid-write
     contents = read_journal(path)
-    assert contents.header["plan"] == "p" and set(contents.attempts) == {"p#seed#0"}
-    resumed = Journal(path, {"scan_id": "s", "plan": "p"})
+    assert contents.header == HEADER and set(contents.attempts) == {"p#seed#0"}
+    resumed = Journal(path, HEADER)
     resumed.record(attempt(1))
     resumed.close()
     assert set(read_journal(path).attempts) == {"p#seed#0", "p#seed#1"}
@@ -38,13 +47,13 @@ def test_torn_last_line_is_skipped_and_the_next_record_starts_fresh(tmp_path: Pa
 
 def _journal_with(tmp_path: Path, *bad: bytes) -> Path:
     path = tmp_path / "journal.jsonl"
-    journal = Journal(path, {"scan_id": "s", "plan": "p"})
+    journal = Journal(path, HEADER)
     journal.record(attempt(0))
     journal.close()
     with path.open("ab") as fh:
         for line in bad:
             fh.write(line + b"\n")
-    resumed = Journal(path, {"scan_id": "s", "plan": "p"})
+    resumed = Journal(path, HEADER)
     resumed.record(attempt(1))
     resumed.close()
     return path
@@ -76,7 +85,7 @@ def test_a_line_that_cannot_be_read_is_skipped_and_counted(
 
 def test_the_journal_is_private_and_never_opened_through_a_symlink(tmp_path: Path) -> None:
     path = tmp_path / "store" / "scans" / "s" / "journal.jsonl"
-    Journal(path, {"scan_id": "s", "plan": "p"}).close()
+    Journal(path, HEADER).close()
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     victim = tmp_path / "victim"
@@ -84,7 +93,7 @@ def test_the_journal_is_private_and_never_opened_through_a_symlink(tmp_path: Pat
     path.unlink()
     path.symlink_to(victim)
     with pytest.raises(UsageError, match="cannot write the scan journal"):
-        Journal(path, {"scan_id": "s", "plan": "p"})
+        Journal(path, HEADER)
     assert victim.read_text() == "keep"
 
 
@@ -132,3 +141,32 @@ def test_resume_survives_any_damaged_line_and_ends_with_a_report(
     ids = set(read_journal(journal).attempts)
     assert victim in ids  # its attempt ran again and was journaled
     assert "asi99.not-a-probe.v1#seed#0" not in {r["probe_id"] for r in resumed["results"]}
+
+
+# --------------------------------------------------------------------------- the header
+
+
+def test_the_header_reads_back_as_it_was_written(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    Journal(path, HEADER).close()
+    assert read_journal(path).header == HEADER
+    assert json.loads(path.read_text(encoding="utf-8"))["kind"] == "probegate-journal-v1"
+
+
+@pytest.mark.parametrize("missing", ["created_at", "target", "redaction_salt", "config"])
+def test_a_header_without_a_field_is_no_header(tmp_path: Path, missing: str) -> None:
+    """A header missing ``created_at`` once reached the report as the string "None"."""
+    path = tmp_path / "journal.jsonl"
+    Journal(path, HEADER).close()
+    header = json.loads(path.read_text(encoding="utf-8"))
+    del header[missing]
+    path.write_text(json.dumps(header) + "\n", encoding="utf-8")
+    with pytest.raises(UsageError, match="has no readable header"):
+        read_journal(path)
+
+
+def test_a_damaged_header_after_a_good_one_is_skipped_and_counted(tmp_path: Path) -> None:
+    path = _journal_with(tmp_path, b'{"kind":"probegate-journal-v1","scan_id":7}')
+    contents = read_journal(path)
+    assert contents.header == HEADER
+    assert contents.skipped == [(3, "not a valid journal header")]

@@ -23,7 +23,7 @@ import yaml
 
 from probegate.cli import main
 from probegate.engine.journal import read_journal
-from probegate.engine.lock import LOCK_FILE
+from probegate.models.store_layout import LOCK_FILE
 from tests.engine.test_resume import attempts_of
 from tests.servers.configs import known_probes, openai_config, scan_args
 from tests.servers.openai_agent import OpenAIAgentServer

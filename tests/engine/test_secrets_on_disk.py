@@ -390,6 +390,28 @@ def spelled_hits(text: str) -> dict[str, set[str]]:
     return found
 
 
+def test_every_other_character_of_the_key_stays_out_of_the_journal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent spells its API key out with another character between each two of its own
+    (and each half of it, and every other spelling): the journal, which a resumed scan and a
+    replay read back, holds no run of 8 of its characters, in any of those forms."""
+    key = SPELLED["API key"]
+    monkeypatch.setenv("LEAKY_KEY", key)
+    (tmp_path / "prompt.txt").write_text("You are the Acme support agent.\n", encoding="utf-8")
+    with LeakyAgentServer(spelled=True) as server:
+        target = {"kind": "openai", "endpoint": server.endpoint, "model": "leaky-1"}
+        target |= {"api_key_env": "LEAKY_KEY", "system_prompt": "prompt.txt", "tools": TOOLS}
+        config = write_config(tmp_path, target)
+        argv = ["scan", str(config), "--probes", "asi01.direct-system-prompt-leak.v1"]
+        argv += ["--store", str(tmp_path / "store"), "--output-dir", str(tmp_path / "out")]
+        assert main([*argv, "--no-sign", "--quiet"]) in (0, 1)
+        assert server.spelled_replies > 0
+    journal = next((tmp_path / "store").rglob("journal.jsonl")).read_text(encoding="utf-8")
+    assert "${API_KEY:raw.0.31.a78-78-78" in journal  # the every-other-character form, hidden
+    assert spelled_hits(journal).get("API key") is None
+
+
 @pytest.mark.slow
 def test_no_piece_of_a_secret_in_any_spelling_reaches_a_file_or_an_output(
     tmp_path: Path,

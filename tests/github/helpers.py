@@ -22,6 +22,23 @@ REPO = Path(__file__).resolve().parents[2]
 ENTRYPOINT = REPO / "entrypoint.sh"
 VENV_BIN = Path(sys.executable).parent  # holds probegate, python3, zizmor, check-jsonschema
 
+# What the runner's ActionCommand reads back from an escaped workflow command, in one pass (so
+# ``%250A`` stays ``%0A``): the inverse of probegate.github.workflow's escaping.
+_UNESCAPE_PROPERTY = re.compile(r"%(25|0D|0A|3A|2C)")
+_UNESCAPE_DATA = re.compile(r"%(25|0D|0A)")
+_UNESCAPED = {"25": "%", "0D": "\r", "0A": "\n", "3A": ":", "2C": ","}
+
+
+def unescape_data(text: str) -> str:
+    """A workflow command's message as the runner reads it."""
+    return _UNESCAPE_DATA.sub(lambda m: _UNESCAPED[m.group(1)], text)
+
+
+def unescape_property(text: str) -> str:
+    """A workflow command's property value as the runner reads it."""
+    return _UNESCAPE_PROPERTY.sub(lambda m: _UNESCAPED[m.group(1)], text)
+
+
 OUTPUT_NAMES = {
     "sarif-path",
     "json-path",

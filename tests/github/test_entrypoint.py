@@ -603,6 +603,60 @@ def test_a_cancelled_job_publishes_the_partial_report_outputs_and_summary(tmp_pa
         assert (path.lstat().st_uid, path.lstat().st_gid) == owner, path
 
 
+# GitHub's last word: SIGKILL, 10 s after the SIGINT.
+SIGKILL_AFTER = 10.0
+
+
+@pytest.mark.slow
+def test_a_cancelled_scan_of_an_agent_that_takes_20_s_a_reply_publishes_before_the_sigkill(
+    tmp_path,
+):
+    """Every reply takes 20 s, so every attempt is in flight when GitHub cancels: SIGINT, SIGTERM
+    7.5 s later, SIGKILL 2.5 s after that. The scan abandons its requests in flight (it once
+    waited for them at exit, and SIGKILL left the outputs empty and the files root's): the
+    partial report, the outputs and the summary are published, and the step ends, well before
+    the SIGKILL."""
+    ws = tmp_path / "workspace"
+    ws.mkdir()
+    owner = (1001, 1001) if os.geteuid() == 0 else (os.geteuid(), os.getegid())
+    os.chown(ws, *owner)
+    with OpenAIAgentServer(latency=20) as agent:
+        config = openai_config(ws, agent.endpoint)
+        started = start_action(
+            tmp_path,
+            {"PG_CONFIG": config.name, "PG_FORMATS": "json,sarif,md", "PG_FAIL_ON": "high"},
+            workspace=ws,
+        )
+        deadline = time.monotonic() + 60
+        while len(agent.bodies) < 2:  # the scan is waiting on the agent
+            assert started.proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        sent = time.monotonic()
+        started.proc.send_signal(signal.SIGINT)
+        killed = False
+        try:
+            started.proc.wait(timeout=SIGTERM_AFTER)
+        except subprocess.TimeoutExpired:
+            started.proc.send_signal(signal.SIGTERM)
+            try:
+                started.proc.wait(timeout=SIGKILL_AFTER - SIGTERM_AFTER)
+            except subprocess.TimeoutExpired:
+                started.proc.kill()
+                killed = True
+        took = time.monotonic() - sent
+        run = started.finish(timeout=30)
+    print(f"\n20 s-per-reply agent: the step ended {took:.2f} s after SIGINT")
+    assert not killed and took < 3.0, took
+    assert run.rc == 143, run.stdout[-3000:]
+    report = _scan_json(run)
+    assert report["stopped_reason"] == "cancelled"
+    assert run.outputs.keys() == OUTPUT_NAMES and run.outputs["exit-code"] == "143"
+    assert run.outputs["json-path"] and run.outputs["sarif-path"] and run.outputs["summary-path"]
+    assert "probegate gate: cancelled" in run.summary
+    for path in [*(ws / "probegate-out").iterdir(), *(ws / ".probegate").rglob("*")]:
+        assert (path.lstat().st_uid, path.lstat().st_gid) == owner, path
+
+
 @pytest.mark.slow
 def test_the_first_signal_reaches_the_scan_once_and_the_next_waits_for_it(tmp_path):
     """SIGINT reaches the scan as SIGTERM (a background process may ignore SIGINT); the SIGTERM

@@ -30,8 +30,6 @@ from probegate.github.workflow import (
     escape_property,
     output_entry,
     stop_commands_token,
-    unescape_data,
-    unescape_property,
     workflow_command,
 )
 from probegate.models.report import Finding, ScanReport, SourceLocation, Suppression
@@ -39,7 +37,7 @@ from probegate.models.taxonomy import Severity
 from probegate.reports import json_report
 from probegate.reports.escape import clean_text
 from tests.factories import make_finding, make_report
-from tests.github.helpers import parse_github_output
+from tests.github.helpers import parse_github_output, unescape_data, unescape_property
 
 # Text with every character class that matters: %, CR, LF, :, ",", and the escapes themselves.
 tricky = st.lists(

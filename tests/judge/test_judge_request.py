@@ -130,7 +130,9 @@ def test_a_scan_sends_its_judge_no_piece_of_any_secret(
         args = ["scan", str(config), "--judge", "openai:judge-model", "--no-sign", "--quiet"]
         args += ["--store", str(tmp_path / "store"), "--output-dir", str(tmp_path / "out")]
         args += [arg for probe in JUDGE_PROBES for arg in ("--probes", probe)]
-        assert main(args) in (0, 1)
+        # 3 when none of its attacks reached it (the leaky agent fetches no document): what
+        # is tested is what the judge was sent, which holds either way.
+        assert main(args) in (0, 1, 3)
         requests = list(judge.requests)
     asked = [r for r in requests if any("My instructions" in t for t in _agent_said(r))]
     assert asked, "the leaky agent's replies reached the judge"

@@ -192,8 +192,9 @@ def test_vulnerable_verdict_quoting_only_the_attacker_is_unjudged() -> None:
 
 
 def test_a_failing_judge_makes_the_attempt_unjudged_not_resisted() -> None:
+    said = transcript(AGENT_SAYS)  # words only: a secret sent out would decide it anyway
     with fake_judge(completion("garbage")) as fake:
-        j = judge_attempt(T, context(PROBE), _judge(fake.base_url))
+        j = judge_attempt(said, context(PROBE), _judge(fake.base_url))
     assert j.outcome is Outcome.UNJUDGED
     assert "LLM judge failed" in j.reason
 

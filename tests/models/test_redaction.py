@@ -8,14 +8,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from probegate.models.bounds import Cut
-from probegate.models.redaction import (
-    _PATTERNS,
-    Redactor,
-    redact_attempt,
-    restore,
-    same_when_stored,
-    stored_key,
-)
+from probegate.models.placeholders import restore, stored_key
+from probegate.models.redaction import Redactor, redact_attempt, same_when_stored
+from probegate.models.shapes import PATTERNS
 from probegate.models.transcript import (
     GuardCheck,
     GuardFinding,
@@ -241,7 +236,7 @@ NUMBERISH = st.lists(
 def test_a_pattern_s_quick_search_finds_something_wherever_the_pattern_matches(text: str) -> None:
     """The quick search only skips texts: it must find something in every text its pattern
     matches in (Unicode digits and spaces too), or a number would be left in the clear."""
-    for pattern in _PATTERNS:
+    for pattern in PATTERNS:
         if pattern.regex.search(text) is not None:
             assert pattern.quick.search(text) is not None, pattern.kind
 

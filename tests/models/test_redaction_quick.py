@@ -15,15 +15,9 @@ import re2
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from probegate.models.redaction import (
-    _ANY_QUICK,
-    _PATTERNS,
-    _PY_SPACE,
-    Redactor,
-    _nothing_to_find,
-    _re2_quick,
-    stored_key,
-)
+from probegate.models.placeholders import stored_key
+from probegate.models.redaction import Redactor
+from probegate.models.shapes import ANY_QUICK, PATTERNS, PY_SPACE, nothing_to_find, re2_quick
 from probegate.models.transcript import ToolCall, Transcript, Turn
 
 _EVERY_CHAR = "".join(chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c < 0xE000)
@@ -36,7 +30,7 @@ def _re2_chars(pattern: bytes) -> set[str]:
 
 def test_the_space_class_is_pythons_whitespace_exactly() -> None:
     python = {c for c in _EVERY_CHAR if c.isspace()}
-    assert _re2_chars(("[" + _PY_SPACE + "]").encode()) == python
+    assert _re2_chars(("[" + PY_SPACE + "]").encode()) == python
 
 
 def test_every_python_digit_is_a_digit_to_re2() -> None:
@@ -47,7 +41,7 @@ def test_every_python_digit_is_a_digit_to_re2() -> None:
 @pytest.mark.parametrize("untranslatable", [r"\bkey", r"\w{40}", r"x\sy"])
 def test_a_quick_search_with_no_translation_is_refused(untranslatable: str) -> None:
     with pytest.raises(ValueError, match="no RE2 translation"):
-        _re2_quick(untranslatable)
+        re2_quick(untranslatable)
 
 
 # Characters each quick search is about, and their Unicode look-alikes Python's engine reads
@@ -67,15 +61,15 @@ _ALPHABET = (
 @example("\u017fecret")  # the long s folds to s
 @example("+\uff11\uff12\uff13\uff14\uff15\uff16\uff17\uff18")  # fullwidth digits
 def test_re2_finds_exactly_what_python_finds(text: str) -> None:
-    assert _nothing_to_find(text) == (_ANY_QUICK.search(text) is None)
-    for pattern in _PATTERNS:
-        quick = _re2_quick(pattern.quick.pattern)
+    assert nothing_to_find(text) == (ANY_QUICK.search(text) is None)
+    for pattern in PATTERNS:
+        quick = re2_quick(pattern.quick.pattern)
         assert (quick.search(text.encode()) is None) == (pattern.quick.search(text) is None)
 
 
 def test_a_lone_surrogate_is_read_not_raised() -> None:
-    assert _nothing_to_find("\udc80 plain")
-    assert not _nothing_to_find("\udc80 mail me at a@b.test")
+    assert nothing_to_find("\udc80 plain")
+    assert not nothing_to_find("\udc80 mail me at a@b.test")
 
 
 def _transcript(*replies: str) -> Transcript:

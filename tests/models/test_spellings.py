@@ -10,7 +10,8 @@ import urllib.parse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from probegate.models.redaction import Redactor, _secret_search, restore, stored_key
+from probegate.models.placeholders import restore, stored_key
+from probegate.models.redaction import Redactor, _secret_search
 from probegate.models.spellings import FRAGMENT_MIN, SEPARATORS, Spellings, bare, hide, spellings
 
 _TOKEN = re.compile(r"\$\{[A-Z_]+#")
@@ -81,6 +82,34 @@ def test_interleaved_spellings_are_hidden_whole() -> None:
             assert out == "key: ${API_KEY} end", (gap, spelled, out)
 
 
+def alternated(value: str, between: str) -> str:
+    """``value`` with the characters of ``between`` in turn between each two of its own."""
+    return "".join(c + between[i % len(between)] for i, c in enumerate(value))[:-1]
+
+
+def test_every_other_character_of_a_secret_is_hidden_and_spelled_back() -> None:
+    """The key with another character between each two of its own (every other character is
+    the key's, readable at a glance), spaced out too, and each half of the key (its even and
+    its odd characters): hidden, and the stored form spells each back exactly."""
+    redactor = Redactor(SECRETS, key=stored_key("salt", SECRETS))
+    for text in (
+        alternated(API_KEY, "x"),
+        alternated(API_KEY, "a7Q$"),
+        " ".join(alternated(API_KEY, "x")) + " and more",
+        "sent: " + alternated(API_KEY.lower(), "xyz")[5:],
+        alternated(base64.b64encode(API_KEY.encode()).decode(), "#"),
+        f"half {API_KEY[::2]} and half {API_KEY[1::2]}",
+        alternated(API_KEY[::2], "."),
+    ):
+        stored = redactor.text(text)
+        assert "${API_KEY:" in stored, (text, stored)
+        kept = [c for c in bare(stored.replace("${API_KEY", "")) if c != "}"]
+        for parity in (0, 1):
+            assert not leaks("".join(kept[parity::2])), (text, stored)
+        assert not leaks(stored), (text, stored)
+        assert restore(stored, SECRETS) == text
+
+
 def test_what_is_not_a_secret_stays() -> None:
     """Innocent neighbours: other words, a shorter piece, other hex and base64."""
     text = (
@@ -120,6 +149,9 @@ def leaky_texts(draw: st.DrawFn) -> tuple[dict[str, str], str]:
         piece = spelled[a:b]
         if draw(st.booleans()):
             piece = draw(SEPARATOR).join(piece)
+        elif draw(st.booleans()):  # every other character the secret's
+            between = draw(st.text(alphabet, min_size=1, max_size=3))
+            piece = "".join(c + between[i % len(between)] for i, c in enumerate(piece))[:-1]
         parts.append(piece)
         parts.append(draw(st.text(max_size=12)))
     return secrets, "".join(parts)

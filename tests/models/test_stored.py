@@ -315,3 +315,15 @@ def test_refusals_name_the_source_and_the_problem(raw: bytes, message: str) -> N
     with pytest.raises(ReportError) as info:
         parse_report(raw, source="s.json")
     assert info.value.message.startswith("s.json: ") and message in info.value.message
+
+
+def test_an_mcp_section_from_before_unauthenticated_traffic_was_counted_reads_as_zeros() -> None:
+    from probegate.models.sections import McpRejections, McpSummary, McpUnauthenticated
+
+    section = McpSummary(
+        conversations=2, calls=3, rejected=McpRejections(), unauthenticated=McpUnauthenticated()
+    )
+    data = json.loads(json_report.render(make_report().model_copy(update={"mcp": section})))
+    del data["mcp"]["unauthenticated"]
+    report = parse_report(json.dumps(data).encode(), source="older.json")
+    assert report.mcp == section

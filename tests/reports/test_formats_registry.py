@@ -1,8 +1,9 @@
 """The report formats are listed once (reports.FORMATS); every other list of them follows it.
 
 The ``--output`` help of each command, the formats table of docs/report-format.md, the
-README's table, the ``formats`` input of action.yml and its row in docs/github-action.md are
-checked against the registry here; the golden-file table is derived from it
+README's table and its sentence on what a scan writes, the Makefile's ``demo`` line, the
+``formats`` input of action.yml and its row in docs/github-action.md are checked against the
+registry here; the golden-file table is derived from it
 (test_golden.py).
 """
 
@@ -49,6 +50,28 @@ def test_the_readme_table_is_the_registry() -> None:
     assert [(r[0], r[1]) for r in rows] == [
         (f"`{f.name}`", f"`{f.filename}`") for f in FORMATS.values()
     ]
+
+
+_NUMBERS = {4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
+
+
+def test_the_readme_sentence_on_what_a_scan_writes_is_the_registry() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    sentence = " ".join(readme.split("A scan writes ", 1)[1].split("The journal", 1)[0].split())
+    assert re.findall(r"`([\w./-]+\.\w+)`", sentence.split(" when asked", 1)[0]) == [
+        f"probegate-out/{FORMATS['json'].filename}",
+        *(f.filename for f in FORMATS.values() if f.name != "json"),
+    ]
+    asked = re.search(r"`--output ([\w,]+)`", sentence)
+    assert asked is not None, sentence
+    assert asked.group(1).split(",") == list(FORMATS)
+    assert f"(all {_NUMBERS[len(FORMATS)]} formats)" in readme
+
+
+def test_make_demo_writes_every_format_of_the_registry() -> None:
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    recipe = makefile.split("\ndemo:", 1)[1].split("\n\n", 1)[0]
+    assert recipe.split("--output ", 1)[1].split()[0].split(",") == list(FORMATS)
 
 
 def test_the_action_lists_the_registry() -> None:

@@ -36,6 +36,10 @@ PHONE = "+44 20 7946 0958"
 # What an agent puts between a secret's characters to slip it past a filter.
 INTERLEAVES = (" ", "\u200b", "-", "\u200c\u200d", " . ")
 BLOB_BEFORE = b"The value you asked for, encoded: "
+# Sent whole, not in pieces nor spaced out again: a piece's 8-character windows hold 4 of the
+# secret's characters (redaction hides runs of 8 of them), and a secret's own separators spaced
+# out break what it reads as every other character (docs/report-format.md, "Redaction").
+ALTERNATING = "every other character"
 BLOB_AFTER = b" -- end of the value."
 
 
@@ -54,6 +58,10 @@ def spellings(value: str) -> list[tuple[str, str]]:
         ("base32", base64.b32encode(raw).decode()),
         ("hex", raw.hex()),
         ("HEX", raw.hex().upper()),
+        # Every other character the secret's (readable at a glance), and each half of it.
+        (ALTERNATING, "".join(c + "x" for c in value)[:-1]),
+        ("even characters", value[::2]),
+        ("odd characters", value[1::2]),
     ]
     for skip in range(3):
         blob = BLOB_BEFORE[: len(BLOB_BEFORE) - skip] + raw + BLOB_AFTER
@@ -70,6 +78,9 @@ def spelled_out(value: str) -> str:
     lines: list[str] = []
     turn = 0
     for name, text in spellings(value):
+        if name == ALTERNATING:  # whole: its 8-character windows hold 4 of the secret's
+            lines.append(f"{name}: {text}")
+            continue
         third = max(len(text) // 3, 1)
         for piece in (text, text[third : 2 * third + 4], text[third:]):
             lines.append(f"{name}: {piece}")

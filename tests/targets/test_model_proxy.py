@@ -395,6 +395,9 @@ def test_a_reply_nobody_could_read_is_a_502_never_passed_on(
 def test_other_requests_pass_through_and_errors_come_back(
     brain: BrainModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """With the agent's own key (no ``upstream_api_key_env``: its key is what goes upstream),
+    the model list an SDK reads on start-up and a model call no conversation claims are passed
+    on, and the upstream's answers come back as they are."""
     from probegate.config import ScanConfig
     from probegate.targets.python_agent import PythonConfig, PythonTarget
 
@@ -405,12 +408,13 @@ def test_other_requests_pass_through_and_errors_come_back(
     target = PythonTarget(config.target, config.target_settings())
     try:
         base = f"http://127.0.0.1:{port}"
+        own = {"Authorization": "Bearer sk-agent"}
         # Not a model call: forwarded as it is, and the fake model's answer (it serves no GET:
         # 501) passed back.
-        assert requests.get(f"{base}/v1/models", timeout=5).status_code == 501
+        assert requests.get(f"{base}/v1/models", headers=own, timeout=5).status_code == 501
         # A model call no conversation claims: forwarded untouched, its answer passed back.
         body = {"model": "m", "messages": [{"role": "user", "content": "hello"}]}
-        answer = requests.post(f"{base}/v1/chat/completions", json=body, timeout=5)
+        answer = requests.post(f"{base}/v1/chat/completions", json=body, headers=own, timeout=5)
         message = answer.json()["choices"][0]["message"]
         assert answer.status_code == 200 and (message["content"] or message["tool_calls"])
         summary = target.report_section()

@@ -27,6 +27,7 @@ from probegate.models.transcript import Turn
 from probegate.targets import registry
 from probegate.targets.base import (
     AgentConfig,
+    Notice,
     TargetFlag,
     TargetSettings,
     TargetSpec,
@@ -262,6 +263,9 @@ class EchoTarget:
 
     def report_section(self) -> KindSection | None:
         return None
+
+    def notices(self) -> list[Notice]:
+        return []
 
     def close(self) -> None:
         return None

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import email.utils
 import socket
+import threading
 import time
 
 import pytest
 
 from probegate.models.causes import Cause
 from probegate.transport.http import HttpClient, parse_retry_after
-from probegate.transport.limiter import BudgetExhausted, RequestLimiter
+from probegate.transport.limiter import BudgetExhausted, RequestLimiter, ScanStopped
 from probegate.transport.usage import MalformedReply, TransportError, Usage
 from tests.servers.base import Handler, LoopbackServer
 from tests.servers.faults import FaultServer
@@ -238,6 +239,19 @@ def test_closed_gate_refuses_at_once(faults: FaultServer) -> None:
     with pytest.raises(BudgetExhausted, match="early_stop"):
         post(client(), faults.endpoint("ok"), limiter)
     assert faults.hits("ok") == 0
+
+
+def test_a_request_in_flight_ends_when_its_scan_stops(faults: FaultServer) -> None:
+    """A reply 30 s away and a 60 s timeout: the scan stops (Ctrl-C, a cancelled job) and the
+    request ends at once, not when the reply or the timeout comes."""
+    limiter = RequestLimiter()
+    threading.Timer(0.3, limiter.close, args=("scan stopped (cancelled)",)).start()
+    start = time.monotonic()
+    with pytest.raises(ScanStopped, match="cancelled"):
+        post(client(timeout=60.0, retries=3), faults.endpoint("timeout"), limiter)
+    took = time.monotonic() - start
+    assert took < 1.5, took
+    assert faults.hits("timeout") == 1  # and nothing tried again
 
 
 def test_a_host_that_does_not_resolve_says_dns() -> None:

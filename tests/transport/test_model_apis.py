@@ -131,6 +131,33 @@ def test_replies_read_the_same_whole_and_streamed(name: str, stream: bool) -> No
     assert reply.calls_made == 2
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_every_choices_tool_calls_are_read(stream: bool) -> None:
+    """``n: 2``: the text is the first choice's, the calls every choice's, in choice order
+    (the second choice listed first, as an upstream may)."""
+    first = {"role": "assistant", "content": "Here you go.", "tool_calls": CALLS[1:]}
+    second = {"role": "assistant", "content": None, "tool_calls": CALLS[:1]}
+    choices = [
+        {"index": 1, "message": second, "finish_reason": "tool_calls"},
+        {"index": 0, "message": first, "finish_reason": "tool_calls"},
+    ]
+    if not stream:
+        reply = CHAT.parse({"choices": choices})
+    else:
+        chunks = [{"choices": [{"index": c["index"], "delta": c["message"]}]} for c in choices]
+        for chunk in chunks:
+            for index, call in enumerate(chunk["choices"][0]["delta"]["tool_calls"]):
+                call["index"] = index
+        chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+        reply = CHAT.parse_events([SseEvent("message", json.dumps(c)) for c in chunks])
+    assert reply.text == "Here you go."
+    assert [(c.id, c.name) for c in reply.tool_calls] == [
+        ("call_2", "recall"),
+        ("call_1", "send_email"),
+    ]
+    assert reply.calls_made == 2
+
+
 @pytest.mark.parametrize("name", list(APIS))
 def test_the_proxy_side_finds_what_a_request_carries(name: str) -> None:
     """System prompt, tool declarations, tool results and user texts, in each API's request."""

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from probegate.commands.flags import add_gate_flags, add_signing_flags
+from probegate.commands.flags import add_flags
 from probegate.engine.shards import load_shards, merge_reports
 from probegate.gate import evaluate_gates
 from probegate.library.loader import load_library
@@ -21,6 +21,7 @@ from probegate.models.taxonomy import Severity
 from probegate.reports import formats_help, parse_formats, write_outputs
 from probegate.reports.headline import out_of_100
 from probegate.reports.signing import sign_report, signing_material
+from probegate.scan_flags import GATE_FLAGS, SIGNING_FLAGS
 from probegate.terminal import clean, json_text
 
 
@@ -47,14 +48,16 @@ def add_parser(sub: Any) -> None:
         metavar="DIR",
         help="where the merged report goes (default: probegate-out)",
     )
-    add_gate_flags(
+    add_flags(
         p,
-        fail_under_help="exit 1 below SCORE, 3 when the merged scan is not authoritative "
-        "(default: none)",
-        fail_on_help="exit 1 on a finding at or above: critical, high, medium, low (default: none)",
-    )
-    add_signing_flags(
-        p, sign_help="require signing (default: sign when signing material is in the environment)"
+        (*GATE_FLAGS, *SIGNING_FLAGS),
+        {
+            "fail_under": "exit 1 below SCORE, 3 when the merged scan is not authoritative "
+            "(default: none)",
+            "fail_on": "exit 1 on a finding at or above: critical, high, medium, low "
+            "(default: none)",
+            "sign": "require signing (default: sign when signing material is in the environment)",
+        },
     )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from probegate.errors import ReportError, UsageError
 from probegate.files import write_atomic
+from probegate.models.store_layout import ScanFiles
 from probegate.models.stored import load_report
 from probegate.reports import FORMATS, formats_help, parse_formats, write_outputs
 from probegate.terminal import clean
@@ -91,7 +92,7 @@ def resolve_scan(scan: str, store: Path) -> Path:
     if path.is_file():
         return path
     if _SCAN_ID.match(scan) and ".." not in scan:
-        stored = store / "scans" / scan / "scan.json"
+        stored = ScanFiles.of(store, scan).report
         if stored.is_file():
             return stored
         raise UsageError(f"no scan {scan!r}: neither a file nor {stored}")

@@ -1,8 +1,8 @@
 """``probegate run PATH --adapter MODULE:ATTR``: run scenario suites against your agent.
 
-Only wiring: parse and check flags, load every suite and baseline (all usage errors surface
-before the agent is called once), load the adapter, run, write the outputs, compare, and turn
-the results into the exit code (:mod:`probegate.scenarios.gate`). AgenticAssure's ``run`` flags
+Only wiring, as for ``scan``: flags -> one validated :class:`RunConfig`
+(scenarios/run_config.py) -> one call, :func:`probegate.scenarios.pipeline.execute_run`, which
+returns the exit code. AgenticAssure's ``run`` flags
 (``-a``, ``-o``, ``-s/--suite``, ``-t/--tag``, ``--retry``, ``--dry-run``) are aliases here, so
 its users' commands work unchanged (docs/scenarios.md).
 """
@@ -13,29 +13,15 @@ import argparse
 import contextlib
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from probegate import clock
 from probegate.config import DEFAULT_OUTPUT_DIR
-from probegate.errors import ReportError, UsageError
-from probegate.files import write_atomic
-from probegate.scenarios import console
-from probegate.scenarios.adapter import importable_from, load_adapter
-from probegate.scenarios.compare import (
-    check_suites,
-    find_incomparable,
-    find_regressions,
-    load_baseline,
-)
-from probegate.scenarios.config_file import configured_adapter
-from probegate.scenarios.gate import decide
-from probegate.scenarios.loader import load_suites, select
-from probegate.scenarios.models import RunResult
-from probegate.scenarios.outputs import EXCLUSIVE, FORMATS
-from probegate.scenarios.runner import DEFAULT_TIMEOUT, options_for, pinned_timer, run_suite
-from probegate.terminal import json_text, one_line
+from probegate.scenarios.formats import FORMATS
+from probegate.scenarios.pipeline import execute_run
+from probegate.scenarios.run_config import RunConfig, parse_formats
+from probegate.scenarios.runner import DEFAULT_TIMEOUT
+from probegate.terminal import json_text
 
 
 def _fraction(text: str) -> float:
@@ -179,114 +165,32 @@ def add_parser(sub: Any) -> None:
     )
 
 
-def _formats(values: list[str] | None) -> list[str]:
-    chosen: list[str] = []
-    for value in values or ["json"]:
-        for name in (part.strip() for part in value.split(",")):
-            if not name:
-                continue
-            if name not in FORMATS:
-                raise UsageError(
-                    f"--output: unknown format {name!r} (choose from {', '.join(FORMATS)})"
-                )
-            if name not in chosen:
-                chosen.append(name)
-    clash = EXCLUSIVE.intersection(chosen)
-    if len(clash) > 1:
-        raise UsageError(
-            f"--output: {' and '.join(sorted(clash))} both write results_{{run_id}}.json; "
-            "choose one"
-        )
-    return chosen or ["json"]
-
-
-def _adapter_spec(given: str | None) -> str:
-    if given is not None:
-        return given
-    configured = configured_adapter(Path.cwd())
-    if configured is None:
-        raise UsageError(
-            "no adapter: give --adapter MODULE:ATTR (-a), or adapter: in agenticassure.yaml; "
-            "--dry-run lists the scenarios without one"
-        )
-    print(one_line(f"adapter {configured.spec} (from {configured.source.name})", 300), flush=True)
-    return configured.spec
+def run_config(args: argparse.Namespace) -> RunConfig:
+    """The parsed flags as the run's one validated config."""
+    return RunConfig(
+        path=args.path,
+        adapter=args.adapter,
+        formats=parse_formats(args.output),
+        output_dir=args.output_dir,
+        suite=args.suite,
+        tags=tuple(args.tag),
+        dry_run=bool(args.dry_run),
+        timeout=args.timeout,
+        retries=args.retries,
+        retry_delay=args.retry_delay,
+        fail_under_pass_rate=args.fail_under_pass_rate,
+        baselines=tuple(args.compare),
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    config = run_config(args)
     if not args.json:
-        return _run(args, {})
+        return execute_run(config, {})
     # Machine output: the human lines go to stderr, one JSON object to stdout at the end.
     summary: dict[str, Any] = {}
     with contextlib.redirect_stdout(sys.stderr):
-        code = _run(args, summary)
+        code = execute_run(config, summary)
     summary["exit_code"] = code
     print(json_text(json.dumps(summary, indent=2, sort_keys=True)))
     return code
-
-
-def _run(args: argparse.Namespace, summary: dict[str, Any]) -> int:
-    formats = _formats(args.output)
-    suites = select(load_suites(args.path), args.suite, args.tag)
-    baselines = [(path, load_baseline(path)) for path in args.compare]
-    check_suites(baselines, [suite.name for suite in suites])
-    for suite in suites:
-        for warning in suite.warnings:
-            print(console.warning_line(warning), file=sys.stderr, flush=True)
-    if args.dry_run:
-        for line in console.dry_run_lines(suites):
-            print(line)
-        summary["scenarios"] = sum(len(suite.scenarios) for suite in suites)
-        return 0
-    spec = _adapter_spec(args.adapter)
-    # Under SOURCE_DATE_EPOCH durations are pinned to 0, like scan's, so reruns are identical.
-    timer = pinned_timer if clock.pinned() else time.monotonic
-
-    runs: list[RunResult] = []
-    with importable_from(Path.cwd()):
-        adapter = load_adapter(spec)
-        for suite in suites:
-            print(console.suite_header(suite), flush=True)
-            options = options_for(
-                suite, timeout=args.timeout, retries=args.retries, retry_delay=args.retry_delay
-            )
-            result = run_suite(
-                suite,
-                adapter,
-                options,
-                timer=timer,
-                on_result=lambda r: print(console.scenario_line(r), flush=True),
-            )
-            stopped = console.fail_fast_line(suite, result)
-            if stopped:
-                print(stopped)
-            print(console.suite_totals(result))
-            runs.append(result)
-
-    regressions = find_regressions(baselines, runs)
-    for name in formats:
-        output = FORMATS[name]
-        for file_name, data in output.render(runs, regressions):
-            path = args.output_dir / file_name
-            write_atomic(path, data, error=ReportError)
-            summary.setdefault("files", []).append(str(path))
-            print(f"{output.label} written to {path}")
-    for regression in regressions:
-        print(console.regression_line(regression))
-    for item in find_incomparable(baselines, runs):
-        print(console.incomparable_line(item))
-    note = console.fallback_note(runs)
-    if note:
-        print(note)
-    decision = decide(runs, regressions, args.fail_under_pass_rate)
-    total = sum(len(run.scenario_results) for run in runs)
-    status = "FAILED: " + "; ".join(decision.reasons) if decision.reasons else "passed"
-    summary.update(
-        scenarios=total,
-        pass_rate=decision.pass_rate,
-        passed=not decision.reasons,
-        reasons=list(decision.reasons),
-        regressions=len(regressions),
-    )
-    print(f"probegate run: {total} scenarios, pass rate {decision.pass_rate:.1%}, {status}")
-    return decision.exit_code

@@ -47,6 +47,7 @@ from probegate.models.report import (
     finding_fp,
     most_severe_first,
 )
+from probegate.models.store_layout import journal_ref, reproducer_ref
 from probegate.models.taxonomy import Capability, Severity
 from probegate.models.transcript import resolve_path
 from probegate.models.verdict import Attempt, Outcome
@@ -300,9 +301,9 @@ def _finding(
         summary=(
             f"{probe.name}: vulnerable in {result.vulnerable} of {judged} judged attempts{where}"
         ),
-        transcript_ref=f"{meta.store_dir}/scans/{meta.scan_id}/journal.jsonl#{first.attempt_id}",
+        transcript_ref=journal_ref(meta.store_dir, meta.scan_id, first.attempt_id),
         trigger_prompt=first.trigger_prompt or None,
-        pov_reference=f"{meta.store_dir}/scans/{meta.scan_id}/pov/{probe.id}.sh",
+        pov_reference=reproducer_ref(meta.store_dir, meta.scan_id, probe.id),
         pov_reliability=wilson_lower(result.vulnerable, judged),
         created_at=meta.created_at,
         fp=fp,

@@ -31,8 +31,8 @@ from types import TracebackType
 from probegate.clock import iso, real_now
 from probegate.errors import UsageError
 from probegate.files import PRIVATE_FILE, make_dirs
+from probegate.models.store_layout import ScanFiles
 
-LOCK_FILE = "lock"
 # Enough for the holder's line; a larger file is not ours to trust.
 _HOLDER_BYTES = 4096
 _HOLDER_WAIT, _HOLDER_WAITS = 0.05, 40
@@ -94,7 +94,7 @@ def lock_scan(directory: Path, scan_id: str) -> ScanLock:
     """Take scan ``scan_id``'s lock in ``directory`` (its store directory) or refuse, naming
     the holder: :class:`ScanBusy`."""
     make_dirs(directory, private=True)
-    path = directory / LOCK_FILE
+    path = ScanFiles(directory).lock
     flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(path, flags, PRIVATE_FILE)

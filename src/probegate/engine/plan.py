@@ -14,7 +14,7 @@ from probegate.engine.controls import CONTROL_VARIANT, control_id
 from probegate.library.controls import control_text
 from probegate.library.mutators import MUTATORS, SEED_VARIANT, mutate
 from probegate.library.probe import Probe
-from probegate.models.probe import Fixtures
+from probegate.models.probe import PAYLOAD, Fixtures
 from probegate.models.shard import parse_shard
 from probegate.models.taxonomy import Capability
 
@@ -28,7 +28,6 @@ __all__ = [
     "build_plan",
 ]
 
-PAYLOAD = "{{payload}}"
 
 # What enables each kind of probe a plan leaves out (NotRun.enabled_by), in the words of the
 # setting a user changes: docs/scoring.md, "Outcomes".

@@ -20,7 +20,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from queue import Empty, SimpleQueue
@@ -39,7 +39,7 @@ from probegate.library.probe import Probe
 from probegate.models.bounds import TRANSCRIPT_MAX
 from probegate.models.canaries import make_canaries
 from probegate.models.causes import CUT_SHORT, Cause
-from probegate.models.probe import Fixtures
+from probegate.models.probe import PAYLOAD, Fixtures
 from probegate.models.recording import write_manifest, write_recording
 from probegate.models.redaction import Redactor, redact_attempt
 from probegate.models.taxonomy import Channel
@@ -52,10 +52,10 @@ from probegate.targets.sandbox import (
     Sandbox,
     ToolEnvironment,
 )
+from probegate.threads import DaemonExecutor
 from probegate.transport.limiter import BudgetExhausted, RequestLimiter
 from probegate.transport.usage import TransportError, Usage
 
-PAYLOAD = "{{payload}}"
 EARLY_STOP_WINDOW = 12
 EARLY_STOP_FRACTION = 0.9
 # At the end of a scan: more than this share of attempts never reached the target -> exit 3.
@@ -63,8 +63,11 @@ UNREACHABLE_FRACTION = 0.5
 CANCELLED = "cancelled"
 # What an attempt in flight is cut short as, by why the runner stopped the scan.
 STOP_CAUSES = {CANCELLED: Cause.INTERRUPTED, "budget": Cause.BUDGET, "deadline": Cause.DEADLINE}
-# How long an interrupted scan waits for the attempts in flight to finish before it reports.
-CANCEL_GRACE_SECONDS = 3.0
+# How long an interrupted scan waits for the attempts in flight to finish before it reports:
+# their requests end as the limiter closes (transport/deadlines.py), an in-process agent's call
+# is abandoned, and what is still running after this is dropped on its daemon thread
+# (probegate.threads), so the partial report is out within 2 s of Ctrl-C however slow the agent.
+CANCEL_GRACE_SECONDS = 1.0
 # How often the main thread looks at the cancel flag while it waits for attempts.
 CANCEL_POLL_SECONDS = 0.1
 # A control that could not reach or read the agent runs again, at most this many more times:
@@ -128,7 +131,7 @@ def _fill(text: str, payload: str | None) -> str:
 
 
 def fill_fixtures(fixtures: Fixtures, payload: str | None, *, control: bool = False) -> Fixtures:
-    """The probe's fixtures with ``{{payload}}`` replaced by this variant's payload.
+    """The probe's fixtures with :data:`PAYLOAD` replaced by this variant's payload.
 
     In a control, a tool error that carries the payload is not served at all: the failure is
     the attack there (does the agent own up to it?), and a benign failure is still a failure.
@@ -362,10 +365,8 @@ class Runner:
     ) -> RunOutcome:
         start = time.monotonic()
         run = self._begin(plan, dict(done or {}), journal, on_progress)
-        pool: ThreadPoolExecutor | _OnThisThread = (
-            ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="attempt")
-            if self.traits.waits
-            else _OnThisThread()
+        pool: DaemonExecutor | _OnThisThread = (
+            DaemonExecutor(self.concurrency, "attempt") if self.traits.waits else _OnThisThread()
         )
         try:
             while (run.queue or run.running or run.escalations) and self._step(run, pool, cancel):
@@ -443,7 +444,7 @@ class Runner:
             )
 
     def _step(
-        self, run: _Run, pool: ThreadPoolExecutor | _OnThisThread, cancel: threading.Event | None
+        self, run: _Run, pool: DaemonExecutor | _OnThisThread, cancel: threading.Event | None
     ) -> bool:
         """One turn of the main thread: stop, escalate or admit, then wait for attempts and
         keep what finished. False when the run is over."""
@@ -492,7 +493,7 @@ class Runner:
         run.outcome.stop_message = message
         run.outcome.drop(self._halt(run.queue, run.escalations, hard=True, reason=reason))
 
-    def _admit(self, run: _Run, pool: ThreadPoolExecutor | _OnThisThread) -> None:
+    def _admit(self, run: _Run, pool: DaemonExecutor | _OnThisThread) -> None:
         """Start queued attempts: two per worker keeps every worker busy while the main thread
         journals; near a budget, only what is likely to finish under its soft cap."""
         while run.queue and len(run.running) < self.concurrency * 2 and run.stop is None:

@@ -20,12 +20,19 @@ from typing import Any
 from probegate.engine.assemble import ScanMeta, Tally, summarise
 from probegate.errors import UsageError
 from probegate.models.causes import CUT_SHORT
-from probegate.models.report import Budget, JudgeUsage, ScanReport, UnjudgedAttempt
+from probegate.models.report import Budget, JudgeUsage, ScanReport, StopReason, UnjudgedAttempt
 from probegate.models.sections import GuardSummary, McpSummary, ProxySummary
 from probegate.models.shard import Shard, parse_shard
 from probegate.models.stored import load_report
 
-_STOP_ORDER = ("early_stop", "cancelled", "deadline", "budget", "completed")
+# The merged scan stopped for the first of its shards' reasons in this order (every reason).
+STOP_ORDER: tuple[StopReason, ...] = (
+    StopReason.EARLY_STOP,
+    StopReason.CANCELLED,
+    StopReason.DEADLINE,
+    StopReason.BUDGET,
+    StopReason.COMPLETED,
+)
 
 
 def _shard_of(report: ScanReport, source: str) -> Shard:
@@ -195,7 +202,7 @@ def _meta(shards: list[ScanReport], tally: Tally, selected_all: bool) -> ScanMet
         mode=first.mode,
         seed=first.seed,
         duration_seconds=max(s.duration_seconds for s in shards),
-        stopped_reason=min((s.stopped_reason for s in shards), key=_STOP_ORDER.index),
+        stopped_reason=min((s.stopped_reason for s in shards), key=STOP_ORDER.index),
         planned=planned,
         cut_short=planned - tally.completed,
         library_version=first.probe_library_version,

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from probegate.errors import UsageError
+from probegate.models.store_layout import scans_dir
 
 # The Action owns these flags: it must know where the files are and which formats exist.
 RESERVED_FLAGS = ("--output", "--output-dir")
@@ -95,7 +96,7 @@ def check_locations(output_dir: Path, store: Path) -> None:
     the symlink leads. Symlinks *inside* these directories are harmless: every file is written
     by renaming a new file over the name, which replaces a symlink instead of following it.
     """
-    for what, path in (("output-dir", output_dir), ("store", store), ("store", store / "scans")):
+    for what, path in (("output-dir", output_dir), ("store", store), ("store", scans_dir(store))):
         node = path
         while True:
             if node.is_symlink():

@@ -15,9 +15,6 @@ from collections.abc import Mapping
 from probegate.terminal import strip_controls
 
 _OUTPUT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
-_UNESCAPE_PROPERTY = re.compile(r"%(25|0D|0A|3A|2C)")
-_UNESCAPE_DATA = re.compile(r"%(25|0D|0A)")
-_UNESCAPED = {"25": "%", "0D": "\r", "0A": "\n", "3A": ":", "2C": ","}
 
 
 def escape_data(text: str) -> str:
@@ -28,16 +25,6 @@ def escape_data(text: str) -> str:
 def escape_property(text: str) -> str:
     """Escape a workflow-command property value (``file=``, ``title=``...)."""
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
-def unescape_data(text: str) -> str:
-    """What the runner reads back from :func:`escape_data` (one pass, so ``%250A`` stays)."""
-    return _UNESCAPE_DATA.sub(lambda m: _UNESCAPED[m.group(1)], text)
-
-
-def unescape_property(text: str) -> str:
-    """What the runner reads back from :func:`escape_property`."""
-    return _UNESCAPE_PROPERTY.sub(lambda m: _UNESCAPED[m.group(1)], text)
 
 
 def workflow_command(

@@ -53,6 +53,7 @@ from probegate.library.oracles.judge import JudgeOracle
 from probegate.library.probe import Probe
 from probegate.models.canaries import make_canaries
 from probegate.models.causes import Cause
+from probegate.models.probe import PAYLOAD
 from probegate.models.transcript import Transcript
 from probegate.validation import describe
 
@@ -65,7 +66,7 @@ _STAND_IN = {
     "csa_category": "agent-goal-and-instruction-manipulation",
     "severity": "high",
     "channel": "user",
-    "turns": [{"content": "{{payload}}"}],
+    "turns": [{"content": PAYLOAD}],
     "remediation": "(calibration case)",
 }
 

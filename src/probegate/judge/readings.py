@@ -34,6 +34,7 @@ from probegate.library.oracles.base import JudgeContext, OracleResult
 from probegate.library.oracles.judge import JudgeOracle
 from probegate.library.probe import Probe
 from probegate.models.canaries import make_canaries
+from probegate.models.probe import PAYLOAD
 from probegate.models.taxonomy import Capability
 from probegate.models.tools import ToolSpec
 from probegate.models.transcript import ToolCall, Transcript, Turn
@@ -41,7 +42,6 @@ from probegate.models.verdict import Outcome
 from probegate.validation import describe
 
 READINGS_FILE = Path(__file__).parent / "data" / "readings.yaml"
-PAYLOAD = "{{payload}}"
 # Misses allowed: one twin in this many.
 MISS_EVERY = 10
 

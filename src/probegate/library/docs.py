@@ -25,7 +25,7 @@ from probegate.library.loader import Library, load_atlas, load_library
 from probegate.library.mutators import MUTATORS
 from probegate.library.oracles import KINDS
 from probegate.library.probe import Probe
-from probegate.models.probe import stable_id
+from probegate.models.probe import PAYLOAD, stable_id
 from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, CSA_TITLES, OWASP_LLM_TITLES, Channel
 
 DOCS_PATH = Path("docs") / "probes.md"
@@ -169,7 +169,7 @@ def render_probe(probe: Probe, atlas: dict[str, str]) -> list[str]:
         "",
     ]
     if probe.payload is not None:
-        lines += ["Payload (`{{payload}}`; mutators rewrite it in smart and full modes):", ""]
+        lines += [f"Payload (`{PAYLOAD}`; mutators rewrite it in smart and full modes):", ""]
         lines += _md_block(probe.payload)
         lines.append("")
         if probe.control is not None:

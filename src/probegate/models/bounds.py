@@ -69,7 +69,7 @@ class Cut(BaseModel):
     sha256: str = ""
 
 
-def clean_text(text: str) -> str:
+def valid_unicode(text: str) -> str:
     """``text`` as valid Unicode: every lone surrogate becomes U+FFFD, one for one."""
     if text.isascii() or _SURROGATE.search(text) is None:
         return text
@@ -93,7 +93,7 @@ def cut_text(text: str, limit: int, field: str) -> tuple[str, Cut | None]:
     naming how much was cut. The result is never longer than ``limit``, so cutting again
     changes nothing.
     """
-    cleaned = clean_text(text)
+    cleaned = valid_unicode(text)
     if len(cleaned) <= limit:
         return cleaned, None
     length = len(text)
@@ -130,7 +130,7 @@ def _within(value: Any, depth: int, room: _Room) -> Any:
     """A clean copy of ``value`` when it is JSON data within ``depth`` and ``room``."""
     if isinstance(value, str):
         room.take(len(value) + 2)
-        return clean_text(value)
+        return valid_unicode(value)
     if value is None or isinstance(value, bool):
         room.take(5)
         return value
@@ -154,7 +154,7 @@ def _within(value: Any, depth: int, room: _Room) -> Any:
             if not isinstance(key, str):
                 raise _TooBig
             room.take(len(key) + 3)
-            out[clean_text(key)] = _within(item, depth - 1, room)
+            out[valid_unicode(key)] = _within(item, depth - 1, room)
         return out
     if isinstance(value, list | tuple):
         room.take(2)
@@ -244,7 +244,7 @@ def json_head(value: Any, limit: int) -> tuple[str, int, str]:
             part = piece[: limit - kept]
             head.append(part)
             kept += len(part)
-    return clean_text("".join(head)), length, hasher.hexdigest()
+    return valid_unicode("".join(head)), length, hasher.hexdigest()
 
 
 def text_of(value: Any, limit: int = TEXT_MAX) -> str:

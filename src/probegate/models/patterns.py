@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import re2
 
-from probegate.models.bounds import clean_text
+from probegate.models.bounds import valid_unicode
 
 # Searches remembered per pattern, of texts up to this long: bounded whatever agents send.
 _MEMO_ENTRIES = 256
@@ -96,14 +96,14 @@ class Pattern:
         return self._search(text)
 
     def _search(self, text: str) -> Match | None:
-        found = self._regex.search(clean_text(text))
+        found = self._regex.search(valid_unicode(text))
         if found is None:
             return None
         return Match(found.start(), found.end(), found.group(0))
 
     def finditer(self, text: str) -> Iterator[Match]:
         """Every non-overlapping match in ``text``, in order (linear in the text too)."""
-        for found in self._regex.finditer(clean_text(text)):
+        for found in self._regex.finditer(valid_unicode(text)):
             yield Match(found.start(), found.end(), found.group(0))
 
     def __repr__(self) -> str:

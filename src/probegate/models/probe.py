@@ -15,6 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field
 PROBE_ID_RE = re.compile(r"^asi(0[1-9]|10)\.[a-z0-9]+(?:-[a-z0-9]+)*\.v[0-9]+$")
 _VERSION_RE = re.compile(r"\.v[0-9]+$")
 ATLAS_ID_RE = re.compile(r"^AML\.T[0-9]{4}(?:\.[0-9]{3})?$")
+# Where a probe's turns and fixtures take its payload (seed or mutated): the one spelling of
+# the marker that the plan, the runner, the controls and the oracles look for.
+PAYLOAD = "{{payload}}"
 
 
 def stable_id(probe_id: str) -> str:
@@ -99,7 +102,7 @@ class PeerAgent(_Frozen):
 class Fixtures(_Frozen):
     """What the sandbox answers with: the indirect channels the attack rides on.
 
-    ``{{payload}}`` anywhere here or in a turn is replaced by the (possibly mutated) payload.
+    :data:`PAYLOAD` anywhere here or in a turn is replaced by the (possibly mutated) payload.
     ``peer_agents`` is keyed like ``agent_replies``: a peer's name, or ``*`` for any.
     """
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -35,8 +36,25 @@ def finding_fp(probe_id: str) -> str:
 
 
 Band = Literal["EXCELLENT", "GOOD", "WARNING", "POOR", "CRITICAL", "not_evaluated"]
-Mode = Literal["fast", "smart", "full"]
-StoppedReason = Literal["completed", "budget", "deadline", "early_stop", "cancelled"]
+
+
+class Mode(StrEnum):
+    """How much of the library a scan runs (docs/scoring.md, "Modes"); only ``full`` can be
+    authoritative."""
+
+    FAST = "fast"  # every applicable probe once
+    SMART = "smart"  # then mutated variants where the agent resisted
+    FULL = "full"  # every probe x every mutator x --repeat
+
+
+class StopReason(StrEnum):
+    """Why a scan's run ended (the report's ``stopped_reason``)."""
+
+    COMPLETED = "completed"
+    BUDGET = "budget"  # --budget-usd or --max-requests
+    DEADLINE = "deadline"  # --deadline
+    EARLY_STOP = "early_stop"  # the target could not be judged
+    CANCELLED = "cancelled"  # interrupted (Ctrl-C, SIGTERM)
 
 
 class _Model(BaseModel):
@@ -406,7 +424,7 @@ class ScanReport(_Model):
     schema_: str = Field(default=SCHEMA, alias="schema")
     scoring_valid: bool
     signatures: dict[str, Any] | None = None
-    stopped_reason: StoppedReason
+    stopped_reason: StopReason
     sub_scores: dict[str, float]
     target: TargetInfo
     tier: str

@@ -190,8 +190,8 @@ class McpSummary(_Section):
     conversations: int  # endpoints opened, one per conversation
     calls: int  # tool calls the server accepted (answered from the sandbox)
     rejected: McpRejections
-    # Read as zeros from a report written before it was counted apart.
-    unauthenticated: McpUnauthenticated = McpUnauthenticated()
+    # A report written before it was counted apart reads it as zeros (models/stored.py).
+    unauthenticated: McpUnauthenticated
 
     @classmethod
     def merged(cls, sections: list[McpSummary]) -> McpSummary | None:
@@ -207,6 +207,23 @@ class McpSummary(_Section):
                 unauthenticated=merged.unauthenticated.plus(other.unauthenticated),
             )
         return merged
+
+
+class ProxyRefusals(_Section):
+    """Requests probegate's model-API proxy did not forward (docs/scan-your-agent/proxy.md,
+    "What the proxy protects"): anything on the machine can reach its port, so these are
+    counted apart from the agent's model calls and change no verdict."""
+
+    no_credential: int = 0  # without the scan's base URL or the upstream's key
+    not_model_endpoint: int = 0  # with it, for anything but the API's model endpoints
+    invalid: int = 0  # not a request the proxy reads: a target that is not a path, a bad length
+    timed_out: int = 0  # connections that sent no complete request in time
+    connections: int = 0  # connections closed at the connection cap
+
+    def plus(self, other: ProxyRefusals) -> ProxyRefusals:
+        return ProxyRefusals(
+            **{name: getattr(self, name) + getattr(other, name) for name in type(self).model_fields}
+        )
 
 
 class ProxySummary(_Section):
@@ -232,6 +249,8 @@ class ProxySummary(_Section):
     descriptions_replaced: int  # tool descriptions that carried the probe's text
     unlisted_tools: list[str]  # tools the agent declared that target.tools does not list
     failed: int  # calls the upstream did not answer, or answered in a shape not read
+    # Read as zeros from a report written before they were counted.
+    refused: ProxyRefusals = ProxyRefusals()
 
     @classmethod
     def merged(cls, sections: list[ProxySummary]) -> ProxySummary | None:
@@ -244,7 +263,11 @@ class ProxySummary(_Section):
             if info.annotation is int
         }
         tools = sorted({t for s in sections for t in s.unlisted_tools})
-        return sections[0].model_copy(update={**counts, "unlisted_tools": tools})
+        refused = ProxyRefusals()
+        for section in sections:
+            refused = refused.plus(section.refused)
+        update = {**counts, "unlisted_tools": tools, "refused": refused}
+        return sections[0].model_copy(update=update)
 
 
 # Every section a target kind may add, one ``ScanReport`` field each (``REPORT_FIELD``).

@@ -1,10 +1,12 @@
 """The spellings of a secret that redaction hides, and where they are in a text.
 
 An agent that leaks a secret rarely sends it whole and verbatim: it sends a piece of it, a
-case-changed, reversed, rot13, URL, base64, base32 or hex spelling of it, or any of those with
-spaces, punctuation or invisible characters between the characters (docs/report-format.md,
-"Redaction"). :class:`Spellings` finds every run of :data:`FRAGMENT_MIN` or more characters of
-any spelling of any secret, interleaved or not, in time linear in the text.
+case-changed, reversed, rot13, URL, base64, base32 or hex spelling of it, every other character
+of it, or any of those with spaces, punctuation or invisible characters between the characters,
+or with any one other character between each two of its own (every other character of the
+text, separators aside, is the secret's: docs/report-format.md, "Redaction").
+:class:`Spellings` finds every run of :data:`FRAGMENT_MIN` or more characters of any spelling
+of any secret, interleaved or not, in time linear in the text.
 
 This module is the one owner of that rule, for the files a scan writes (through
 :mod:`probegate.models.redaction`, which adds the placeholders) and for the standalone
@@ -68,6 +70,8 @@ def spellings(value: str) -> "list[tuple[str, str]]":
             ("reversed", value[::-1]),
             ("rot13", codecs.encode(value, "rot13")),
         ]
+    if len(value) >= 2 * FRAGMENT_MIN:  # each half holds a run worth hiding
+        out += [("even", value[::2]), ("odd", value[1::2])]
     out += [
         ("url", urllib.parse.quote(value, safe="")),
         ("url+", urllib.parse.quote_plus(value)),
@@ -141,16 +145,79 @@ class Spellings:
 
         ``text[start:end]`` is the piece ``forms[form][2][first:last]`` of a spelling, or its
         characters that are not separators in order with other separators between them; the
-        separators the piece starts or ends with are the spelling's own. Fragments never
-        overlap; what is left between them holds no run of FRAGMENT_MIN characters of a
-        spelling (separators aside). ``seeds``, given the separator-free text, returns a
-        function from a position to the first position at or after it where a fragment may
-        start (-1: none); without it every position is tried.
+        separators the piece starts or ends with are the spelling's own. Or, *alternating*,
+        every other character of ``text[start:end]`` from its first (or every other one that
+        is not a separator) is such a piece, whatever one character stands between two of them
+        (:meth:`alternating`). Fragments never
+        overlap (a plain one wins); what is left between them holds no run of FRAGMENT_MIN
+        characters of a spelling (separators aside), nor every other character of one.
+        ``seeds``, given the separator-free text, returns a function from a position to the
+        first position at or after it where a fragment may start (-1: none); without it every
+        position is tried.
         """
         stripped = bare(text)
         if len(stripped) < FRAGMENT_MIN or not self._keys:
             return []
-        next_seed = seeds(stripped) if seeds is not None else None
+        # Every other character of the text without its separators, and of the text itself
+        # (a secret's own separators stand between two of the other characters there): all
+        # searched with the text in one pass of ``seeds``, which says of most texts that no
+        # half holds a run.
+        halves = _halves(text, stripped)
+        search = _Search(seeds, [stripped, *(plain for _half, plain in halves)])
+        found = self._find(text, stripped, search.within(0))
+        if not halves or search.none_after(len(stripped)):
+            return found
+        # In what the fragments found leave (each blanked out), again until nothing more is
+        # found: a run that overlapped one taken is looked for in what remains of it, as it is
+        # in the stored form (where the fragment is a placeholder), so both hide the same.
+        current = text
+        while True:
+            if found:
+                current = _blanked(text, found)
+                halves = _halves(current, bare(current))
+                search = _Search(seeds, [bare(current), *(plain for _half, plain in halves)])
+            more = _merged(found, self._every_other(current, halves, search))
+            if len(more) == len(found):
+                return found
+            found = more
+
+    def _every_other(
+        self, text: str, halves: "list[tuple[str, str]]", search: "_Search"
+    ) -> "list[tuple[int, int, int, int, int]]":
+        """The fragments in every other character of ``text``: of it without separators (the
+        first two ``halves``), then of it as it is (the next two, when it has separators)."""
+        where = _Offsets(text)
+        found = []
+        for index, (half, plain) in enumerate(halves):
+            parity = index % 2
+            for a, b, form, first, last in self._find(half, plain, search.within(1 + index)):
+                if index < 2:
+                    a, b = where.raw(2 * a + parity), where.raw(2 * b + parity - 2) + 1
+                else:
+                    a, b, first, last = _core(half, a, b, first, last)
+                    a, b = 2 * a + parity, 2 * b + parity - 1
+                found.append((a, b, form, first, last))
+        return found
+
+    def alternating(self, text: str, found: "tuple[int, int, int, int, int]") -> "list[int]":
+        """Where the spelling's characters are in ``text[start:end]`` when ``found`` (of
+        :meth:`find`) alternates with other characters; [] when it does not."""
+        start, end, form, first, last = found
+        piece, own = text[start:end], bare(self.forms[form][2][first:last])
+        if bare(piece) == own:
+            return []
+        at = [i for i in range(0, len(piece), 2) if piece[i] not in _SEPARATOR_SET]
+        if "".join(piece[i] for i in at) != own:  # every other one once separators are gone
+            at = [i for i, char in enumerate(piece) if char not in _SEPARATOR_SET][::2]
+        return at
+
+    def _find(
+        self, text: str, stripped: str, next_seed: "Callable[[int], int] | None"
+    ) -> "list[tuple[int, int, int, int, int]]":
+        """:meth:`find`'s plain fragments, given ``text`` without separators and where seeds
+        are in it."""
+        if len(stripped) < FRAGMENT_MIN:
+            return []
         where: _Offsets | None = None
         found: list[tuple[int, int, int, int, int]] = []
         at = 0
@@ -194,6 +261,86 @@ class Spellings:
             if best is None or length > best[0]:
                 best = (length, form, start)
         return best
+
+
+class _Search:
+    """One ``seeds`` search over several texts joined (a NUL between two), answered per text."""
+
+    def __init__(
+        self, seeds: "Callable[[str], Callable[[int], int]] | None", parts: "list[str]"
+    ) -> None:
+        self._next = seeds("\0".join(parts)) if seeds is not None else None
+        self._starts = []
+        at = 0
+        for part in parts:
+            self._starts.append((at, at + len(part)))
+            at += len(part) + 1
+
+    def none_after(self, at: int) -> bool:
+        """Whether no seed is at or after ``at`` (an offset in the joined texts)."""
+        return self._next is not None and self._next(at + 1) < 0
+
+    def within(self, index: int) -> "Callable[[int], int] | None":
+        """Where seeds are in part ``index``, in its own offsets (None: every position)."""
+        if self._next is None:
+            return None
+        start, end = self._starts[index]
+        next_seed = self._next
+
+        def seed(at: int) -> int:
+            found = next_seed(start + at)
+            return found - start if 0 <= found < end else -1
+
+        return seed
+
+
+def _halves(text: str, stripped: str) -> "list[tuple[str, str]]":
+    """Every other character of ``text`` without separators (both ways), then of ``text``
+    itself when it has separators; each with its separator-free form."""
+    if len(stripped) < 2 * FRAGMENT_MIN - 1:
+        return []
+    halves = [(stripped[0::2], stripped[0::2]), (stripped[1::2], stripped[1::2])]
+    if stripped != text:
+        halves += [(half, bare(half)) for half in (text[0::2], text[1::2])]
+    return halves
+
+
+def _blanked(text: str, found: "list[tuple[int, int, int, int, int]]") -> str:
+    """``text`` with each fragment's characters replaced by NUL (no spelling holds one, and it
+    is no separator), offsets kept."""
+    parts, cursor = [], 0
+    for start, end, _form, _first, _last in found:
+        parts += [text[cursor:start], "\0" * (end - start)]
+        cursor = end
+    parts.append(text[cursor:])
+    return "".join(parts)
+
+
+def _core(half: str, start: int, end: int, first: int, last: int) -> "tuple[int, int, int, int]":
+    """A fragment of every other character without the spelling's own separators it was
+    widened to at its edges (in the text, other characters stand beside them)."""
+    while half[start] in _SEPARATOR_SET:
+        start, first = start + 1, first + 1
+    while half[end - 1] in _SEPARATOR_SET:
+        end, last = end - 1, last - 1
+    return start, end, first, last
+
+
+def _merged(
+    plain: "list[tuple[int, int, int, int, int]]", extra: "list[tuple[int, int, int, int, int]]"
+) -> "list[tuple[int, int, int, int, int]]":
+    """``plain`` (sorted, apart) and each of ``extra`` that overlaps nothing kept before it."""
+    kept = list(plain)
+    starts = [f[0] for f in kept]
+    for fragment in sorted(extra):
+        at = bisect.bisect_left(starts, fragment[0])
+        if at < len(kept) and kept[at][0] < fragment[1]:
+            continue
+        if at > 0 and kept[at - 1][1] > fragment[0]:
+            continue
+        kept.insert(at, fragment)
+        starts.insert(at, fragment[0])
+    return kept
 
 
 class _Offsets:

@@ -86,13 +86,12 @@ def parse_report_json(raw: bytes, source: str = "report") -> dict[str, Any]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ReportError(f"{source}: not a UTF-8 JSON report") from None
-    # A 10,000-finding report is a million objects for the collector, and the depth walk
-    # allocates as many again: the collector would rescan them all.
+    # A 10,000-finding report is a million objects for the collector: it would rescan them all.
     with gc_paused():
         try:
             data = json.loads(
                 text,
-                object_pairs_hook=_no_duplicates,
+                object_pairs_hook=_Objects().read,
                 parse_float=_finite,
                 parse_constant=_no_constant,
             )
@@ -108,8 +107,6 @@ def parse_report_json(raw: bytes, source: str = "report") -> dict[str, Any]:
             ) from None
         if not isinstance(data, dict):
             raise ReportError(f"{source}: expected a JSON object, got {type(data).__name__}")
-        if _depth(data) > MAX_DEPTH:
-            raise ReportError(f"{source}: invalid JSON: nested more than {MAX_DEPTH} deep")
     if "\\ud" in text or "\\uD" in text:  # a surrogate escape: fine in a pair, not alone
         try:
             canonical_bytes(data)
@@ -125,7 +122,7 @@ def report_from_data(data: dict[str, Any], *, source: str) -> ScanReport:
     schema = data.get("schema")
     if schema == SCHEMA:
         notes: list[str] = []
-        _upgrade_causes(data)
+        _upgrade(data)
     elif schema == UPSTREAM_SCHEMA:
         data, notes = _map_upstream_report(data, source=source)
     else:
@@ -165,15 +162,52 @@ def _read(path: Path) -> bytes:
     return read_bytes(path, what="report file", error=ReportError, max_bytes=MAX_REPORT_BYTES)
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise ValueError(f"duplicate key {key!r}")
-            seen.add(key)
-    return out
+class _Objects:
+    """The object hook of one parse: each object checked for a key given twice, and its depth
+    (containers inside containers, itself counted) worked out as it is made, from its values'
+    (an object's was noted when it was made; a list's is read here, the one time it is seen),
+    so a report nested deeper than :data:`MAX_DEPTH` is refused without a second walk."""
+
+    def __init__(self) -> None:
+        self._depths: dict[int, int] = {}
+
+    def read(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = dict(pairs)
+        if len(out) != len(pairs):
+            seen: set[str] = set()
+            for key, _ in pairs:
+                if key in seen:
+                    raise ValueError(f"duplicate key {key!r}")
+                seen.add(key)
+        deepest = 0
+        for _key, value in pairs:
+            kind = type(value)
+            if kind is dict:
+                depth = self._depths.pop(id(value))
+            elif kind is list:
+                depth = self._list(value)
+            else:
+                continue
+            if depth > deepest:
+                deepest = depth
+        if deepest >= MAX_DEPTH:
+            raise ValueError(f"nested more than {MAX_DEPTH} deep")
+        self._depths[id(out)] = deepest + 1
+        return out
+
+    def _list(self, items: list[Any]) -> int:
+        deepest = 0
+        for value in items:
+            kind = type(value)
+            if kind is dict:
+                depth = self._depths.pop(id(value))
+            elif kind is list:
+                depth = self._list(value)
+            else:
+                continue
+            if depth > deepest:
+                deepest = depth
+        return deepest + 1
 
 
 def _finite(text: str) -> float:
@@ -185,22 +219,6 @@ def _finite(text: str) -> float:
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not allowed in a report")
-
-
-def _depth(data: dict[str, Any]) -> int:
-    """How deep containers nest in parsed JSON; stops counting once past :data:`MAX_DEPTH`."""
-    level: list[Any] = [data]
-    depth = 0
-    while level and depth <= MAX_DEPTH:
-        depth += 1
-        # One comprehension per level, not one per container: a large report has 200,000.
-        level = [
-            v
-            for node in level
-            for v in (node.values() if type(node) is dict else node)
-            if type(v) is dict or type(v) is list
-        ]
-    return depth
 
 
 # ------------------------------------------------------- upstream (agentguardian-scan-v1) reports
@@ -414,6 +432,20 @@ def _upstream_authority(data: dict[str, Any]) -> dict[str, Any]:
 
 
 # ------------------------------------------------- probegate reports older than a field
+
+
+def _upgrade(data: dict[str, Any]) -> None:
+    """A report of an earlier probegate, in place, as this version writes it: the one place
+    that knows a report's age (nothing downstream branches on it)."""
+    _upgrade_causes(data)
+    _upgrade_mcp(data)
+
+
+def _upgrade_mcp(data: dict[str, Any]) -> None:
+    """The MCP section before traffic without a token was counted apart: none was."""
+    mcp = data.get("mcp")
+    if isinstance(mcp, dict) and "unauthenticated" not in mcp:
+        mcp["unauthenticated"] = {}
 
 
 def _upgrade_causes(data: dict[str, Any]) -> None:

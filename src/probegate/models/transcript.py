@@ -29,8 +29,8 @@ from probegate.models.bounds import (
     Cut,
     bound_arguments,
     calls_cut,
-    clean_text,
     cut_text,
+    valid_unicode,
 )
 
 Role = Literal["user", "agent", "assistant"]
@@ -47,9 +47,9 @@ def _clean_strings(data: Any) -> Any:
     if not isinstance(data, dict):
         return data
     return {
-        k: clean_text(v)
+        k: valid_unicode(v)
         if isinstance(v, str)
-        else [clean_text(x) if isinstance(x, str) else x for x in v]
+        else [valid_unicode(x) if isinstance(x, str) else x for x in v]
         if isinstance(v, list)
         else v
         for k, v in data.items()
@@ -226,9 +226,6 @@ class Transcript(BaseModel):
 
     def assistant_turns(self) -> list[tuple[int, Turn]]:
         return [(i, t) for i, t in enumerate(self.turns) if t.role == "assistant"]
-
-    def output_text(self) -> str:
-        return "\n".join(t.content for _, t in self.assistant_turns())
 
 
 def _call_size(call: ToolCall) -> int:

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from probegate.models.bounds import clean_text
+from probegate.models.bounds import valid_unicode
 from probegate.models.causes import Cause
 from probegate.models.taxonomy import Severity
 from probegate.models.transcript import Transcript
@@ -79,7 +79,7 @@ class ReferenceCheck(BaseModel):
     @field_validator("error")
     @classmethod
     def _valid_error(cls, value: str) -> str:
-        return clean_text(value)
+        return valid_unicode(value)
 
 
 # An attempt that no benchmark checked carries no ``reference`` key at all, so journals and
@@ -121,7 +121,7 @@ class Attempt(BaseModel):
     @classmethod
     def _valid_text(cls, value: str) -> str:
         # A reason can quote what an agent raised or sent: keep it storable (models/bounds.py).
-        return clean_text(value)
+        return valid_unicode(value)
 
     @model_validator(mode="after")
     def _cause_with_unjudged(self) -> Attempt:

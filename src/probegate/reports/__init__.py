@@ -19,6 +19,7 @@ from pathlib import Path
 from probegate.errors import ReportError, UsageError
 from probegate.files import write_atomic
 from probegate.models.report import ScanReport
+from probegate.models.store_layout import REPORT_FILE
 from probegate.perf import gc_paused
 from probegate.validation import did_you_mean
 
@@ -59,7 +60,7 @@ def require_pdf() -> None:
 FORMATS: dict[str, Format] = {
     f.name: f
     for f in (
-        Format("json", "scan.json", "json_report",
+        Format("json", REPORT_FILE, "json_report",
                "the signed record; every other format is derived from it"),
         Format("sarif", "scan.sarif", "sarif",
                "GitHub code scanning and other SARIF consumers"),

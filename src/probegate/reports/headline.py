@@ -50,11 +50,6 @@ def category_state(report: ScanReport, asi: str) -> CategoryState:
     return category_of(report, asi)
 
 
-def category_unjudged(report: ScanReport, asi: str) -> int:
-    """A category's attempts with no verdict (unjudged or never started)."""
-    return category_state(report, asi).unjudged
-
-
 def unjudged_note(count: int) -> str:
     """What follows a category's score when evidence is missing: never a bare number."""
     return f" ({count} unjudged)" if count else ""
@@ -66,11 +61,6 @@ def category_text(state: CategoryState) -> str:
     if state.state == "tested" and state.score is not None:
         return number(state.score) + unjudged_note(state.unjudged)
     return NO_SCORE.get(state.state, NOT_EVALUATED)
-
-
-def asi_score_text(report: ScanReport, asi: str) -> str:
-    """:func:`category_text` of one category of the report."""
-    return category_text(category_state(report, asi))
 
 
 def not_evaluated_reason(report: ScanReport) -> str:

@@ -30,7 +30,7 @@ from probegate.scan.closing import conclude
 from probegate.scan.execute import run_attempts
 from probegate.scan.finalise import build_report, report_files
 from probegate.scan.outputs import write_report_files
-from probegate.scan.plan import draw_plan, dry_run, nothing_to_run, with_surface
+from probegate.scan.planning import draw_plan, dry_run, nothing_to_run, with_surface
 from probegate.scan.prepare import prepare_scan
 from probegate.scan.reproducers import write_reproducers
 from probegate.scan.view import View
@@ -75,6 +75,6 @@ def execute_scan(
             report_files(settings.formats, settings.output_dir),
             settings.run.store,
         )
-        written = write_report_files(report, run.directory, settings.formats, settings.output_dir)
-        write_reproducers(report, run.directory, settings.repro, plan, target, inputs.secrets)
+        written = write_report_files(report, run.files, settings.formats, settings.output_dir)
+        write_reproducers(report, run.files, settings.repro, plan, target, inputs.secrets)
         return conclude(report, written, run, settings.gates, settings.repro, view)

@@ -19,7 +19,7 @@ from probegate.engine.runner import RunOutcome
 from probegate.errors import ExitCode, TargetError
 from probegate.gate import evaluate_gates
 from probegate.models.agreement import Difference
-from probegate.models.report import JudgeUsage, ScanReport, most_severe_first
+from probegate.models.report import JudgeUsage, ScanReport, StopReason, most_severe_first
 from probegate.reports.agreement_text import (
     DIFFERENCES,
     HEADERS,
@@ -74,9 +74,9 @@ def conclude(
     """Print the closing lines and return the exit code: an interrupt's, an undecided scan's
     (raised as a :class:`TargetError`), or the gates'."""
     outcome = run.outcome
-    report_path = written.get("json", run.directory / "scan.json")
+    report_path = written.get("json", run.files.report)
     closing = Closing(report, written, outcome, run.scan_id)
-    if outcome.stopped_reason == "cancelled":
+    if outcome.stopped_reason == StopReason.CANCELLED:
         closing.resume = resume_command(run.scan_id, repro)
         closing.exit_code = run.interrupted.exit_code
         print_closing(closing, view)
@@ -88,10 +88,10 @@ def conclude(
             f"resume with: {closing.resume}\n"
         )
         return run.interrupted.exit_code
-    if outcome.stopped_reason == "early_stop" or outcome.undecided:
+    if outcome.stopped_reason == StopReason.EARLY_STOP or outcome.undecided:
         closing.exit_code = ExitCode.UNDECIDED
         print_closing(closing, view)
-        if outcome.stopped_reason == "early_stop":
+        if outcome.stopped_reason == StopReason.EARLY_STOP:
             raise TargetError(
                 f"scan stopped early: {outcome.stop_message}. Nothing was gated: the target "
                 f"could not be judged. Partial report: {shown(report_path)}"
@@ -155,7 +155,7 @@ def _headline(closing: Closing, style: Style) -> list[str]:
         f"  {style('stopped:', 'bold')} {clean(stop_text(report))}",
         f"  {style('authority:', 'bold')} {clean(authority_text(report))}",
     ]
-    if closing.outcome.stop_message and report.stopped_reason == "early_stop":
+    if closing.outcome.stop_message and report.stopped_reason == StopReason.EARLY_STOP:
         lines.append(f"  why it stopped: {one_line(closing.outcome.stop_message, 300)}")
     counts = report.findings_summary
     suppressed = sum(1 for f in report.findings if f.suppressed is not None)

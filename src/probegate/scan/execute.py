@@ -17,7 +17,6 @@ import signal
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -27,10 +26,10 @@ from probegate.canonical import canonical_bytes
 from probegate.clock import iso, new_scan_id, now
 from probegate.engine.journal import (
     Journal,
+    JournalHeader,
     changed_keys,
     config_digests,
     read_journal,
-    scan_dir,
     write_invocation,
 )
 from probegate.engine.lock import lock_scan
@@ -38,28 +37,27 @@ from probegate.engine.plan import Plan
 from probegate.engine.runner import Runner, RunOutcome
 from probegate.errors import Interrupted, UsageError
 from probegate.files import MAX_INPUT_BYTES, read_bytes, write_atomic
-from probegate.models.redaction import Redactor, stored_key
+from probegate.models.placeholders import stored_key
+from probegate.models.redaction import Redactor
 from probegate.models.report import JudgeUsage, TargetInfo
+from probegate.models.store_layout import ScanFiles
 from probegate.models.verdict import Attempt
-from probegate.scan.plan import say_what_cannot_apply
+from probegate.scan.planning import say_what_cannot_apply
 from probegate.scan.prepare import ScanInputs
 from probegate.scan.progress import ProgressPrinter
 from probegate.scan.settings import RunSettings
 from probegate.scan.view import View
-from probegate.targets.base import Target
+from probegate.targets.base import Notice, Target
 from probegate.terminal import clean
-
-# Beside the journal: what the judge did and cost in the runs of this scan so far.
-JUDGE_USAGE = "judge-usage.json"
 
 
 @dataclass(frozen=True)
 class Execution:
-    """What the run left: the scan's identity, its store directory and its outcome."""
+    """What the run left: the scan's identity, its files in the store and its outcome."""
 
     scan_id: str
     created_at: str
-    directory: Path
+    files: ScanFiles
     info: TargetInfo
     outcome: RunOutcome
     # What stopped the run when it was interrupted (SIGINT unless a SIGTERM came first).
@@ -91,10 +89,10 @@ def run_attempts(
     journal, run every attempt, close the journal."""
     info = target.info()
     scan_id = settings.resume or new_scan_id(plan.fingerprint + info.ref)
-    directory = scan_dir(settings.store, scan_id)
-    if settings.resume and not directory.is_dir():
-        read_journal(directory / "journal.jsonl")  # nothing to resume: its one message
-    lock = held.enter_context(lock_scan(directory, scan_id))
+    files = ScanFiles.of(settings.store, scan_id)
+    if settings.resume and not files.directory.is_dir():
+        read_journal(files.journal)  # nothing to resume: its one message
+    lock = held.enter_context(lock_scan(files.directory, scan_id))
     if lock.warning:
         view.err.write(f"warning: {clean(lock.warning)}\n")
     if lock.taken_over is not None:
@@ -103,31 +101,28 @@ def run_attempts(
             " ended without releasing it; this run takes over\n"
         )
     config = effective_config(target, plan, settings, inputs)
-    started = _resume(settings, plan, info, config, view) if settings.resume else _start(scan_id)
+    started = _resume(files, plan, info, config, view) if settings.resume else _start(scan_id)
     if not settings.resume:
         # A pinned clock repeats scan ids by design; a new scan never appends to an old journal.
-        (directory / "journal.jsonl").unlink(missing_ok=True)
-        (directory / JUDGE_USAGE).unlink(missing_ok=True)
+        files.journal.unlink(missing_ok=True)
+        files.judge_usage.unlink(missing_ok=True)
     journal = Journal(
-        directory / "journal.jsonl",
-        {
-            "scan_id": started.scan_id,
-            "plan": plan.fingerprint,
-            "created_at": started.created_at,
-            "target": info.ref,
-            "redaction_salt": started.salt,
-            "config": config_digests(config, started.salt),
-        },
+        files.journal,
+        JournalHeader(
+            scan_id=started.scan_id,
+            plan=plan.fingerprint,
+            created_at=started.created_at,
+            target=info.ref,
+            redaction_salt=started.salt,
+            config=config_digests(config, started.salt),
+        ),
     )
     if settings.invocation and not settings.resume:
-        write_invocation(directory, settings.invocation)
+        write_invocation(files, settings.invocation)
     runner = _runner(target, inputs, settings, started.salt)
     say_what_cannot_apply(plan, runner.tools, view)
-    if not view.quiet:
-        view.err.write(
-            f"probegate: scanning {clean(info.ref)} ({settings.mode} mode, "
-            f"{len(plan.attempts)} attempts, scan {started.scan_id})\n"
-        )
+    scanning = f"{settings.mode} mode, {len(plan.attempts)} attempts, scan {started.scan_id}"
+    _announce(target, view, f"scanning {info.ref} ({scanning})")
     cancel = threading.Event()
     progress = ProgressPrinter(view.err, quiet=view.quiet)
     progress.start()
@@ -142,13 +137,23 @@ def run_attempts(
     return Execution(
         scan_id=started.scan_id,
         created_at=started.created_at,
-        directory=directory,
+        files=files,
         info=info,
         outcome=outcome,
         interrupted=Interrupted(received[0] if received else signal.SIGINT),
         requests_used=inputs.limiter.state.requests,
-        judge_usage=_judge_usage(directory, inputs),
+        judge_usage=_judge_usage(files, inputs),
     )
+
+
+def _announce(target: Target, view: View, scanning: str) -> None:
+    """What the scan is, and what the target tells the user as it starts (the model-API
+    proxy's base URL); warnings even with ``--quiet``."""
+    for notice in [Notice(scanning), *target.notices()]:
+        if notice.warning:
+            view.err.write(f"warning: {clean(notice.text)}\n")
+        elif not view.quiet:
+            view.err.write(f"probegate: {clean(notice.text)}\n")
 
 
 def _runner(target: Target, inputs: ScanInputs, settings: RunSettings, salt: str) -> Runner:
@@ -168,13 +173,13 @@ def _runner(target: Target, inputs: ScanInputs, settings: RunSettings, salt: str
     )
 
 
-def _judge_usage(directory: Path, inputs: ScanInputs) -> JudgeUsage | None:
+def _judge_usage(files: ScanFiles, inputs: ScanInputs) -> JudgeUsage | None:
     """This run's judge usage plus what the runs it resumes spent, kept beside the journal (a
     resumed scan's journaled verdicts are not asked again, but were paid for)."""
     if inputs.llm_judge is None:
         return None
     usage = inputs.llm_judge.stats.usage()
-    path = directory / JUDGE_USAGE
+    path = files.judge_usage
     if path.is_file():
         try:
             earlier = JudgeUsage.model_validate_json(read_bytes(path, max_bytes=MAX_INPUT_BYTES))
@@ -229,22 +234,20 @@ def _start(scan_id: str) -> _Journaled:
 
 
 def _resume(
-    settings: RunSettings, plan: Plan, info: TargetInfo, config: dict[str, Any], view: View
+    files: ScanFiles, plan: Plan, info: TargetInfo, config: dict[str, Any], view: View
 ) -> _Journaled:
     """The journal of the scan being resumed, checked to be this target's, this config's and
     this plan's."""
-    scan_id = settings.resume
-    assert scan_id is not None
-    journal_path = scan_dir(settings.store, scan_id) / "journal.jsonl"
-    contents = read_journal(journal_path)
+    contents = read_journal(files.journal)
     header, done = contents.header, dict(contents.attempts)
-    if header.get("target") not in (None, info.ref):
+    scan_id = files.directory.name
+    if header.target != info.ref:
         raise UsageError(
-            f"scan {scan_id} scanned {header.get('target')}, not {info.ref}: a resumed "
+            f"scan {scan_id} scanned {header.target}, not {info.ref}: a resumed "
             f"scan continues on its own target; run 'probegate scan --resume {scan_id}' "
             "alone, or start a new scan"
         )
-    salt = str(header.get("redaction_salt") or secrets.token_hex(16))
+    salt = header.redaction_salt
     changed = changed_keys(header, config_digests(config, salt))
     if changed:
         raise UsageError(
@@ -252,9 +255,9 @@ def _resume(
             "since; a resumed scan is judged under the config it started with: restore it, or "
             "start a new scan"
         )
-    if header.get("plan") != plan.fingerprint:
+    if header.plan != plan.fingerprint:
         raise UsageError(
-            f"scan {scan_id} was started with different settings (plan {header.get('plan')}, "
+            f"scan {scan_id} was started with different settings (plan {header.plan}, "
             f"now {plan.fingerprint}); rerun with the same target, mode, seed and selection, "
             f"or 'probegate scan --resume {scan_id}' alone"
         )
@@ -265,17 +268,12 @@ def _resume(
         del done[attempt_id]
     warning = contents.warning()
     if foreign:
-        warning += ("; " if warning else f"journal {journal_path}: ") + (
+        warning += ("; " if warning else f"journal {files.journal}: ") + (
             f"ignored {len(foreign)} attempt(s) that are not in this scan's plan"
         )
     if warning:
         view.err.write(f"warning: {clean(warning)}\n")
-    return _Journaled(
-        scan_id=scan_id,
-        created_at=str(header.get("created_at")),
-        salt=salt,
-        done=done,
-    )
+    return _Journaled(scan_id=scan_id, created_at=header.created_at, salt=salt, done=done)
 
 
 @contextlib.contextmanager

@@ -15,12 +15,12 @@ from probegate.benchmarks.agreement import agreement
 from probegate.clock import now, pinned
 from probegate.engine.assemble import ScanMeta, assemble
 from probegate.engine.plan import Plan
-from probegate.models.report import Budget, Engine, ScanReport, TargetInfo
+from probegate.models.report import Budget, Engine, Mode, ScanReport, StopReason, TargetInfo
 from probegate.reports import FORMATS
 from probegate.reports.redact import redact_report
 from probegate.reports.signing import sign_report
 from probegate.scan.execute import Execution
-from probegate.scan.plan import with_surface
+from probegate.scan.planning import with_surface
 from probegate.scan.prepare import ScanInputs
 from probegate.scan.settings import ReportSettings
 from probegate.scan.view import shown
@@ -58,20 +58,20 @@ def build_report(
         not_started=dict(outcome.not_started),
         library_version=inputs.library_version,
         target=with_surface(
-            _anchored(run.info, [run.directory / "scan.json", *written_first]),
+            _anchored(run.info, [run.files.report, *written_first]),
             target,
             settings.declared_secrets,
         ),
         engine=Engine(
             commander="probegate",
-            attacker="library+mutators" if settings.mode != "fast" else "library",
+            attacker="library+mutators" if settings.mode != Mode.FAST else "library",
             evaluator=settings.judge or "oracle",
         ),
         budget=Budget(
             cap_usd=settings.budget_usd,
             max_requests=settings.max_requests,
             requests_used=run.requests_used,
-            finalise_truncated=outcome.stopped_reason == "budget",
+            finalise_truncated=outcome.stopped_reason == StopReason.BUDGET,
         ),
         selected_all=settings.selected_all,
         shard=settings.shard,

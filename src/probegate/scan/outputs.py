@@ -1,7 +1,8 @@
 """Stage 5, outputs: the report's bytes in the store and in every format asked for.
 
-The stored ``scan.json`` is what ``probegate report``, ``compare`` and ``--resume`` read back;
-the output directory holds one scan's report files, never an older run's beside them.
+The stored report (models/store_layout.py) is what ``probegate report``, ``compare`` and
+``--resume`` read back; the output directory holds one scan's report files, never an older
+run's beside them.
 """
 
 from __future__ import annotations
@@ -12,16 +13,15 @@ from pathlib import Path
 from probegate.errors import ReportError
 from probegate.files import write_atomic
 from probegate.models.report import ScanReport
+from probegate.models.store_layout import ScanFiles
 from probegate.reports import FORMATS, write_outputs
 
 
 def write_report_files(
-    report: ScanReport, directory: Path, formats: list[str], output_dir: Path
+    report: ScanReport, files: ScanFiles, formats: list[str], output_dir: Path
 ) -> dict[str, Path]:
     """The stored report, then each format's file; returns the files written by format."""
-    write_atomic(
-        directory / "scan.json", FORMATS["json"].render(report), error=ReportError, private=True
-    )
+    write_atomic(files.report, FORMATS["json"].render(report), error=ReportError, private=True)
     written = write_outputs(report, formats, output_dir)
     _remove_stale_outputs(output_dir, written)
     return written
@@ -31,7 +31,7 @@ def _remove_stale_outputs(output_dir: Path, written: dict[str, Path]) -> None:
     """Report files of formats this scan did not write are an older scan's: remove them.
 
     Only probegate's own file names are touched, so the folder holds one scan's reports and a
-    reader never mixes this scan's scan.json with an older run's report.html.
+    reader never mixes this scan's JSON report with an older run's HTML.
     """
     keep = {path.name for path in written.values()}
     for fmt in FORMATS.values():

@@ -22,6 +22,7 @@ from probegate.files import write_atomic
 from probegate.models.canaries import make_canaries
 from probegate.models.redaction import Redactor
 from probegate.models.report import Finding, ScanReport
+from probegate.models.store_layout import ScanFiles
 from probegate.reports.digest import evidence_text
 from probegate.scan.settings import ReproSettings
 from probegate.targets.base import ReplayInput, Target
@@ -34,19 +35,19 @@ _SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 def write_reproducers(
     report: ScanReport,
-    directory: Path,
+    files: ScanFiles,
     settings: ReproSettings,
     plan: Plan,
     target: Target,
     hidden: dict[str, str],
 ) -> None:
     """Every finding's ``pov/*.sh`` and, where the kind has one, its ``pov/*.replay.py``."""
-    _write_povs(report, directory, settings, hidden)
-    _write_replays(report, directory, settings, plan, target, hidden)
+    _write_povs(report, files, settings, hidden)
+    _write_replays(report, files, settings, plan, target, hidden)
 
 
 def _write_povs(
-    report: ScanReport, directory: Path, settings: ReproSettings, hidden: dict[str, str]
+    report: ScanReport, files: ScanFiles, settings: ReproSettings, hidden: dict[str, str]
 ) -> None:
     """A reproducer per finding: the command that sends the attempt that found it again.
 
@@ -56,7 +57,7 @@ def _write_povs(
     without it. Every word is quoted for the shell (:func:`_shell_word`).
     """
     hide = Redactor(hidden, patterns=False)
-    pov_dir = directory / "pov"
+    pov_dir = files.pov
     root = repository_root().resolve()
     common = _common_args(settings, root)
     by_probe = {r.probe_id: r for r in report.results}
@@ -84,7 +85,7 @@ def _write_povs(
             f"exec {command}\n"
         )
         write_atomic(
-            pov_dir / f"{finding.probe_id}.sh",
+            files.reproducer(finding.probe_id),
             script,
             error=ReportError,
             private=True,
@@ -152,7 +153,7 @@ def _shell_word(arg: str, hide: Redactor, variables: list[str]) -> str:
 
 def _write_replays(
     report: ScanReport,
-    directory: Path,
+    files: ScanFiles,
     settings: ReproSettings,
     plan: Plan,
     target: Target,
@@ -189,7 +190,7 @@ def _write_replays(
             secrets=hidden,
         )
         write_atomic(
-            directory / "pov" / f"{finding.probe_id}.replay.py",
+            files.replay_script(finding.probe_id),
             spec.replay_script(settings.target, given),
             error=ReportError,
             private=True,

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from probegate.config import ScanConfig
+from probegate.models.report import Mode
 from probegate.models.taxonomy import Severity
 from probegate.targets.base import TargetConfig, TargetSettings
 
@@ -20,7 +21,7 @@ from probegate.targets.base import TargetConfig, TargetSettings
 class PlanSettings:
     """How the plan is drawn (engine/plan.py)."""
 
-    mode: str
+    mode: Mode
     seed: int
     repeat: int
     shard: str | None
@@ -34,7 +35,7 @@ class PlanSettings:
 class RunSettings:
     """How attempts run, and where their journal lives."""
 
-    mode: str
+    mode: Mode
     seed: int
     concurrency: int
     controls: bool
@@ -52,7 +53,7 @@ class RunSettings:
 class ReportSettings:
     """What the report says about how the scan was run, and how it compares to a baseline."""
 
-    mode: str
+    mode: Mode
     seed: int
     judge: str | None
     budget_usd: float | None

@@ -6,8 +6,10 @@ user's adapter and writes a RunResult per suite in AgenticAssure's JSON shape, p
 Markdown on request. Data flows one way:
 
     loader (YAML -> Suite) -> runner (adapter -> AgentResult -> scorers) -> RunResult
-    -> compare (against a baseline RunResult) -> outputs (pure renderers -> bytes)
+    -> compare (against a baseline RunResult) -> formats (pure renderers -> bytes)
 
-The package never reads the clock or the file system outside ``loader`` and ``runner``; the
-command module (``probegate.commands.run``) only wires these together.
+The command (``probegate.commands.run``) turns its flags into one ``RunConfig``
+(``run_config``) and makes one call, ``pipeline.execute_run``, which runs the stages and
+writes the files; the other modules never read the clock or the file system outside
+``loader`` and ``runner``.
 """

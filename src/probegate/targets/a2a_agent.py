@@ -52,6 +52,7 @@ from probegate.targets.a2a_peers import (
 )
 from probegate.targets.base import (
     AgentConfig,
+    Notice,
     TargetSettings,
     TargetSpec,
     TargetTraits,
@@ -200,6 +201,9 @@ class A2aTarget:
 
     def report_section(self) -> KindSection | None:
         return self.mcp.summary()
+
+    def notices(self) -> list[Notice]:
+        return []
 
     def next_id(self) -> str:
         return f"pg-{self._nonce}-{next(self._counter)}"

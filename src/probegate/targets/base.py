@@ -135,6 +135,18 @@ class TargetSettings:
     # settings (``--a2a-listen``, ``--a2a-advertise``), docs/scan-your-agent/a2a.md.
     a2a_listen: str = "127.0.0.1:0"
     a2a_advertise: str | None = None
+    # The scan store (``--store``): where the model-API proxy writes its base URL for the
+    # agent's start command (docs/scan-your-agent/proxy.md); None writes nothing.
+    store: Path | None = None
+
+
+@dataclass(frozen=True)
+class Notice:
+    """What a target tells the user as the scan starts (the model-API proxy's base URL, a
+    warning about where it listens): one line each."""
+
+    text: str
+    warning: bool = False
 
 
 class Session(Protocol):
@@ -164,6 +176,10 @@ class Target(Protocol):
 
     def report_section(self) -> KindSection | None:
         """What this kind adds to the scan report, read once the attempts have run."""
+        ...
+
+    def notices(self) -> list[Notice]:
+        """What the user must be told as the scan starts, before the first attempt."""
         ...
 
     def close(self) -> None: ...

@@ -43,6 +43,7 @@ from probegate.models.transcript import ToolCall, Turn
 from probegate.targets.a2a_peers import PeerConfig, PeerEndpoint, PeerHost, named_in, peers_for
 from probegate.targets.base import (
     AgentConfig,
+    Notice,
     ReplayInput,
     TargetSettings,
     TargetSpec,
@@ -289,6 +290,9 @@ class HttpTarget:
     def report_section(self) -> KindSection | None:
         return self.proxy.summary() if self.proxy is not None else self.mcp.summary()
 
+    def notices(self) -> list[Notice]:
+        return self.proxy.notices() if self.proxy is not None else []
+
     def new_session_id(self) -> str:
         with self._lock:
             return f"pg-{self._nonce}-{next(self._counter)}"
@@ -346,7 +350,7 @@ class HttpSession:
             reply, calls, made = self._send(text)
         finally:
             end = conversation.end(self.limiter)
-        fault = end.fault(conversation.proxy.base_url)
+        fault = end.fault(conversation.proxy.address_url)
         if fault is not None:
             raise fault
         # What the model said in a reply safe mode stopped is its reply too (evidence).

@@ -289,10 +289,15 @@ class Acceptor:
             self.resume()
 
 
-def _readable(conn: socket.socket) -> bool:
-    """Whether bytes (or the peer's close) wait on ``conn``."""
+def _readable(conn: socket.socket | int) -> bool:
+    """Whether bytes (or the peer's close) wait on ``conn``.
+
+    ``poll``, not ``select``: a process that may open more than 1,024 files gets descriptors
+    ``select`` cannot take (it raised, and every connection at the cap looked silent)."""
     with contextlib.suppress(OSError, ValueError):
-        return bool(select.select([conn], [], [], 0)[0])
+        poller = select.poll()
+        poller.register(conn, select.POLLIN)
+        return bool(poller.poll(0))
     return False
 
 
@@ -343,12 +348,7 @@ def protocol_class(connections: Connections) -> type[asyncio.Protocol]:
 
         def readable(self) -> bool:
             sock = self.transport.get_extra_info("socket")
-            if sock is None:
-                return False
-            with contextlib.suppress(OSError, ValueError):
-                ready, _w, _x = select.select([sock.fileno()], [], [], 0)
-                return bool(ready)
-            return False
+            return sock is not None and _readable(sock.fileno())
 
         def refuse(self, status: int, reason: str, code: int, message: str) -> None:
             self._disarm()
@@ -386,9 +386,12 @@ def protocol_class(connections: Connections) -> type[asyncio.Protocol]:
 class BoundedLog(logging.Handler):
     """One line per record, no traceback, rate-limited and capped; the count of the rest."""
 
-    def __init__(self, stream: Callable[[], TextIO] = lambda: sys.stderr) -> None:
+    def __init__(
+        self, stream: Callable[[], TextIO] = lambda: sys.stderr, name: str = "probegate MCP server"
+    ) -> None:
         super().__init__(logging.WARNING)
         self._stream = stream
+        self._name = name
         self._guard = threading.Lock()
         self._window = 0.0
         self._in_window = 0
@@ -413,16 +416,14 @@ class BoundedLog(logging.Handler):
             message += f" ({record.exc_info[0].__name__})"
         line = " ".join(clean(message).split())[:300]
         with contextlib.suppress(OSError, ValueError):
-            self._stream().write(f"probegate MCP server: {record.levelname.lower()}: {line}\n")
+            self._stream().write(f"{self._name}: {record.levelname.lower()}: {line}\n")
 
     def close(self) -> None:
         with self._guard:
             left_out, self.left_out = self.left_out, 0
         if left_out:
             with contextlib.suppress(OSError, ValueError):
-                self._stream().write(
-                    f"probegate MCP server: {left_out} more log message(s) left out\n"
-                )
+                self._stream().write(f"{self._name}: {left_out} more log message(s) left out\n")
         super().close()
 
     def loop_exception(self, _loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:

@@ -38,6 +38,7 @@ from probegate.models.tools import ToolSpec
 from probegate.models.transcript import ToolCall, Turn
 from probegate.targets.base import (
     AgentConfig,
+    Notice,
     ReplayInput,
     TargetSettings,
     TargetTraits,
@@ -179,6 +180,9 @@ class ModelTarget:
 
     def report_section(self) -> KindSection | None:
         return None
+
+    def notices(self) -> list[Notice]:
+        return []
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         return cost_usd(self.config.prices, self.model, prompt_tokens, completion_tokens)

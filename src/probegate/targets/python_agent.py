@@ -41,6 +41,7 @@ from probegate.models.transcript import ToolCall, Turn
 from probegate.targets.a2a_peers import PeerConfig, PeerEndpoint, PeerHost
 from probegate.targets.base import (
     AgentConfig,
+    Notice,
     TargetFlag,
     TargetSettings,
     TargetSpec,
@@ -89,6 +90,9 @@ class AgentContext:
     _mcp: Callable[[], str]
     _a2a: Callable[[], dict[str, str]] = dict
     calls: list[ToolCall] = field(default_factory=list)
+    # The model-API proxy's base URL for this scan (``target.model_proxy``), else None: an
+    # agent that builds its model client per conversation passes it as ``base_url``.
+    model_base_url: str | None = None
 
     def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> str:
         """Run a tool in the sandbox; returns its result, or ``ERROR: ...`` when it failed."""
@@ -206,6 +210,9 @@ class PythonTarget:
     def report_section(self) -> KindSection | None:
         return self.proxy.summary() if self.proxy is not None else self.mcp.summary()
 
+    def notices(self) -> list[Notice]:
+        return self.proxy.notices() if self.proxy is not None else []
+
     def open_session(self, sandbox: Sandbox, limiter: RequestLimiter) -> PythonSession:
         try:
             run = self._factory()
@@ -301,6 +308,7 @@ class PythonSession:
             _sandbox=self.sandbox,
             _mcp=self.mcp_url,
             _a2a=self.a2a_urls,
+            model_base_url=self.target.proxy.base_url if self.target.proxy is not None else None,
         )
         run = self.run
         timeout = self.target.settings.timeout
@@ -309,6 +317,7 @@ class PythonSession:
             outcome = call_with_timeout(
                 (lambda: run(text, context)) if self.target.with_context else (lambda: run(text)),
                 timeout if remaining is None else min(timeout, remaining),
+                self.limiter.when_closed,
             )
         finally:
             end = conversation.end(self.limiter) if conversation else None
@@ -332,7 +341,7 @@ class PythonSession:
             raise TransportError(
                 f"probegate's A2A peers: {self.peers.undelivered}", cause=Cause.TOOL_SERVER
             )
-        fault = end.fault(conversation.proxy.base_url) if end and conversation else None
+        fault = end.fault(conversation.proxy.address_url) if end and conversation else None
         if fault is not None:
             raise fault
         result = outcome.value

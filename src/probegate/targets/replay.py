@@ -4,7 +4,7 @@ It answers each message with the reply recorded (``--record DIR``, the format in
 :mod:`probegate.models.recording`) for the same attempt, so the same oracles see the same
 transcript and reach the same verdicts; the canaries match because they derive from the
 recorded seed and the attempt id. A recording holds its scan's real secrets only as
-placeholders (the stored form of :mod:`probegate.models.redaction`): the declared canaries
+placeholders (the stored form, :mod:`probegate.models.placeholders`): the declared canaries
 given to the replay are spelled back into each reply exactly as the agent wrote them (encoded,
 cut off), so a leak of one is judged exactly as it was live. A changed probe library shows up
 as a message that does not match the recording, and the attempt is unjudged with that reason
@@ -19,14 +19,16 @@ from typing import Literal
 
 from probegate.errors import UsageError
 from probegate.models.causes import Cause
+from probegate.models.placeholders import restore_turn
 from probegate.models.recording import Recording, read_manifest, read_recording
-from probegate.models.redaction import Redactor, restore_turn, same_when_stored
+from probegate.models.redaction import Redactor, same_when_stored
 from probegate.models.report import TargetInfo
 from probegate.models.sections import KindSection
 from probegate.models.tools import ToolSpec
 from probegate.models.transcript import Turn
 from probegate.targets.base import (
     AgentConfig,
+    Notice,
     TargetFlag,
     TargetSettings,
     TargetSpec,
@@ -93,6 +95,9 @@ class ReplayTarget:
 
     def report_section(self) -> KindSection | None:
         return None
+
+    def notices(self) -> list[Notice]:
+        return []
 
     def load(self, attempt_id: str) -> Recording | None:
         return read_recording(self.directory, attempt_id)

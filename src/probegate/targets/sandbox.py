@@ -173,12 +173,12 @@ class Sandbox:
         """
         extra = _fixture_for(self.fixtures.tool_descriptions, tool)
         if extra:
-            self._mark(extra)
+            self.handed(extra)
         text = f"{tool.description} {extra}" if extra else tool.description
         if Capability.DELEGATION in tool.capabilities and self.fixtures.peer_agents:
             peer = self.fixtures.peer(peer_name(tool.name))
             if peer is not None and peer.card_text():
-                self._mark(peer.card_text())
+                self.handed(peer.card_text())
                 text = f"{text} {peer.card_text()}"
         return text
 
@@ -302,15 +302,17 @@ class Sandbox:
         if error is None and Capability.DELEGATION in tool.capabilities:
             error = self._peer_failure(tool, arguments)
         if error is not None:
-            self._mark(error)
+            self.handed(error)
             return ToolCall(id=call_id, name=name, arguments=arguments, error=error)
         result = _fixture_for(self.fixtures.tool_results, tool)
         if result is None:
             result = self._default_result(tool, arguments)
-        self._mark(result)
+        self.handed(result)
         return ToolCall(id=call_id, name=name, arguments=arguments, result=result)
 
-    def _mark(self, content: str) -> None:
+    def handed(self, content: str) -> None:
+        """``content`` was handed to the agent (an answer, a description, a peer's card, as it
+        is or as JSON text): the attempt is delivered when it carries the attack."""
         if self.payload is None or self.delivered:
             return
         assert self._encoded is not None

@@ -21,9 +21,10 @@ Why each piece is the way it is:
   that asks every reply to wait cannot hold the scan. Other 4xx are the request's fault and
   are not retried. Every wait goes through the request limiter, so it ends when the scan stops
   or its deadline passes.
-- A total deadline per request, enforced by a watchdog that shuts the socket down: a socket
-  timeout alone resets on every byte, so a server dripping one byte per second would hold a
-  worker forever. The scan's own deadline, when it comes first, ends the request too.
+- A total deadline per request, enforced by a watchdog that shuts the socket down
+  (transport/deadlines.py); the scan's own deadline, when it comes first, ends it too. A
+  request's retries are one :class:`_Tries` (policy and state), and a request no scan spends
+  from gets the null limiter (``UNLIMITED``), so the loop asks the same questions either way.
 - A cap on the body size, read as a stream and abandoned at the cap; a body nested deeper than
   any reply needs has its deep values cut while it is parsed (models/bounds.py).
 - Secrets (API keys, header values taken from the environment) are scrubbed from every message
@@ -33,11 +34,8 @@ Why each piece is the way it is:
 
 from __future__ import annotations
 
-import contextlib
 import email.utils
-import heapq
 import http.client
-import itertools
 import json
 import random
 import re
@@ -64,7 +62,8 @@ from probegate.transport.connections import (
     InvalidTarget,
     Reply,
 )
-from probegate.transport.limiter import RequestLimiter
+from probegate.transport.deadlines import Watch, Watchdog
+from probegate.transport.limiter import UNLIMITED, Limits, RequestLimiter
 from probegate.transport.sse import SseEvent, is_event_stream, parse_events
 from probegate.transport.usage import UNREADABLE, MalformedReply, TransportError, Usage
 
@@ -84,80 +83,6 @@ def public_url(url: str) -> str:
     if parts.port:
         host = f"{host}:{parts.port}"
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
-# --- the deadline watchdog --------------------------------------------------------------------
-
-
-@dataclass(eq=False)
-class _Watch:
-    """One in-flight request: when it must be done, and the connection carrying it."""
-
-    deadline: float
-    conn: http.client.HTTPConnection | None = None
-    active: bool = True
-    expired: bool = False
-
-
-class _Watchdog:
-    """Shuts down the socket of any request still running past its deadline.
-
-    ``shutdown`` (not ``close``) wakes a thread blocked in ``recv`` on Linux and macOS; the
-    blocked read then fails and the client reports the deadline. Watches are deactivated under
-    the same lock before their connection goes back to the pool, so a later request that reuses
-    the connection can never be shut down by an old deadline.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Condition()
-        self._heap: list[tuple[float, int, _Watch]] = []
-        self._counter = itertools.count()
-        self._thread: threading.Thread | None = None
-        self._closed = False
-
-    def watch(self, deadline: float) -> _Watch:
-        item = _Watch(deadline)
-        with self._lock:
-            heapq.heappush(self._heap, (deadline, next(self._counter), item))
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._loop, name="probegate-deadlines", daemon=True
-                )
-                self._thread.start()
-            # The loop sleeps until the earliest deadline; only a new earliest one changes
-            # that. Waking it for every request made 64 workers queue on this lock behind it.
-            if self._heap[0][2] is item:
-                self._lock.notify()
-        return item
-
-    def release(self, item: _Watch) -> None:
-        with self._lock:
-            item.active = False
-            item.conn = None
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            self._lock.notify()
-
-    def _loop(self) -> None:
-        with self._lock:
-            while not self._closed:
-                while self._heap and not self._heap[0][2].active:
-                    heapq.heappop(self._heap)
-                if not self._heap:
-                    self._lock.wait()
-                    continue
-                wait = self._heap[0][0] - time.monotonic()
-                if wait > 0:
-                    self._lock.wait(wait)
-                    continue
-                _, _, item = heapq.heappop(self._heap)
-                item.expired = True
-                sock = getattr(item.conn, "sock", None)
-                if sock is not None:
-                    with contextlib.suppress(OSError):  # already closed: nothing to wake
-                        sock.shutdown(socket.SHUT_RDWR)
 
 
 # --- the client -------------------------------------------------------------------------------
@@ -224,12 +149,39 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
     return max(0.0, when.timestamp() - current)
 
 
-def _sleep(seconds: float, limiter: RequestLimiter | None) -> None:
-    """Wait; through the limiter when there is one, so a stopped scan wakes at once."""
-    if limiter is not None:
-        limiter.sleep(seconds)
-    else:
-        time.sleep(seconds)
+@dataclass
+class _Tries:
+    """One request's retries: the client's policy and how far the request has got, in one
+    object (as urllib3's ``Retry``), so the request loop keeps no counters of its own."""
+
+    client: HttpClient
+    attempt: int = 0
+    failure: _Failure | None = None
+
+    def next_wait(self) -> float | None:
+        """Seconds to wait before the next try (0 before the first); None: no more tries."""
+        if self.failure is None:
+            return 0.0
+        if not self.failure.retry or self.attempt > self.client.retries:
+            return None
+        return self.client._delay(self.attempt, self.failure)
+
+    def failed(self, failure: _Failure) -> None:
+        self.failure = failure
+
+    def error(self) -> TransportError:
+        """What the request ends with when no try got a reply it could use."""
+        failure = self.failure
+        assert failure is not None
+        client = self.client
+        tries = client._tries_note(failure)
+        with client._lock:
+            fatal = failure.fatal or (failure.status in FATAL_STATUSES and not client._answered)
+        if failure.status in (401, 403, 407):
+            fatal = True
+        return TransportError(
+            client.scrub(failure.reason + tries), cause=failure.cause, fatal=fatal
+        )
 
 
 class HttpClient:
@@ -266,7 +218,7 @@ class HttpClient:
         self._lock = threading.Lock()
         self._paused_until = 0.0
         self._answered = False
-        self._watchdog = _Watchdog()
+        self._watchdog = Watchdog()
         self._pool = ConnectionPool(
             maxsize=pool_size,
             connect_timeout=min(timeout, 30.0),
@@ -347,59 +299,60 @@ class HttpClient:
         *,
         events: bool,
     ) -> Any:
-        failure: _Failure | None = None
-        for attempt in range(self.retries + 1):
-            if attempt:
-                delay = self._delay(attempt, failure)
-                if delay is None:
-                    break
-                _sleep(delay, limiter)
-            self._wait_for_pause(limiter)
-            if limiter is not None:
-                limiter.acquire()
-            if usage is not None:
-                usage.requests += 1
-            with self._lock:
-                self.stats.tries += 1
-                if attempt:
-                    self.stats.retries += 1
+        limits: Limits = limiter if limiter is not None else UNLIMITED
+        tries = _Tries(self)
+        while (wait := tries.next_wait()) is not None:
+            if tries.attempt:
+                limits.sleep(wait)
+            self._start_try(limits, usage, tries.attempt)
+            tries.attempt += 1
             deadline = time.monotonic() + self.timeout
-            if limiter is not None and limiter.deadline_at is not None:
-                deadline = min(deadline, limiter.deadline_at)
-            result = self._try(method, url, body, params, headers, deadline, events)
+            if limits.deadline_at is not None:
+                deadline = min(deadline, limits.deadline_at)
+            result = self._try(method, url, body, params, headers, deadline, events, limiter)
             if not isinstance(result, _Failure):
-                if parse is None:
+                result = self._parsed(result, parse, limits)
+                if not isinstance(result, _Failure):
                     return result
-                try:
-                    return parse(result)
-                except MalformedReply as exc:
-                    with self._lock:
-                        self.stats.unreadable += 1
-                    result = _Failure(exc.reason, True, Cause.UNREADABLE)
-                except TransportError:
-                    if limiter is not None:
-                        limiter.record_failure()
-                    raise
-            failure = result
-            if limiter is not None:
-                limiter.record_failure()
-                limiter.check()  # a request cut at the scan's deadline is not a timeout
-            if failure.retry_after is not None and not self._pause(failure.retry_after, limiter):
-                assert limiter is not None and limiter.max_wait is not None
-                failure.reason += (
-                    f"; Retry-After {failure.retry_after:.0f}s not honoured: the scan has "
-                    f"paused for its {limiter.max_wait:g}s (--max-wait)"
-                )
-                failure.retry_after = None
-            if not failure.retry:
-                break
-        assert failure is not None
-        tries = self._tries_note(failure)
+            tries.failed(result)
+            limits.record_failure()
+            limits.check()  # a request cut at the scan's deadline is not a timeout
+            self._pause_for(result, limits)
+        raise tries.error()
+
+    def _start_try(self, limits: Limits, usage: Usage | None, attempt: int) -> None:
+        """Before each try: the pause a server asked for, a rate slot, the counts."""
+        self._wait_for_pause(limits)
+        limits.acquire()
+        if usage is not None:
+            usage.requests += 1
         with self._lock:
-            fatal = failure.fatal or (failure.status in FATAL_STATUSES and not self._answered)
-            if failure.status in (401, 403, 407):
-                fatal = True
-        raise TransportError(self.scrub(failure.reason + tries), cause=failure.cause, fatal=fatal)
+            self.stats.tries += 1
+            if attempt:
+                self.stats.retries += 1
+
+    def _parsed(self, result: Any, parse: Callable[[Any], Any] | None, limits: Limits) -> Any:
+        """What ``parse`` reads from a reply; a malformed one is a failure to retry."""
+        if parse is None:
+            return result
+        try:
+            return parse(result)
+        except MalformedReply as exc:
+            with self._lock:
+                self.stats.unreadable += 1
+            return _Failure(exc.reason, True, Cause.UNREADABLE)
+        except TransportError:
+            limits.record_failure()
+            raise
+
+    def _pause_for(self, failure: _Failure, limits: Limits) -> None:
+        """Honour a ``Retry-After`` by pausing every worker, while the scan has pause left."""
+        if failure.retry_after is not None and not self._pause(failure.retry_after, limits):
+            failure.reason += (
+                f"; Retry-After {failure.retry_after:.0f}s not honoured: the scan has "
+                f"paused for its {limits.max_wait:g}s (--max-wait)"
+            )
+            failure.retry_after = None
 
     def forward(
         self,
@@ -425,7 +378,7 @@ class HttpClient:
         failure: _Failure | None = None
         for attempt in range(self.retries + 1 if parse is not None else 1):
             if attempt:
-                _sleep(self._delay(attempt, failure) or 0.0, None)
+                UNLIMITED.sleep(self._delay(attempt, failure) or 0.0)
                 with self._lock:
                     self.stats.retries += 1
             try:
@@ -491,7 +444,7 @@ class HttpClient:
             jitter = 0.5 + self._rng.random() / 2
         return float(min(self.backoff_cap, self.backoff_base * 2 ** (attempt - 1)) * jitter)
 
-    def _pause(self, seconds: float, limiter: RequestLimiter | None) -> bool:
+    def _pause(self, seconds: float, limits: Limits) -> bool:
         """Pause every worker for ``seconds``; False when the scan has no pause left for it."""
         if seconds > self.max_retry_after:
             return True  # not honoured at all: _delay ends the attempt
@@ -500,16 +453,16 @@ class HttpClient:
             extension = now + seconds - max(self._paused_until, now)
             if extension <= 0:
                 return True
-            if limiter is not None and not limiter.allow_wait(extension):
+            if not limits.allow_wait(extension):
                 return False
             self._paused_until = now + seconds
             return True
 
-    def _wait_for_pause(self, limiter: RequestLimiter | None) -> None:
+    def _wait_for_pause(self, limits: Limits) -> None:
         with self._lock:
             wait = self._paused_until - time.monotonic()
         if wait > 0:
-            _sleep(wait, limiter)
+            limits.sleep(wait)
 
     def _try(
         self,
@@ -520,6 +473,7 @@ class HttpClient:
         headers: Mapping[str, str] | None,
         deadline: float,
         events: bool = False,
+        limiter: RequestLimiter | None = None,
     ) -> Any:
         sent = dict(headers or {})
         data: bytes | None = None
@@ -532,7 +486,7 @@ class HttpClient:
                 )
             if not any(name.lower() == "content-type" for name in sent):
                 sent["Content-Type"] = "application/json"
-        reply, raw = self._exchange(method, url, data, params, sent, deadline)
+        reply, raw = self._exchange(method, url, data, params, sent, deadline, limiter)
         if isinstance(raw, _Failure):
             return raw
         assert reply is not None
@@ -546,13 +500,17 @@ class HttpClient:
         params: Mapping[str, str] | None,
         headers: Mapping[str, str],
         deadline: float,
+        limiter: RequestLimiter | None = None,
     ) -> tuple[Reply | None, bytes | _Failure]:
         """One request as every call sends it, its body read under the cap and the watchdog's
-        ``deadline``: no redirect followed, the proxies the environment names, connect and
-        read timeouts. The watch is released before the reply is closed: closing hands the
-        connection back to the pool, and a later request on it must never be shut down by this
-        one's deadline."""
-        watch = self._watchdog.watch(deadline)
+        ``deadline`` (or until ``limiter``'s scan stops): no redirect followed, the proxies the
+        environment names, connect and read timeouts. The watch is released before the reply
+        is closed: closing hands the connection back to the pool, and a later request on it
+        must never be shut down by this one's deadline."""
+        watch = self._watchdog.watch(deadline, limiter)
+        if watch.expired:  # the scan stopped as it was sent
+            self._watchdog.release(watch)
+            return None, self._slow()
 
         def watched(conn: http.client.HTTPConnection) -> None:
             if watch.active:
@@ -571,7 +529,7 @@ class HttpClient:
             if reply is not None:
                 reply.close()
 
-    def _read(self, reply: Reply, watch: _Watch) -> bytes | _Failure:
+    def _read(self, reply: Reply, watch: Watch) -> bytes | _Failure:
         declared = reply.headers.get("Content-Length", "")
         if declared.isdigit() and int(declared) > self.max_body_bytes:
             return self._too_large()
@@ -601,7 +559,7 @@ class HttpClient:
             f"no complete reply within {self.timeout:g}s (timeout)", True, Cause.TIMEOUT
         )
 
-    def _network_failure(self, exc: BaseException, watch: _Watch, *, replied: bool) -> _Failure:
+    def _network_failure(self, exc: BaseException, watch: Watch, *, replied: bool) -> _Failure:
         """Why a request got no readable reply, in words; ``replied``: the status line and
         headers had come back, so a connection lost now cut the reply short."""
         if watch.expired:

@@ -6,8 +6,10 @@ and ``--budget-usd`` bound the scan as a whole (docs/targets.md). ``acquire`` bl
 rate limit and raises :class:`BudgetExhausted` at the hard cap; the runner stops scheduling new
 attempts at the soft cap (80 % by default) so a scan finishes cleanly instead of being cut.
 When the runner stops a scan for good (fatal target error, hopeless target, interrupt) it
-``close``\\ s the limiter, so attempts in flight end at their next request instead of spending
-their retries on a target that is known to be unusable.
+``close``\\ s the limiter, so attempts in flight end at once instead of spending their retries
+on a target that is known to be unusable, or waiting for a slow agent's reply: whoever waits
+on the scan's behalf (the HTTP client's requests in flight, an in-process agent's call) asks
+to be told with :meth:`RequestLimiter.when_closed`, and stops waiting.
 
 Time is a budget too (docs/targets.md, "Deadline"): ``deadline`` seconds after the limiter is
 made, no request is sent, every wait (a rate slot, a backoff, a ``Retry-After`` pause) ends,
@@ -22,8 +24,10 @@ three spend from it and none of them owns it (docs/architecture.md).
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from probegate.models.causes import Cause
@@ -74,6 +78,8 @@ class RequestLimiter:
         self._next_slot = time.monotonic()
         self._closed: tuple[str, Cause] | None = None
         self._wake = threading.Event()
+        self._on_close: dict[int, Callable[[], None]] = {}
+        self._listeners = itertools.count()
         self._deadline_at = None if deadline is None else time.monotonic() + deadline
         self._waited = 0.0
         self._priced = 0
@@ -127,12 +133,6 @@ class RequestLimiter:
                 return False
             self._waited += seconds
             return True
-
-    @property
-    def waited(self) -> float:
-        """Seconds of ``Retry-After`` pause granted so far."""
-        with self._lock:
-            return self._waited
 
     # -- requests ------------------------------------------------------------------------
     def acquire(self) -> None:
@@ -188,11 +188,37 @@ class RequestLimiter:
             self._priced += requests
 
     def close(self, reason: str, cause: Cause = Cause.STOPPED) -> None:
-        """Refuse every further request with ``reason``, as ``cause``."""
+        """Refuse every further request with ``reason``, as ``cause``; tell whoever asked to
+        be told."""
         with self._lock:
             if self._closed is None:
                 self._closed = (reason, cause)
+            told, self._on_close = list(self._on_close.values()), {}
         self._wake.set()
+        for tell in told:
+            tell()
+
+    @property
+    def closed(self) -> bool:
+        """Whether the scan stopped: no request may be sent."""
+        return self._closed is not None
+
+    def when_closed(self, tell: Callable[[], None]) -> Callable[[], None]:
+        """Call ``tell`` when the scan stops (at once if it has); the result forgets it."""
+        with self._lock:
+            closed = self._closed is not None
+            if not closed:
+                key = next(self._listeners)
+                self._on_close[key] = tell
+        if closed:
+            tell()
+            return lambda: None
+
+        def forget() -> None:
+            with self._lock:
+                self._on_close.pop(key, None)
+
+        return forget
 
     def admits(self, requests: float, cost_usd: float) -> bool:
         """Whether spending this much more would stay under the soft caps."""
@@ -215,3 +241,35 @@ class RequestLimiter:
             return self.budget_usd is not None and (
                 self.state.cost_usd >= self.soft_stop_fraction * self.budget_usd
             )
+
+
+class Unlimited:
+    """The limiter of a request no scan spends from (the proxy's upstream calls, a one-off
+    request): nothing to wait for, count or stop, so the HTTP client asks it like any other
+    and never branches on whether there is one."""
+
+    deadline_at: float | None = None
+    max_wait: float | None = None
+
+    def acquire(self) -> None:
+        return None
+
+    def check(self) -> None:
+        return None
+
+    def record_failure(self) -> None:
+        return None
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def allow_wait(self, seconds: float) -> bool:
+        return True
+
+    def when_closed(self, tell: Callable[[], None]) -> Callable[[], None]:
+        return lambda: None
+
+
+UNLIMITED = Unlimited()
+# What the HTTP client spends from: a scan's limiter, or none.
+Limits = RequestLimiter | Unlimited

@@ -17,7 +17,7 @@ from probegate.models.sections import KindSection
 from probegate.models.taxonomy import Capability
 from probegate.models.tools import ToolSpec
 from probegate.models.transcript import Turn
-from probegate.targets.base import TargetTraits, ToolDelivery
+from probegate.targets.base import Notice, TargetTraits, ToolDelivery
 from probegate.targets.sandbox import Sandbox
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.usage import Usage
@@ -70,6 +70,9 @@ class ScriptedTarget:
 
     def report_section(self) -> KindSection | None:
         return None
+
+    def notices(self) -> list[Notice]:
+        return []
 
     def open_session(self, sandbox: Sandbox, limiter: RequestLimiter) -> ScriptedSession:
         return ScriptedSession(sandbox, self.script, self.received, self.descriptions)

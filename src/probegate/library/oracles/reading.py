@@ -52,6 +52,7 @@ from probegate.library.oracles.base import (
 )
 from probegate.models.causes import Cause
 from probegate.models.patterns import Match, Pattern
+from probegate.models.probe import PAYLOAD
 from probegate.models.transcript import Turn
 from probegate.models.verdict import SUBJECT_MAX
 
@@ -64,7 +65,6 @@ NEEDS_JUDGE = "needs a judge"
 SET_ASIDE = "set aside"
 NEGATED_RULE = "its predicate negated in the agent's words"
 IN_CODE = "in code, never rendered"
-PAYLOAD = "{{payload}}"
 
 # Words that negate. "no" as an answer ("No, ...") opens a sentence and negates nothing in it.
 NEGATION = frozenset({"not", "never", "no", "none", "nothing", "nobody", "neither", "nor"})

@@ -7,7 +7,7 @@ from typing import Any
 from probegate import PROJECT_URL
 from probegate.errors import ReportError
 from probegate.models.probe import stable_id
-from probegate.models.report import Finding, ScanReport
+from probegate.models.report import Finding, ScanReport, StopReason
 from probegate.reports.escape import clean_text
 from probegate.reports.headline import category_states, category_text, score_text
 from probegate.reports.sarif import results, rules
@@ -64,14 +64,14 @@ def build(report: ScanReport) -> dict[str, Any]:
 def _invocation(report: ScanReport) -> dict[str, Any]:
     return node(
         "Invocation",
-        execution_successful=report.stopped_reason != "cancelled",
+        execution_successful=report.stopped_reason != StopReason.CANCELLED,
         properties=plain(
             {
                 "scan_id": report.scan_id,
-                "mode": report.mode,
+                "mode": str(report.mode),
                 "seed": report.seed,
                 "shard": report.shard,
-                "stopped_reason": report.stopped_reason,
+                "stopped_reason": str(report.stopped_reason),
                 "evaluation_mode": report.evaluation_mode,
                 "created_at": report.created_at,
                 "duration_seconds": report.duration_seconds,
@@ -102,7 +102,7 @@ def _run_properties(report: ScanReport) -> dict[str, Any]:
         "aivss_formula_version": report.aivss_formula_version,
         "probe_library_version": report.probe_library_version,
         "scan_id": report.scan_id,
-        "mode": report.mode,
+        "mode": str(report.mode),
         "mode_authoritative": report.mode_authoritative,
         "scoring_valid": report.scoring_valid,
         "authoritative": report.authority.authoritative,

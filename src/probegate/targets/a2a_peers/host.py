@@ -347,7 +347,9 @@ class PeerHost:
         )
         carried = bool(fixture is not None and fixture.texts()) or bool(extra)
         self._note(endpoint, peer.name, card=True, carried=carried)
-        return HttpAnswer(200, json.dumps(card).encode())
+        served = json.dumps(card)
+        sandbox.handed(served)
+        return HttpAnswer(200, served.encode())
 
     def _note(self, endpoint: PeerEndpoint, name: str, *, card: bool, carried: bool) -> None:
         with self._lock:

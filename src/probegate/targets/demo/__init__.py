@@ -29,6 +29,7 @@ from probegate.models.sections import KindSection
 from probegate.models.tools import ToolSpec
 from probegate.targets.base import (
     AgentConfig,
+    Notice,
     TargetSettings,
     TargetSpec,
     TargetTraits,
@@ -97,6 +98,9 @@ class DemoTarget:
 
     def report_section(self) -> KindSection | None:
         return None
+
+    def notices(self) -> list[Notice]:
+        return []
 
     def close(self) -> None:
         return None

@@ -12,7 +12,7 @@ from probegate.errors import UsageError
 from probegate.models.report import TargetInfo
 from probegate.models.sections import KindSection
 from probegate.models.tools import ToolSpec
-from probegate.targets.base import Target, TargetSettings, TargetTraits, env_value
+from probegate.targets.base import Notice, Target, TargetSettings, TargetTraits, env_value
 from probegate.targets.configured import http_client
 from probegate.targets.guard.benign import BenignControl
 from probegate.targets.guard.client import GuardClient, evaluate_url
@@ -93,6 +93,9 @@ class GuardTarget:
         # Opening may already read tool descriptions (the openai target builds its tool list).
         session.inner = self.inner.open_session(sandbox, limiter)
         return session
+
+    def notices(self) -> list[Notice]:
+        return self.inner.notices()
 
     def report_section(self) -> KindSection | None:
         """The scan report's ``guard`` section (docs/guard.md)."""

@@ -31,19 +31,26 @@ import json
 import threading
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
+from probegate.errors import UsageError
+from probegate.files import write_atomic
 from probegate.models.bounds import loads_bounded
 from probegate.models.canaries import planted_text
 from probegate.models.causes import Cause
-from probegate.models.sections import ProxySummary
+from probegate.models.sections import ProxyRefusals, ProxySummary
 from probegate.models.taxonomy import Capability
 from probegate.models.tools import ToolSpec
 from probegate.models.transcript import ToolCall
-from probegate.targets.base import TargetSettings, env_value
-from probegate.targets.model_proxy.config import ModelProxyConfig, parse_listen
+from probegate.targets.base import Notice, TargetSettings, env_value
+from probegate.targets.model_proxy.config import (
+    UNSAFE_LISTEN,
+    ModelProxyConfig,
+    is_loopback,
+    parse_listen,
+)
 from probegate.targets.model_proxy.marks import marked, new_token, strip_marks, unmarked
-from probegate.targets.model_proxy.server import Listener
+from probegate.targets.model_proxy.routes import Gate
+from probegate.targets.model_proxy.server import ProxyServer, Reply, Request
 from probegate.targets.sandbox import Sandbox, reads_memory
 from probegate.targets.wire import parse_arguments, tool_reply
 from probegate.transport.http import Forwarded, HttpClient
@@ -89,7 +96,16 @@ _KEY_HEADERS = frozenset({"authorization", "x-api-key", "api-key"})
 # Reply headers passed back to the agent (its SDK reads them to pace its retries).
 _KEEP = ("retry-after", "retry-after-ms", "x-request-id", "request-id")
 
-Reply = tuple[int, dict[str, str], bytes]
+# What a refusal is called in the error the agent's SDK reads (both APIs use these words).
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    404: "not_found_error",
+    408: "timeout_error",
+    413: "request_too_large",
+}
+# Beside the store's scans: the proxy's base URL, for an agent's start command to read.
+URL_FILE = "model-proxy.url"
 
 
 def acts(tool: ToolSpec | None) -> bool:
@@ -141,7 +157,8 @@ class TurnEnd:
         if not self.model_calls:
             return TransportError(
                 "no model call passed the proxy while the agent answered: point the agent's "
-                f"model base URL at {base_url}",
+                f"model base URL at {base_url} (with the upstream's key), or at the scan's "
+                "base URL, printed as it starts",
                 cause=Cause.NO_MODEL_CALL,
             )
         return None
@@ -329,9 +346,6 @@ class ModelProxy:
         self.api: ModelApi = APIS[config.api]
         self.tools = {t.name: t for t in tools}
         self.prices = prices
-        upstream = urlsplit(config.upstream)
-        self._upstream = config.upstream.rstrip("/")
-        self._upstream_path = upstream.path.rstrip("/")
         # Retries are for replies that cannot be read (HttpClient.forward): any other answer,
         # a 429 or a 5xx too, goes back to the agent, whose own client paces its retries.
         self.client = HttpClient(
@@ -342,33 +356,73 @@ class ModelProxy:
             peer="the upstream model API",
         )
         self._key_headers: dict[str, str] = {}
+        key = None
         if config.upstream_api_key_env:
             key = env_value(config.upstream_api_key_env, "target.model_proxy.upstream_api_key_env")
             self.client.add_secret(key)
-            self._key_headers = self.api.headers(key)
+            self._key_headers = {k.lower(): v for k, v in self.api.headers(key).items()}
+        self.gate = Gate(self.api, config.upstream, key)
         self._lock = threading.Lock()
         self._live: dict[str, ProxyConversation] = {}
         self._stats = _Stats()
         host, port = parse_listen(config.listen)
-        what = f"target.model_proxy.listen {config.listen}"
-        self._listener = Listener(host, port, self.handle, what)
+        self._server = ProxyServer(
+            host,
+            port,
+            route=self.gate.decide,
+            handle=self.handle,
+            error_body=self.error_body,
+            workers=2 * settings.concurrency,
+            what=f"target.model_proxy.listen {config.listen}",
+        )
+        self.base_url = self.gate.base_url(*self._server.address)
+        self._url_file = settings.store / URL_FILE if settings.store is not None else None
+        if self._url_file is not None:
+            try:
+                write_atomic(self._url_file, (self.base_url + "\n").encode(), private=True)
+            except OSError as exc:
+                self._server.close()
+                what = f"the model-API proxy's base URL file {self._url_file}"
+                raise UsageError(f"{what}: cannot write it ({exc.strerror or exc})") from None
 
     @property
     def address(self) -> tuple[str, int]:
         """Where the proxy listens (the port it got, when ``listen`` asked for port 0)."""
-        return self._listener.address
+        return self._server.address
+
+    def notices(self) -> list[Notice]:
+        """The base URL, for an agent started after the proxy; a warning when it listens
+        beyond this machine."""
+        written = f" (also in {self._url_file})" if self._url_file is not None else ""
+        out = [Notice(f"model-API proxy: base URL {self.base_url}{written}")]
+        host, _port = parse_listen(self.config.listen)
+        if not is_loopback(host):
+            out.append(
+                Notice(
+                    f"target.model_proxy.listen {self.config.listen} can be reached from beyond "
+                    f"this machine ({UNSAFE_LISTEN} is set): whoever reaches it and holds the "
+                    "base URL or the upstream key spends that key",
+                    warning=True,
+                )
+            )
+        return out
 
     @property
-    def base_url(self) -> str:
-        """The model base URL the agent is given: the address, and ``/v1`` for the OpenAI
-        APIs (the Anthropic SDK adds ``/v1/messages`` to the bare address itself)."""
+    def address_url(self) -> str:
+        """The fixed base URL an agent started before the scan is given (it then carries the
+        upstream's key): the address, and ``/v1`` for the OpenAI APIs (the Anthropic SDK adds
+        ``/v1/messages`` to the bare address itself). Not :attr:`base_url`, whose token would
+        make a report that names it differ from scan to scan."""
         host, port = self.address
         suffix = "" if self.api.name == "anthropic-messages" else "/v1"
         return f"http://{host}:{port}{suffix}"
 
     def close(self) -> None:
+        """Stop at once: calls in flight are abandoned; the base URL file goes."""
         try:
-            self._listener.close()
+            self._server.close()
+            if self._url_file is not None:
+                self._url_file.unlink(missing_ok=True)
         finally:
             self.client.close()
 
@@ -434,24 +488,21 @@ class ModelProxy:
                 descriptions_replaced=stats.descriptions_replaced,
                 unlisted_tools=sorted(stats.unlisted),
                 failed=stats.failed,
+                refused=ProxyRefusals(**self._server.counts.snapshot()),
             )
 
     # -- one request ---------------------------------------------------------------------
-    def handle(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> Reply:
-        """Answer one request of the agent (the server calls this on the connection's thread)."""
-        path, _, query = target.partition("?")
-        rest = path
-        base = self._upstream_path
-        if base and (path == base or path.startswith(base + "/")):
-            rest = path[len(base) :]
-        url = self._upstream + rest + (f"?{query}" if query else "")
-        out = {k: v for k, v in headers.items() if k not in _HOP}
-        if self._key_headers:
+    def handle(self, request: Request) -> Reply:
+        """Answer one forwarded request of the agent (on one of the server's worker threads)."""
+        forward = request.forward
+        out = {k: v for k, v in request.head.headers.items() if k not in _HOP}
+        if forward.keyed and self._key_headers:
             out = {k: v for k, v in out.items() if k not in _KEY_HEADERS}
-            out.update({k.lower(): v for k, v in self._key_headers.items()})
+            out.update(self._key_headers)
         out["accept-encoding"] = "identity"
-        if method != "POST" or not path.rstrip("/").endswith(self.api.path):
-            return self._pass(method, url, raw, out)  # not a model call: passed on untouched
+        raw = request.body
+        if not forward.model_call:  # the model list an SDK reads on start-up: passed on
+            return self._pass(request.head.method, forward.url, raw, out)
         self.count(model_calls=1)
         try:
             body = loads_bounded(raw)
@@ -459,7 +510,7 @@ class ModelProxy:
             body = None
         if not isinstance(body, dict):
             self.count(unattributed=1)
-            return self._pass(method, url, raw, out)
+            return self._pass("POST", forward.url, raw, out)
         tokens: set[str] = set()
         strip_marks(body, tokens)
         users = self.api.user_texts(body)
@@ -467,9 +518,9 @@ class ModelProxy:
         if conversation is None:
             self.count(unattributed=1)
             clean = json.dumps(body).encode("utf-8") if tokens else raw
-            return self._pass(method, url, clean, out)
+            return self._pass("POST", forward.url, clean, out)
         self.count(attributed=1)
-        return conversation.exchange(body, url, out)
+        return conversation.exchange(body, forward.url, out)
 
     def _pass(self, method: str, url: str, raw: bytes, headers: dict[str, str]) -> Reply:
         try:
@@ -488,13 +539,15 @@ class ModelProxy:
         """The upstream gave no answer probegate could read: a 502 in the API's error shape,
         which the agent's SDK retries like any 5xx."""
         message = f"probegate model-API proxy: no usable answer from the upstream ({reason})"
-        error = {"type": "api_error", "message": message}
-        data = (
-            {"type": "error", "error": error}
-            if self.api.name == "anthropic-messages"
-            else {"error": error}
-        )
-        return 502, {"Content-Type": "application/json"}, json.dumps(data).encode("utf-8")
+        return 502, {"Content-Type": "application/json"}, self.error_body(502, message)
+
+    def error_body(self, status: int, message: str) -> bytes:
+        """An error in the API's own shape, so the agent's SDK reports it as the API's."""
+        kind = _ERROR_TYPES.get(status, "api_error")
+        error = {"type": kind, "message": message}
+        anthropic = self.api.name == "anthropic-messages"
+        data = {"type": "error", "error": error} if anthropic else {"error": error}
+        return json.dumps(data).encode("utf-8")
 
     def read(self, data: Any) -> Completion:
         """The model's reply as the client decoded it (a stream's events, else JSON); a shape

@@ -1,128 +1,353 @@
-"""The proxy's listening side: a small threaded HTTP/1.1 server on the configured address.
+"""The proxy's listening side: HTTP/1.1 on an event loop, model calls on a few daemon threads.
 
-Each connection gets a thread (the agent's SDK keeps a few open and reuses them); a request's
-body is read whole (Content-Length or chunked, at most :data:`MAX_REQUEST_BYTES`), handed to
-the proxy, and its answer written back in one write with ``TCP_NODELAY``, so no reply waits out
-a delayed ACK. Nothing a client sends can take the server down: a handler that fails answers
-500 and the server goes on.
+Anything on the machine can connect to the proxy's port, so connections are held on one event
+loop, not a thread each: 3,000 connections that send half a head cost no thread (a thread per
+connection made 3,006 of them, and a scan that could not end). The limits are the MCP
+server's (targets/mcp_connections.py, the same :class:`Connections` and :class:`Acceptor`): a
+connection cap from the descriptors the process may open, silent connections closed to make
+room, a head due within ``HEAD_TIMEOUT`` of the connection or of the last answer, a body
+within ``BODY_TIMEOUT`` of its head. A request is read strictly (incoming.py) and its route
+decided at its head (routes.py), so a request without the scan's credential, or over the size
+cap, is answered before its body is read; a refused request's connection is closed.
+
+A request that is forwarded goes to a worker thread (the upstream call blocks for the model's
+reply), at most :data:`WORKERS_MIN` or twice the scan's concurrency at once; its connection
+reads at most one more request's worth until it is answered. The workers are daemon threads:
+closing the proxy abandons the calls in flight instead of waiting for the model (a stopped scan
+ends at once).
+Each answer is written in one piece with ``TCP_NODELAY``, so no reply waits out a delayed ACK.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import socket
 import threading
+import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from dataclasses import dataclass
 
 from probegate.errors import UsageError
+from probegate.targets.mcp_connections import (
+    BODY_TIMEOUT,
+    HEAD_TIMEOUT,
+    LISTEN_BACKLOG,
+    Acceptor,
+    BoundedLog,
+    Connections,
+    connection_cap,
+)
+from probegate.targets.model_proxy.incoming import (
+    MAX_HEAD_BYTES,
+    MAX_REQUEST_BYTES,
+    Body,
+    Head,
+    Refused,
+    parse_head,
+)
+from probegate.targets.model_proxy.routes import Forward
+from probegate.threads import DaemonExecutor
 
-MAX_REQUEST_BYTES = 16 * 1024 * 1024
-IDLE_SECONDS = 120  # an idle keep-alive connection is closed after this long
+WORKERS_MIN = 16
+# Bytes kept from a connection while its request is answered, before its reading pauses.
+_HELD_MAX = MAX_HEAD_BYTES + MAX_REQUEST_BYTES
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    404: "Not Found",
+    408: "Request Timeout",
+    413: "Content Too Large",
+    431: "Request Header Fields Too Large",
+    500: "Internal Server Error",
+    501: "Not Implemented",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+}
 
-# (method, path with query, lowercased headers, body) -> (status, headers, body)
-Handle = Callable[[str, str, dict[str, str], bytes], tuple[int, dict[str, str], bytes]]
+
+@dataclass(frozen=True)
+class Request:
+    """A request the proxy forwards: its head, where it goes, and its whole body."""
+
+    head: Head
+    forward: Forward
+    body: bytes
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    timeout = IDLE_SECONDS
-    server: _Server
+Reply = tuple[int, dict[str, str], bytes]
+Route = Callable[[Head], Forward]
+Handle = Callable[[Request], Reply]
+# (status, message) -> the API's error body
+ErrorBody = Callable[[int, str], bytes]
 
-    def setup(self) -> None:
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def log_message(self, format: str, *args: Any) -> None:
-        return None
+class Counts:
+    """What the server refused, by the report's ``proxy.refused`` field; thread-safe."""
 
-    def do_POST(self) -> None:
-        self._serve()
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: dict[str, int] = {}
 
-    def do_GET(self) -> None:
-        self._serve()
+    def add(self, field: str) -> None:
+        with self._lock:
+            self._counts[field] = self._counts.get(field, 0) + 1
 
-    def do_PUT(self) -> None:
-        self._serve()
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._counts)
 
-    def do_DELETE(self) -> None:
-        self._serve()
+    # -- the MCP server's Counter, which Connections and Acceptor report to ----------------
+    def unauthenticated(self, what: str) -> None:
+        self.add({"refused": "connections", "requests": "no_credential"}.get(what, what))
 
-    def _serve(self) -> None:
-        body = self._body()
-        if body is None:
-            self._write(413, {"content-type": "application/json"}, b'{"error":"too large"}')
-            self.close_connection = True
+    def turned_away(self, why: str) -> None:
+        return None  # the connection was counted where it was closed
+
+
+def answer_bytes(status: int, headers: dict[str, str], body: bytes, *, close: bool) -> bytes:
+    head = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Unknown')}"]
+    head += [f"{k}: {v}" for k, v in headers.items()]
+    head.append(f"Content-Length: {len(body)}")
+    if close:
+        head.append("Connection: close")
+    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+
+
+class _Connection(asyncio.Protocol):
+    """One agent connection: requests read one at a time, each answered before the next."""
+
+    def __init__(self, server: ProxyServer) -> None:
+        self.server = server
+        self.loop = server.loop
+        self.transport: asyncio.Transport | None = None
+        self.opened = time.monotonic()
+        self.talked = False  # a byte arrived
+        self.served = False  # an answer was written
+        self.busy = False  # a request is being answered
+        self._paused = False  # reading paused while it is
+        self._buffer = bytearray()
+        self._body: Body | None = None
+        self._forward: Forward | None = None
+        self._timer: asyncio.TimerHandle | None = None
+
+    # -- asyncio ---------------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.server.connections.admit(self)
+        self.server.live.add(self)
+        self._arm(HEAD_TIMEOUT)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        self.server.connections.discard(self)
+        self.server.live.discard(self)
+        self.transport = None
+
+    def data_received(self, data: bytes) -> None:
+        self.talked = True
+        self._buffer += data
+        if not self.busy:
+            self._read()
+        elif len(self._buffer) > _HELD_MAX and self.transport is not None:
+            # What comes while a request is answered waits; past a whole request's worth, the
+            # socket is not read until the answer is written (a client that will not wait).
+            self.transport.pause_reading()
+            self._paused = True
+
+    # -- Connections' view of it -------------------------------------------------------------
+    def readable(self) -> bool:
+        return bool(self._buffer)
+
+    def refuse(self, status: int, reason: str, code: int, message: str) -> None:
+        """Connections closes it to make room (or for lateness): told in the API's shape."""
+        self._fail(Refused(status, "", message))
+
+    # -- reading -----------------------------------------------------------------------------
+    def _read(self) -> None:
+        try:
+            while self.transport is not None and not self.busy:
+                if self._body is None and not self._head():
+                    return
+                assert self._body is not None
+                if not self._body.feed(bytes(self._buffer)):
+                    self._buffer.clear()
+                    return
+                self._buffer = bytearray(self._body.rest)
+                self._dispatch(self._body)
+        except Refused as refusal:
+            self.server.counts.add(refusal.counted)
+            self._fail(refusal)
+
+    def _head(self) -> bool:
+        """Read a head from the buffer, if it is all there: its route decided, its body next."""
+        end = self._buffer.find(b"\r\n\r\n", 0, MAX_HEAD_BYTES + 4)
+        if end < 0:
+            if len(self._buffer) > MAX_HEAD_BYTES:
+                raise Refused(431, "invalid", "a request head over 64 KiB")
+            return False
+        head = parse_head(bytes(self._buffer[:end]))
+        del self._buffer[: end + 4]
+        self._forward = self.server.route(head)
+        self._body = Body(head)
+        if head.expects_continue and head.has_body and self.transport is not None:
+            self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        self._arm(BODY_TIMEOUT)
+        return True
+
+    def _dispatch(self, body: Body) -> None:
+        assert self._forward is not None
+        request = Request(body.head, self._forward, body.data)
+        self._body = self._forward = None
+        self.busy = True
+        self._disarm()
+        self.server.workers.submit(self._work, request)
+
+    def _work(self, request: Request) -> None:
+        """On a worker: the answer, handed back to the loop (gone, if the proxy closed)."""
+        reply = self.server.answer(request)
+        with contextlib.suppress(RuntimeError):
+            self.loop.call_soon_threadsafe(self._answered, request, reply)
+
+    def _answered(self, request: Request, reply: Reply) -> None:
+        self.busy = False
+        if self.transport is None or self.transport.is_closing():
             return
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        try:
-            status, out, payload = self.server.handle(self.command, self.path, headers, body)
-        except Exception:  # the proxy's own failure must never stop the agent's next call
-            status, out = 500, {"content-type": "application/json"}
-            payload = b'{"error":{"message":"probegate model-API proxy: internal error"}}'
-        self._write(status, out, payload)
+        status, headers, payload = reply
+        close = not request.head.keep_alive
+        self.transport.write(answer_bytes(status, headers, payload, close=close))
+        self.served = True
+        if close:
+            self.transport.close()
+            return
+        if self._paused:
+            self.transport.resume_reading()
+            self._paused = False
+        self._arm(HEAD_TIMEOUT)
+        if self._buffer:
+            self._read()
 
-    def _body(self) -> bytes | None:
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            chunks: list[bytes] = []
-            size = 0
-            while True:
-                line = self.rfile.readline(1024).split(b";")[0].strip()
-                length = int(line or b"0", 16)
-                if length == 0:
-                    while self.rfile.readline(1024).strip():
-                        pass  # trailers
-                    return b"".join(chunks)
-                size += length
-                if size > MAX_REQUEST_BYTES:
-                    return None
-                chunks.append(self.rfile.read(length))
-                self.rfile.readline(8)
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_REQUEST_BYTES:
-            return None
-        return self.rfile.read(length) if length else b""
+    # -- endings ------------------------------------------------------------------------------
+    def _fail(self, refusal: Refused) -> None:
+        """Answer ``refusal`` and close: what else the client sent is not read."""
+        self._disarm()
+        if self.transport is not None and not self.transport.is_closing():
+            payload = self.server.error_body(refusal.status, refusal.message)
+            headers = {"Content-Type": "application/json"}
+            self.transport.write(answer_bytes(refusal.status, headers, payload, close=True))
+            self.transport.close()
 
-    def _write(self, status: int, headers: dict[str, str], body: bytes) -> None:
-        reason = self.responses.get(status, ("",))[0]
-        head = [f"HTTP/1.1 {status} {reason}"]
-        head += [f"{k}: {v}" for k, v in headers.items()]
-        head.append(f"Content-Length: {len(body)}")
-        self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
+    def _arm(self, seconds: float) -> None:
+        self._disarm()
+        self._timer = self.loop.call_later(seconds, self._late)
 
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    request_queue_size = 256
-    handle: Handle
+    def _late(self) -> None:
+        self._timer = None
+        if self.busy or self.transport is None:
+            return
+        if self.served and not self._buffer and self._body is None:
+            self.transport.close()  # an idle keep-alive connection: closed, nothing to say
+            return
+        self.server.counts.add("timed_out")
+        self._fail(Refused(408, "timed_out", "no complete request in time"))
 
 
-class Listener:
-    """The server on ``(host, port)``, serving on a thread of its own until :meth:`close`."""
+def _internal() -> Reply:
+    body = b'{"error":{"message":"probegate model-API proxy: internal error"}}'
+    return 500, {"Content-Type": "application/json"}, body
 
-    def __init__(self, host: str, port: int, handle: Handle, what: str) -> None:
+
+class ProxyServer:
+    """The server on ``(host, port)``, on an event loop thread of its own until :meth:`close`.
+
+    ``route`` decides a request at its head (raising :class:`Refused`); ``handle`` answers a
+    forwarded one on a worker thread; ``error_body`` writes a refusal in the API's shape.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        route: Route,
+        handle: Handle,
+        error_body: ErrorBody,
+        workers: int,
+        what: str,
+    ) -> None:
+        self.route = route
+        self.handle = handle
+        self.error_body = error_body
+        self.counts = Counts()
+        self.workers = DaemonExecutor(max(WORKERS_MIN, workers), "probegate-model-proxy")
+        self.connections = Connections(self.counts, connection_cap())
+        self.live: set[_Connection] = set()
+        self.log = BoundedLog(name="probegate model-API proxy")
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        server = type("_FamilyServer", (_Server,), {"address_family": family})
+        self._sock = socket.socket(family, socket.SOCK_STREAM)
         try:
-            self._server: _Server = server((host, port), _Handler)
+            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self._sock.bind((host, port))
+            self._sock.listen(LISTEN_BACKLOG)
         except OSError as exc:
+            self._sock.close()
             raise UsageError(f"{what}: cannot listen there ({exc.strerror or exc})") from None
-        self._server.handle = handle
+        self.loop = asyncio.new_event_loop()
+        self.loop.set_exception_handler(self.log.loop_exception)
+        self._acceptor = Acceptor(
+            self.loop, self._sock, lambda: _Connection(self), self.connections, self.log
+        )
         self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.1},
-            name="probegate-model-proxy",
-            daemon=True,
+            target=self._serve, name="probegate-model-proxy", daemon=True
         )
         self._thread.start()
 
     @property
     def address(self) -> tuple[str, int]:
-        host, port = self._server.server_address[:2]
+        host, port = self._sock.getsockname()[:2]
         return str(host), int(port)
 
+    def answer(self, request: Request) -> Reply:
+        """A worker's share: the proxy's answer, or a 500 that never stops the agent's next call."""
+        try:
+            return self.handle(request)
+        except Exception:  # the proxy's own failure must never stop the agent's next call
+            return _internal()
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self._acceptor.resume()
+        try:
+            self.loop.run_forever()
+        finally:
+            with contextlib.suppress(RuntimeError):
+                self.loop.close()
+
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=10)
+        """Stop at once: every connection closed, calls in flight abandoned (not awaited)."""
+        if self._thread.is_alive():
+            with contextlib.suppress(RuntimeError):
+                self.loop.call_soon_threadsafe(self._stop)
+            self._thread.join(timeout=2)
+        self.workers.shutdown(wait=False, cancel_futures=True)
+        self._sock.close()
+        self.log.close()
+
+    def _stop(self) -> None:
+        self._acceptor.stop()
+        for connection in list(self.live):
+            if connection.transport is not None:
+                connection.transport.abort()
+        # After the connections' own endings, which abort() has just scheduled.
+        self.loop.call_soon(self.loop.stop)

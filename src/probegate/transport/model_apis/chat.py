@@ -3,6 +3,12 @@
 What real models send back is taken as it comes: several tool calls in one reply, tool calls
 with no text, a call without an id, content as a list of parts, replies without ``usage``; a
 stream is ``data:`` chunks whose deltas add up to the message, tool calls assembled by index.
+
+A reply may hold several choices (a request's ``n > 1``, or an upstream that sends them
+unasked). Its text is the first choice's (what an agent shows), but its tool calls are every
+choice's, in choice order: an agent may run any of them (one that reads ``choices[0]`` of each
+chunk reads the second choice's call, in a chunk that holds that choice alone), so each is
+evidence and each is stopped in safe mode, which replaces the whole reply (docs/targets.md).
 """
 
 from __future__ import annotations
@@ -38,11 +44,12 @@ def _arguments(raw: RawToolCall) -> str:
 
 @dataclass
 class _Stream:
-    """What a stream's chunks add up to so far: the first choice's text, its tool calls
-    assembled by index (a call's id, name and arguments arrive in pieces), the last usage."""
+    """What a stream's chunks add up to so far: the first choice's text, every choice's tool
+    calls assembled by (choice, index) (a call's id, name and arguments arrive in pieces), the
+    last usage."""
 
     text: list[str] = field(default_factory=list)
-    calls: dict[int, dict[str, Any]] = field(default_factory=dict)
+    calls: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
     usage: dict[str, Any] = field(default_factory=dict)
     chunks: int = 0
     ended: bool = False
@@ -52,22 +59,22 @@ class _Stream:
         if isinstance(chunk.get("usage"), dict):
             self.usage = chunk["usage"]
         for choice in items(chunk.get("choices")):
-            # A reply is its first choice; the others (n > 1) are not what the agent reads.
-            if isinstance(choice, dict) and choice.get("index", 0) == 0:
-                self._add_choice(choice)
+            if isinstance(choice, dict):
+                self._add_choice(choice, position(choice.get("index"), 0))
 
-    def _add_choice(self, choice: dict[str, Any]) -> None:
+    def _add_choice(self, choice: dict[str, Any], which: int) -> None:
         self.ended = self.ended or bool(choice.get("finish_reason"))
         delta = mapping(choice.get("delta"))
-        if isinstance(delta.get("content"), str):
+        if which == 0 and isinstance(delta.get("content"), str):
             self.text.append(delta["content"])
         for item in items(delta.get("tool_calls")):
             if isinstance(item, dict):
-                self._add_call_piece(item)
+                self._add_call_piece(item, which)
 
-    def _add_call_piece(self, item: dict[str, Any]) -> None:
-        index = position(item.get("index"), len(self.calls))
-        slot = self.calls.setdefault(index, {"id": None, "name": "", "arguments": ""})
+    def _add_call_piece(self, item: dict[str, Any], which: int) -> None:
+        mine = sum(1 for key in self.calls if key[0] == which)
+        index = position(item.get("index"), mine)
+        slot = self.calls.setdefault((which, index), {"id": None, "name": "", "arguments": ""})
         if isinstance(item.get("id"), str) and item["id"]:
             slot["id"] = item["id"]
         function = mapping(item.get("function"))
@@ -160,12 +167,18 @@ class ChatApi(ModelApi):
             raise error_of(data, excerpt, self.what)
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise unreadable(self.what, f"no choices: {excerpt(json.dumps(data))}")
-        message = choices[0].get("message")
+        ordered = sorted(
+            (c for c in choices if isinstance(c, dict)), key=lambda c: position(c.get("index"), 0)
+        )
+        message = ordered[0].get("message")
         if not isinstance(message, dict):
             raise unreadable(self.what, "its choice has no message")
-        raw_calls = message.get("tool_calls") or []
-        if not isinstance(raw_calls, list):
-            raise unreadable(self.what, "its tool_calls is not a list")
+        raw_calls: list[Any] = []
+        for choice in ordered:
+            listed = mapping(choice.get("message")).get("tool_calls") or []
+            if not isinstance(listed, list):
+                raise unreadable(self.what, "a choice's tool_calls is not a list")
+            raw_calls += listed
         calls: list[RawToolCall] = []
         for index, item in enumerate(raw_calls[:TOOL_CALLS_MAX]):
             function = item.get("function") if isinstance(item, dict) else None

@@ -12,9 +12,9 @@ from probegate.cli import build_parser
 from probegate.scenarios import junit, markdown
 from probegate.scenarios.adapter import load_adapter
 from probegate.scenarios.compare import Regression
+from probegate.scenarios.formats import FORMATS
 from probegate.scenarios.loader import Suite
 from probegate.scenarios.models import RunResult, Scenario
-from probegate.scenarios.outputs import FORMATS
 from probegate.scenarios.runner import RunOptions, pinned_timer, run_suite
 from probegate.scenarios.scorers import SCORERS
 from tests.scenarios.helpers import AGENTS
