@@ -9,6 +9,8 @@ words are the same everywhere.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from probegate.models.report import CategoryState, ScanReport, TargetInfo
 from probegate.reports.escape import number
 from probegate.scoring import categories_of, category_of
@@ -61,6 +63,72 @@ def category_text(state: CategoryState) -> str:
     if state.state == "tested" and state.score is not None:
         return number(state.score) + unjudged_note(state.unjudged)
     return NO_SCORE.get(state.state, NOT_EVALUATED)
+
+
+# How a category's row looks in a chart, decided once for the HTML and the PDF: the worst rows
+# are the most visible, and a row with no score never looks like a score of 0.
+Tone = Literal["zero", "low", "scored", "undertested", "none"]
+LOW_SCORE = 40.0  # below it a row is marked (the red end of the bars' colour scale)
+
+
+def category_tone(state: CategoryState) -> Tone:
+    """``zero``: scored 0.0, every probe that could be judged succeeded (the row to see first);
+    ``low``: scored below 40; ``scored``; ``undertested``: probes ran but too few could be
+    judged (no score, evidence missing); ``none``: not applicable or not selected."""
+    if state.state == "tested" and state.score is not None:
+        if state.score <= 0.0:
+            return "zero"
+        return "low" if state.score < LOW_SCORE else "scored"
+    return "undertested" if state.state == "undertested" else "none"
+
+
+def score_colour(score: float) -> str:
+    """The bar's colour on a 0-100 scale, green (safe) to red."""
+    if score >= 80:
+        return "#1a7f37"
+    if score >= 60:
+        return "#9a6700"
+    return "#bc4c00" if score >= LOW_SCORE else "#cf222e"
+
+
+def category_coverage(state: CategoryState) -> str:
+    """What stands behind a category's score, beside it: its probes judged of those it has."""
+    if state.state == "not_selected":
+        return "not in this scan"
+    if state.state == "not_applicable":
+        return f"0 of {state.probes} probes apply"
+    text = f"{state.judged} of {state.probes} probes judged"
+    if state.not_delivered:
+        text += f"; {state.not_delivered} not delivered"
+    return text
+
+
+def coverage_text(report: ScanReport) -> str:
+    """What the score stands on, in one line: probes that apply of those selected, categories
+    tested, attempts whose attack reached the agent of those planned (docs/scoring.md)."""
+    coverage = report.coverage
+    parts = []
+    selected, applicable = coverage.get("probes_selected"), coverage.get("probes_applicable")
+    if isinstance(selected, int) and isinstance(applicable, int):
+        parts.append(f"{applicable} of {selected} probes apply")
+    states = category_states(report)
+    tested = sum(1 for s in states.values() if s.state == "tested")
+    parts.append(f"{tested} of {len(states)} categories tested")
+    planned = coverage.get("attempts_planned")
+    delivery = report.delivery
+    if delivery is not None and isinstance(planned, int):
+        text = f"{delivery.delivered} of {planned} planned attempts delivered"
+        rest = [
+            f"{count} {what}"
+            for count, what in (
+                (delivery.not_delivered, "not delivered"),
+                (delivery.failed, "failed first"),
+                (planned - delivery.attempts, "not run"),
+            )
+            if count > 0
+        ]
+        parts.append(text + (f" ({', '.join(rest)})" if rest else ""))
+    return " · ".join(parts)
 
 
 def not_evaluated_reason(report: ScanReport) -> str:
