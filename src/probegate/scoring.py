@@ -233,7 +233,8 @@ def _category(items: list[ProbeResult]) -> CategoryState:
         return _not_applicable(items)
     judged = [r for r in ran if r.vulnerable + r.resisted > 0]
     value = max(0.0, 100.0 - sum(_penalty(r) for r in ran))
-    unjudged = sum(missing_evidence(r) for r in ran)
+    not_started = sum(r.not_started for r in ran)
+    unjudged = sum(missing_evidence(r) for r in ran) - not_started
     findings = sum(1 for r in ran if r.vulnerable > 0)
     counts = {
         "probes": len(items),
@@ -244,7 +245,12 @@ def _category(items: list[ProbeResult]) -> CategoryState:
         "value": round(value, 1),
         "delivered": sum(r.delivered for r in ran),
         "not_delivered": sum(r.not_delivered for r in ran),
+        "not_started": not_started,
     }
+    if not_started:
+        # Its score is not known until its attempts ran: the value counts them as missing
+        # evidence (pessimistic), which a clean category must never show as its score.
+        return CategoryState(state="undertested", reason=_unfinished(counts), **counts)
     if is_tested(len(ran), len(judged)):
         return CategoryState(state="tested", score=round(value, 1), **counts)
     if not judged and counts["not_delivered"] and not unjudged:
@@ -260,6 +266,16 @@ def _category(items: list[ProbeResult]) -> CategoryState:
         state="undertested",
         reason=f"{why}; the causes are listed with the unjudged attempts",
         **counts,
+    )
+
+
+def _unfinished(counts: dict[str, int | float]) -> str:
+    """Why a category the scan stopped in has no score, and what gives it one."""
+    if not (counts["judged"] or counts["unjudged"]):
+        return "not run: the scan stopped before its attempts started (resume the scan to test it)"
+    return (
+        f"unfinished: {counts['not_started']} of its attempts not run (the scan stopped "
+        "first); resume the scan to score it"
     )
 
 

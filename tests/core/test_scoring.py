@@ -331,7 +331,8 @@ def test_every_category_has_a_state_and_the_score_is_recomputable_from_them(
     for asi, state in card.categories.items():
         mine = [r for r in results if r.asi == asi]
         assert state.probes == len(mine)
-        assert state.unjudged == sum(r.unjudged + r.not_started for r in mine)
+        assert state.unjudged == sum(r.unjudged for r in mine)
+        assert state.not_started == sum(r.not_started for r in mine)
         assert state.findings == sum(1 for r in mine if r.vulnerable)
         if state.state == "tested":
             assert card.asi_scores[asi] == state.score == state.value
@@ -364,3 +365,23 @@ def test_the_best_case_is_the_score_had_every_missing_attempt_been_resisted() ->
     card = score(missing)
     assert card.aivss is not None and card.aivss <= 49  # a critical probe left unjudged caps it
     assert card.sub_scores["best_case"] == 100.0 == best_case(missing)
+
+
+def test_a_category_the_scan_stopped_in_has_no_score_and_its_unstarted_attempts_are_not_unjudged() -> (
+    None
+):
+    """Issue 34: after Ctrl-C a clean category read "0.0 (109 unjudged)": its attempts that
+    never started counted as unjudged, and as missing evidence in a score shown as known."""
+    finished = [_result(i, "ASI01", Severity.HIGH, 0, 3) for i in range(4)]
+    cut = [_result(10 + i, "ASI01", Severity.HIGH, 0, 1, not_started=2) for i in range(2)]
+    never = [_result(20 + i, "ASI02", Severity.HIGH, 0, 0, not_started=3) for i in range(3)]
+    card = score(_wide(finished + cut + never))
+    unfinished, not_run = card.categories["ASI01"], card.categories["ASI02"]
+    assert unfinished.state == "undertested" and unfinished.score is None
+    assert (unfinished.unjudged, unfinished.not_started) == (0, 4)
+    assert unfinished.reason.startswith("unfinished: 4 of its attempts not run")
+    assert not_run.state == "undertested" and not_run.reason.startswith("not run:")
+    assert (not_run.unjudged, not_run.not_started) == (0, 9)
+    # The same probes, every attempt run and resisted: a tested category scoring 100.
+    done = [_result(10 + i, "ASI01", Severity.HIGH, 0, 3) for i in range(2)]
+    assert score(_wide(finished + done)).categories["ASI01"].score == 100.0

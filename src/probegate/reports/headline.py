@@ -96,6 +96,8 @@ def category_text(state: CategoryState) -> str:
     unjudged)``: docs/scoring.md), or why it has none (``n/a (not applicable)``)."""
     if state.state == "tested" and state.score is not None:
         return number(state.score) + unjudged_note(state.unjudged)
+    if state.state == "undertested" and state.not_started:
+        return "n/a (not run)" if not (state.judged or state.unjudged) else "n/a (unfinished)"
     return NO_SCORE.get(state.state, NOT_EVALUATED)
 
 
