@@ -367,9 +367,7 @@ def test_the_best_case_is_the_score_had_every_missing_attempt_been_resisted() ->
     assert card.sub_scores["best_case"] == 100.0 == best_case(missing)
 
 
-def test_a_category_the_scan_stopped_in_has_no_score_and_its_unstarted_attempts_are_not_unjudged() -> (
-    None
-):
+def test_a_category_the_scan_stopped_in_has_no_score_and_its_unstarted_are_not_unjudged() -> None:
     """Issue 34: after Ctrl-C a clean category read "0.0 (109 unjudged)": its attempts that
     never started counted as unjudged, and as missing evidence in a score shown as known."""
     finished = [_result(i, "ASI01", Severity.HIGH, 0, 3) for i in range(4)]
