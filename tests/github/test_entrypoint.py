@@ -141,22 +141,27 @@ def test_summary_without_md_format_falls_back_to_scan_json(tmp_path):
 # --------------------------------------------------------------------------- baseline
 
 
-def _baseline(tmp_path, target: str) -> str:
+def _baseline(tmp_path, target: str, *extra: str) -> str:
     """A fast scan of ``target`` inside the workspace, as a committed or downloaded baseline."""
     ws = tmp_path / "workspace"
     ws.mkdir(parents=True, exist_ok=True)
     subprocess.run(
         [str(VENV_BIN / "probegate"), "scan", target, "--quiet", "--output=json",
-         "--output-dir=baseline", "--store=.baseline-store"],
+         "--output-dir=baseline", "--store=.baseline-store", *extra],
         cwd=ws, check=True, capture_output=True, timeout=60,
     )  # fmt: skip
     return "baseline/scan.json"
 
 
+# Enough attempts a probe for none against all to be beyond chance (docs/gating.md).
+REPEATED = "--repeat 8 --asi ASI01,ASI02"
+
+
 @pytest.mark.slow
 def test_new_findings_against_the_baseline_fail_with_the_diff_in_the_summary(tmp_path):
-    baseline = _baseline(tmp_path, "demo-hardened")
-    run = run_action(tmp_path, {"PG_TARGET": "demo", "PG_BASELINE": baseline})
+    baseline = _baseline(tmp_path, "demo-hardened", *REPEATED.split())
+    inputs = {"PG_TARGET": "demo", "PG_BASELINE": baseline, "PG_ARGS": REPEATED}
+    run = run_action(tmp_path, inputs)
     assert run.rc == 1, run.stdout
     assert_only_intended_commands(run.stdout)
     report = _scan_json(run)
