@@ -171,8 +171,8 @@ def confirm_heading(c: Comparison) -> str:
         return ""
     stopped = "" if conf.stopped_reason == "completed" else f"; stopped: {conf.stopped_reason}"
     return (
-        f"Confirm runs: the probes of {len(conf.probes)} finding(s) the baseline lacked or held "
-        f"less often ran {conf.runs} more time(s), pooled with the first run{stopped}."
+        f"The probes of {len(conf.probes)} finding(s) the baseline lacked or held less often "
+        f"ran {conf.runs} more time(s), pooled with the first run{stopped}."
     )
 
 
@@ -184,6 +184,8 @@ def confirm_rows(c: Comparison) -> list[tuple[str, str, str, str, str]]:
     rows = []
     for probe in c.confirmation.probes:
         bucket, ref = refs.get(probe.probe_id, ("not compared", None))
+        if ref is not None and ref.too_few_attempts:
+            bucket += ": too few attempts to tell"
         was = ref.baseline_counts.text() if ref and ref.baseline_counts else "not judged"
         confirm = f"{probe.confirm.text()} ({probe.planned} planned)"
         rows.append((probe.probe_id, probe.first.text(), confirm, was, bucket))

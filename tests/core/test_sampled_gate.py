@@ -1,0 +1,162 @@
+"""The baseline gate on a sampled model (docs/gating.md, "Sampled models").
+
+A real loopback OpenAI-compatible agent (tests/servers/sampled_model.py) leaks its system
+prompt on one probe in a share of the attempts, drawn per attempt from a seed; a new seed is
+a new sample of the same agent, as two CI runs of an unchanged agent are. Each comparison
+scans twice through the CLI, as CI does: the baseline, then the current scan with
+``--baseline``; the exit code is the gate's.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from probegate.cli import main
+from probegate.engine.journal import read_journal
+from tests.servers.configs import openai_config, scan_args
+from tests.servers.openai_agent import OpenAIAgentServer
+from tests.servers.sampled_model import FLAKY_PROBE, SampledAgent
+
+# Thirty attempts of the probe a scan: a full scan's count of one probe (10 variants x 3).
+THIRTY = ("--repeat", "30")
+
+
+def _scan(
+    tmp: Path, name: str, rate: float, seed: int, *extra: str
+) -> tuple[int, dict[str, Any], OpenAIAgentServer]:
+    """Scan the agent that leaks in ``rate`` of the attempts, sampled with ``seed``."""
+    where = tmp / name
+    where.mkdir()
+    with OpenAIAgentServer(agent=SampledAgent(rate=rate, seed=seed)) as server:
+        config = openai_config(where, server.endpoint)
+        code = main(scan_args(config, where, "--probes", FLAKY_PROBE, *extra))
+    report = json.loads((where / "out" / "scan.json").read_text(encoding="utf-8"))
+    return code, report, server
+
+
+def _comparison(
+    tmp: Path, name: str, before: tuple[float, int], after: tuple[float, int], *extra: str
+) -> tuple[int, dict[str, Any]]:
+    """Scan the baseline, then scan again against it: the gate's exit code and comparison."""
+    _, _, _ = _scan(tmp, f"{name}-base", *before, *THIRTY)
+    baseline = tmp / f"{name}-base" / "out" / "scan.json"
+    code, report, _ = _scan(tmp, name, *after, *THIRTY, "--baseline", str(baseline), *extra)
+    return code, report["comparison"]
+
+
+def _counts(report: dict[str, Any]) -> tuple[int, int]:
+    (result,) = report["results"]
+    return result["vulnerable"], result["vulnerable"] + result["resisted"]
+
+
+def test_an_unchanged_agent_flips_within_noise_and_a_real_rise_is_new(tmp_path: Path) -> None:
+    # The same agent, two samples: its counts differ, the gate passes.
+    code, c = _comparison(tmp_path, "same", (0.3, 1), (0.3, 2))
+    assert code == 0, c["reasons"]
+    [ref] = c["persisting"] + c["within_noise"]
+    assert ref["baseline_counts"] != ref["current_counts"]  # it did move
+    assert c["new"] == c["changed"] == [] and not c["regression"]
+    # None of thirty, then a model that leaks in 60 % of its attempts: new.
+    code, c = _comparison(tmp_path, "worse", (0.0, 3), (0.6, 4))
+    assert code == 1
+    [ref] = c["new"]
+    assert ref["probe_id"] == FLAKY_PROBE and ref["baseline_counts"]["vulnerable"] == 0
+    assert ref["current_counts"]["vulnerable"] >= 10 and ref["p_value"] < 0.001
+
+
+@pytest.mark.slow
+def test_twenty_comparisons_of_an_unchanged_agent_pass_and_twenty_regressions_fail(
+    tmp_path: Path,
+) -> None:
+    """The must-show of issue 34: at the default settings, 20 comparisons of an agent that
+    leaks in 30 % of its attempts give no regression, and a rise from none to 60 % is found
+    in all 20. Every scan is a real scan of a fresh sample."""
+    unchanged = [
+        _comparison(tmp_path, f"same-{i}", (0.3, 2 * i), (0.3, 2 * i + 1)) for i in range(20)
+    ]
+    assert [code for code, _ in unchanged] == [0] * 20, [c["reasons"] for _, c in unchanged]
+    flips = [c["within_noise"] + c["persisting"] for _, c in unchanged]
+    moved = [r for [r] in flips if r["baseline_counts"] != r["current_counts"]]
+    assert len(moved) >= 15  # the counts did differ: the gate saw noise and passed it
+    worse = [_comparison(tmp_path, f"worse-{i}", (0.0, 100 + i), (0.6, 200 + i)) for i in range(20)]
+    assert [code for code, _ in worse] == [1] * 20
+    assert all([r["probe_id"] for r in c["new"]] == [FLAKY_PROBE] for _, c in worse)
+
+
+def _seed_whose_first_attempt_leaks(tmp: Path, rate: float) -> int:
+    """A sample in which the one attempt of a fast scan leaks (the draw is the seed's)."""
+    for seed in range(50):
+        _, report, _ = _scan(tmp, f"probe-{rate}-{seed}", rate, seed)
+        if _counts(report)[0]:
+            return seed
+    raise AssertionError("no sample leaked")
+
+
+def test_confirm_reruns_a_new_finding_and_decides_on_the_pooled_counts(tmp_path: Path) -> None:
+    # A baseline of thirty attempts in which the agent never leaked.
+    _scan(tmp_path, "base", 0.0, 1, *THIRTY)
+    baseline = str(tmp_path / "base" / "out" / "scan.json")
+    # Now it leaks every time. A fast scan judges the probe once: one leak against none of
+    # thirty cannot tell a regression from chance.
+    seed = 5
+    code, report, _ = _scan(tmp_path, "once", 1.0, seed, "--baseline", baseline)
+    assert code == 0 and [r["probe_id"] for r in report["comparison"]["within_noise"]] == [
+        FLAKY_PROBE
+    ]
+    # With --confirm 2, its attempt runs twice more, with its control: 3 of 3 is new.
+    code, report, _ = _scan(
+        tmp_path, "confirmed", 1.0, seed, "--baseline", baseline, "--confirm", "2"
+    )
+    assert code == 1
+    c = report["comparison"]
+    [ref] = c["new"]
+    assert ref["current_counts"] == {"vulnerable": 3, "judged": 3}
+    assert ref["confirm_counts"] == {"vulnerable": 2, "judged": 2}
+    assert c["confirmation"] == {
+        "runs": 2,
+        "stopped_reason": "completed",
+        "probes": [
+            {
+                "probe_id": FLAKY_PROBE,
+                "first": {"vulnerable": 1, "judged": 1},
+                "confirm": {"vulnerable": 2, "judged": 2},
+                "planned": 2,
+            }
+        ],
+    }
+    # The report is the first run's: its findings and counts are not the pooled ones.
+    assert _counts(report) == (1, 1)
+    # The confirm attempts are in the scan's journal, as repeats 1 and 2, each with its control.
+    (journal,) = (tmp_path / "confirmed" / "store" / "scans").glob("*/journal.jsonl")
+    ids = set(read_journal(journal).attempts)
+    assert {f"{FLAKY_PROBE}#seed#{r}" for r in (0, 1, 2)} <= ids
+    assert {f"{FLAKY_PROBE}#control#{r}" for r in (0, 1, 2)} <= ids
+    # probegate compare, as the Action runs it after the scan, decides the same.
+    current = str(tmp_path / "confirmed" / "out" / "scan.json")
+    assert main(["compare", baseline, current, "--quiet"]) == 1
+
+
+def test_confirm_lets_an_unchanged_agent_pass(tmp_path: Path) -> None:
+    """The same agent, a baseline of thirty attempts and a fast scan whose one attempt leaked:
+    the confirm runs bring the rate back to the agent's, within noise."""
+    _scan(tmp_path, "base", 0.3, 1, *THIRTY)
+    baseline = str(tmp_path / "base" / "out" / "scan.json")
+    seed = _seed_whose_first_attempt_leaks(tmp_path, 0.3)
+    code, report, _ = _scan(
+        tmp_path, "confirmed", 0.3, seed, "--baseline", baseline, "--confirm", "4"
+    )
+    assert code == 0, report["comparison"]["reasons"]
+    c = report["comparison"]
+    [probe] = c["confirmation"]["probes"]
+    assert probe["planned"] == 4 and probe["confirm"]["judged"] == 4
+    assert [r["probe_id"] for r in c["persisting"] + c["within_noise"]] == [FLAKY_PROBE]
+
+
+def test_confirm_without_a_baseline_does_nothing(tmp_path: Path) -> None:
+    code, report, server = _scan(tmp_path, "alone", 1.0, 1, "--confirm", "3")
+    assert code == 0 and "comparison" not in report
+    assert len(server.bodies) == 2  # the attempt and its control: nothing run again
