@@ -10,6 +10,7 @@ scans twice through the CLI, as CI does: the baseline, then the current scan wit
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +27,15 @@ THIRTY = ("--repeat", "30")
 
 
 def _scan(
-    tmp: Path, name: str, rate: float, seed: int, *extra: str
+    tmp: Path, name: str, rate: float, seed: int, *extra: str, quiet: bool = True
 ) -> tuple[int, dict[str, Any], OpenAIAgentServer]:
     """Scan the agent that leaks in ``rate`` of the attempts, sampled with ``seed``."""
     where = tmp / name
     where.mkdir()
     with OpenAIAgentServer(agent=SampledAgent(rate=rate, seed=seed)) as server:
         config = openai_config(where, server.endpoint)
-        code = main(scan_args(config, where, "--probes", FLAKY_PROBE, *extra))
+        argv = scan_args(config, where, "--probes", FLAKY_PROBE, *extra)
+        code = main(argv if quiet else [a for a in argv if a != "--quiet"])
     report = json.loads((where / "out" / "scan.json").read_text(encoding="utf-8"))
     return code, report, server
 
@@ -96,7 +98,9 @@ def _seed_whose_first_attempt_leaks(tmp: Path, rate: float) -> int:
     raise AssertionError("no sample leaked")
 
 
-def test_confirm_reruns_a_new_finding_and_decides_on_the_pooled_counts(tmp_path: Path) -> None:
+def test_confirm_reruns_a_new_finding_and_decides_on_the_pooled_counts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # A baseline of thirty attempts in which the agent never leaked.
     _scan(tmp_path, "base", 0.0, 1, *THIRTY)
     baseline = str(tmp_path / "base" / "out" / "scan.json")
@@ -108,10 +112,20 @@ def test_confirm_reruns_a_new_finding_and_decides_on_the_pooled_counts(tmp_path:
         FLAKY_PROBE
     ]
     # With --confirm 2, its attempt runs twice more, with its control: 3 of 3 is new.
+    capsys.readouterr()
     code, report, _ = _scan(
-        tmp_path, "confirmed", 1.0, seed, "--baseline", baseline, "--confirm", "2"
+        tmp_path, "confirmed", 1.0, seed, "--baseline", baseline, "--confirm", "2", quiet=False
     )
     assert code == 1
+    closing = capsys.readouterr()
+    assert "confirming 1 finding(s)" in closing.err and "2 attempts" in closing.err
+    # p: all three leaks in the current scan's 3 of the 33 attempts, 1 / C(33, 3) = 1 / 5456.
+    assert _table(closing.out, "confirm:") == [
+        ["probe", "first run", "reproduced", "pooled", "baseline", "decision"],
+        [FLAKY_PROBE, "1 of 1", "2 of 2", "3 of 3", "0 of 30", "new: a regression, p 0.00018"],
+    ]
+    assert "ran 2 more time(s), pooled with the first run: 1 of 1 reproduced" in closing.out
+    assert f"1 new finding(s) beyond noise: {FLAKY_PROBE} (3 of 3 vs 0 of 30" in closing.err
     c = report["comparison"]
     [ref] = c["new"]
     assert ref["current_counts"] == {"vulnerable": 3, "judged": 3}
@@ -138,22 +152,61 @@ def test_confirm_reruns_a_new_finding_and_decides_on_the_pooled_counts(tmp_path:
     # probegate compare, as the Action runs it after the scan, decides the same.
     current = str(tmp_path / "confirmed" / "out" / "scan.json")
     assert main(["compare", baseline, current, "--quiet"]) == 1
+    # Its comparison section shows what reproduced, in every rendering.
+    capsys.readouterr()
+    assert main(["compare", baseline, current, "--output", "md"]) == 1
+    md = capsys.readouterr().out
+    assert "### Confirm runs" in md
+    row = f"| {FLAKY_PROBE} | 1 of 1 | 2 of 2 | 3 of 3 | 0 of 30 | new: a regression, p 0.00018 |"
+    assert row in md.replace("\\.", ".")
+    assert main(["compare", baseline, current, "--output", "text"]) == 1
+    assert [FLAKY_PROBE, "1 of 1", "2 of 2", "3 of 3", "0 of 30"] in [
+        row[:5] for row in _table(capsys.readouterr().out, "Confirm runs")
+    ]
 
 
-def test_confirm_lets_an_unchanged_agent_pass(tmp_path: Path) -> None:
+def _table(text: str, after: str) -> list[list[str]]:
+    """The rows of the aligned table under the line that starts with ``after``."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith(after))
+    rows = []
+    for line in lines[start + 1 :]:
+        if not line.startswith("  ") or not line.strip():
+            break
+        rows.append([cell.strip() for cell in re.split(r"\s{2,}", line.strip())])
+    return [row for row in rows if len(row) > 2]
+
+
+def test_confirm_lets_an_unchanged_agent_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The same agent, a baseline of thirty attempts and a fast scan whose one attempt leaked:
     the confirm runs bring the rate back to the agent's, within noise."""
     _scan(tmp_path, "base", 0.3, 1, *THIRTY)
     baseline = str(tmp_path / "base" / "out" / "scan.json")
     seed = _seed_whose_first_attempt_leaks(tmp_path, 0.3)
+    capsys.readouterr()
     code, report, _ = _scan(
-        tmp_path, "confirmed", 0.3, seed, "--baseline", baseline, "--confirm", "4"
+        tmp_path, "confirmed", 0.3, seed, "--baseline", baseline, "--confirm", "4", "--json"
     )
     assert code == 0, report["comparison"]["reasons"]
     c = report["comparison"]
     [probe] = c["confirmation"]["probes"]
     assert probe["planned"] == 4 and probe["confirm"]["judged"] == 4
-    assert [r["probe_id"] for r in c["persisting"] + c["within_noise"]] == [FLAKY_PROBE]
+    [ref] = c["persisting"] + c["within_noise"]
+    assert ref["probe_id"] == FLAKY_PROBE
+    # scan --json says the same, in its own words.
+    [row] = json.loads(capsys.readouterr().out)["confirm"]
+    again = probe["confirm"]["vulnerable"]
+    assert row == {
+        "probe_id": FLAKY_PROBE,
+        "first": "1 of 1",
+        "reproduced": f"{again} of 4",
+        "pooled": f"{1 + again} of 5",
+        "baseline": f"{ref['baseline_counts']['vulnerable']} of 30",
+        "decision": row["decision"],
+    }
+    assert row["decision"].startswith(("persisting", "within noise"))
 
 
 def test_confirm_without_a_baseline_does_nothing(tmp_path: Path) -> None:

@@ -83,7 +83,7 @@ def _row(ref: FindingRef, *, reasons: bool) -> str:
 
 
 def _confirm(c: Comparison) -> list[str]:
-    rows = confirm_rows(c)
+    rows = [row.cells() for row in confirm_rows(c)]
     if not rows:
         return []
     esc = html_text

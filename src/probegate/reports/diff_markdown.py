@@ -139,7 +139,7 @@ def _section(lines: list[str], bucket: Bucket, max_rows: int) -> None:
 
 def _confirm(lines: list[str], c: Comparison) -> None:
     """What ``--confirm N`` ran again and what each finding came to."""
-    rows = confirm_rows(c)
+    rows = [row.cells() for row in confirm_rows(c)]
     if not rows:
         return
     lines += [

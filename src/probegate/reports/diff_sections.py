@@ -161,7 +161,31 @@ def versus(ref: FindingRef) -> str:
     return text
 
 
-CONFIRM_HEADERS = ("probe", "first run", "confirm runs", "baseline", "decision")
+CONFIRM_HEADERS = ("probe", "first run", "reproduced", "pooled", "baseline", "decision")
+
+
+@dataclass(frozen=True)
+class ConfirmRow:
+    """One probe ``--confirm N`` ran again: its counts in the first run, in the confirm runs
+    (what reproduced) and pooled, the baseline's, and the bucket the pooled count landed in."""
+
+    probe_id: str
+    first: str
+    reproduced: str
+    pooled: str
+    baseline: str
+    decision: str
+
+    def cells(self) -> tuple[str, str, str, str, str, str]:
+        """The row under :data:`CONFIRM_HEADERS`."""
+        return (
+            self.probe_id,
+            self.first,
+            self.reproduced,
+            self.pooled,
+            self.baseline,
+            self.decision,
+        )
 
 
 def confirm_heading(c: Comparison) -> str:
@@ -170,25 +194,33 @@ def confirm_heading(c: Comparison) -> str:
     if conf is None:
         return ""
     stopped = "" if conf.stopped_reason == "completed" else f"; stopped: {conf.stopped_reason}"
+    again = sum(1 for p in conf.probes if p.confirm.vulnerable)
     return (
         f"The probes of {len(conf.probes)} finding(s) the baseline lacked or held less often "
-        f"ran {conf.runs} more time(s), pooled with the first run{stopped}."
+        f"ran {conf.runs} more time(s), pooled with the first run{stopped}: {again} of "
+        f"{len(conf.probes)} reproduced."
     )
 
 
-def confirm_rows(c: Comparison) -> list[tuple[str, str, str, str, str]]:
-    """Per confirmed probe: its first run, its confirm runs, the baseline, the decision."""
+def confirm_rows(c: Comparison) -> list[ConfirmRow]:
+    """Per confirmed probe: its first run, its confirm runs, the pooled and the baseline's
+    counts, the decision."""
     if c.confirmation is None:
         return []
     refs = {r.probe_id: (bucket, r) for bucket, rs in _decided(c) for r in rs}
     rows = []
     for probe in c.confirmation.probes:
         bucket, ref = refs.get(probe.probe_id, ("not compared", None))
+        if ref is not None and ref.p_value is not None:
+            bucket += f", p {ref.p_value:.2g}"
         if ref is not None and ref.too_few_attempts:
             bucket += ": too few attempts to tell"
         was = ref.baseline_counts.text() if ref and ref.baseline_counts else "not judged"
-        confirm = f"{probe.confirm.text()} ({probe.planned} planned)"
-        rows.append((probe.probe_id, probe.first.text(), confirm, was, bucket))
+        pooled = ref.current_counts.text() if ref and ref.current_counts else "not judged"
+        reproduced = probe.confirm.text()
+        if probe.confirm.judged != probe.planned:
+            reproduced += f" ({probe.planned} planned)"
+        rows.append(ConfirmRow(probe.probe_id, probe.first.text(), reproduced, pooled, was, bucket))
     return rows
 
 

@@ -134,7 +134,7 @@ def _bucket(bucket: Bucket, style: Style, max_rows: int) -> list[str]:
 
 def _confirm(c: Comparison, style: Style) -> list[str]:
     """What ``--confirm N`` ran again and what each finding came to."""
-    rows = confirm_rows(c)
+    rows = [row.cells() for row in confirm_rows(c)]
     if not rows:
         return []
     cells = [[_cell(cell) if i == 0 else cell for i, cell in enumerate(row)] for row in rows]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -213,7 +213,7 @@ def _finding_lines(closing: Closing, view: View) -> list[str]:
 def _confirm_lines(report: ScanReport, view: View) -> list[str]:
     """What ``--confirm N`` ran again, and what each finding came to against the baseline."""
     comparison = report.comparison
-    rows = confirm_rows(comparison) if comparison is not None else []
+    rows = [row.cells() for row in confirm_rows(comparison)] if comparison is not None else []
     if comparison is None or not rows:
         return []
     style = Style(view.out)
@@ -337,8 +337,7 @@ def _closing_json(closing: Closing, view: View) -> dict[str, Any]:
         "judge": report.judge.model_dump() if report.judge is not None else None,
         "agreement": _agreement_json(report),
         "confirm": [
-            dict(zip(("probe_id", "first", "confirm", "baseline", "decision"), row, strict=True))
-            for row in (confirm_rows(report.comparison) if report.comparison else [])
+            asdict(row) for row in (confirm_rows(report.comparison) if report.comparison else [])
         ],
         "notes": list(view.notes),
         "gates": list(closing.gates),
