@@ -173,6 +173,28 @@ def test_new_findings_against_the_baseline_fail_with_the_diff_in_the_summary(tmp
 
 
 @pytest.mark.slow
+def test_the_confirm_input_reruns_the_findings_a_fast_scan_cannot_decide(tmp_path):
+    """One attempt a probe against the baseline's eight: a leak is within noise until the
+    confirm runs reproduce it (docs/github-action.md, "Sampled models")."""
+    probes = "--probes asi01.direct-system-prompt-leak.v1,asi01.markdown-image-exfil.v1"
+    baseline = _baseline(tmp_path, "demo-hardened", "--repeat", "8", *probes.split())
+    inputs = {"PG_TARGET": "demo", "PG_BASELINE": baseline, "PG_ARGS": probes}
+    ws = tmp_path / "workspace"
+    (tmp_path / "noise").mkdir()
+    (tmp_path / "confirmed").mkdir()
+    noise = run_action(tmp_path / "noise", inputs, workspace=ws)
+    assert noise.rc == 0, noise.stdout
+    assert noise.outputs["new-findings"] == "0" != noise.outputs["findings"]
+    confirmed = run_action(tmp_path / "confirmed", {**inputs, "PG_CONFIRM": "3"}, workspace=ws)
+    assert confirmed.rc == 1, confirmed.stdout
+    assert_only_intended_commands(confirmed.stdout)
+    confirmation = _scan_json(confirmed)["comparison"]["confirmation"]
+    assert confirmation["runs"] == 3 and confirmation["stopped_reason"] == "completed"
+    assert confirmed.outputs["new-findings"] == str(len(confirmation["probes"])) != "0"
+    assert "### Confirm runs" in confirmed.summary
+
+
+@pytest.mark.slow
 def test_same_findings_as_the_baseline_pass(tmp_path):
     baseline = _baseline(tmp_path, "demo")
     run = run_action(tmp_path, {"PG_TARGET": "demo", "PG_BASELINE": baseline})
