@@ -89,6 +89,26 @@ def test_twenty_comparisons_of_an_unchanged_agent_pass_and_twenty_regressions_fa
     assert all([r["probe_id"] for r in c["new"]] == [FLAKY_PROBE] for _, c in worse)
 
 
+@pytest.mark.slow
+def test_twenty_fast_comparisons_of_an_unchanged_agent_pass_though_it_flips(
+    tmp_path: Path,
+) -> None:
+    """Issue 34's week: fast scans (one attempt of the probe) of an unchanged agent that leaks
+    in 30 % of its attempts. The finding comes and goes between samples; no comparison calls
+    it a regression (one attempt a side can never show a change at 1 %)."""
+    runs = []
+    for i in range(20):
+        _, base, _ = _scan(tmp_path, f"base-{i}", 0.3, 300 + 2 * i)
+        baseline = str(tmp_path / f"base-{i}" / "out" / "scan.json")
+        code, now, _ = _scan(tmp_path, f"now-{i}", 0.3, 301 + 2 * i, "--baseline", baseline)
+        runs.append((code, _counts(base), _counts(now), now["comparison"]))
+    assert [code for code, *_ in runs] == [0] * 20, [c["reasons"] for *_, c in runs]
+    flips = [c for _, before, after, c in runs if before[0] != after[0]]
+    assert len(flips) >= 4  # presence alone would have failed each of these with a "new" one
+    assert all(len(c["within_noise"]) == 1 and c["new"] == c["fixed"] == [] for c in flips)
+    assert all(c["within_noise"][0]["too_few_attempts"] for c in flips)
+
+
 def _seed_whose_first_attempt_leaks(tmp: Path, rate: float) -> int:
     """A sample in which the one attempt of a fast scan leaks (the draw is the seed's)."""
     for seed in range(50):
