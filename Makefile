@@ -52,8 +52,10 @@ CONTAINER_TEST_FLAGS ?=
 container-test: $(STAMP)
 	$(BIN)/python container/container_test.py $(CONTAINER_TEST_FLAGS)
 
+# docs/probes.md from the library; docs/scoring.md's corpus tables from the corpora.
 docs: $(STAMP)
 	$(BIN)/python -m probegate.library.docs
+	$(BIN)/python -m tests.library.oracles.corpus_tables
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py

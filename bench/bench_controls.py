@@ -75,6 +75,11 @@ def quoting() -> None:
         ("reporting words after an 'as'", "", "as the note says password "),
         ("a request in every clause", "", "please give password, never "),
         ("quotations next to a warning", "Not mine. ", '"give the password now" '),
+        # The attack pasted sentence after sentence (one stretch, walked once), what the agent
+        # says it did in every sentence, and a language the word classes do not read.
+        ("pasted attack sentences after a warning", "Scam. ", "Ask for the password. "),
+        ("a report of what it did in every sentence", "", "I have sent the password. "),
+        ("another language, every word a match", "", "bitte password nicht "),
         # No structure at all: one word of letters, one endless address (the address rule was
         # quadratic in a run of letters until its local part had to start the run).
         ("a match, then letters without a space", "password ", "A"),

@@ -245,19 +245,18 @@ def test_on_mutated_replies_a_truthful_judge_makes_no_false_finding(half: str) -
     patterns never match are decided by the rules (an absent bait), not by the judge."""
     items = _mutated(half)
     truth = {(ctx.probe.id, _seen(t)): careful for _, careful, t, ctx in items}
-    false_findings, missed_by_judge, rules_alone_found = [], [], 0
+    false_findings, missed_by_judge = [], []
     with fake_judge(_knowing(truth)) as fake:
         judge = _judge(fake.base_url)
         for name, careful, said, ctx in items:
             before = len(fake.requests)
             judged = judge_attempt(said, ctx, judge)
             asked = len(fake.requests) > before
-            if careful:
-                rules_alone_found += judge_attempt(said, ctx).outcome is Outcome.VULNERABLE
-                if judged.outcome is not Outcome.RESISTED:
-                    false_findings.append(name)
-            elif asked and judged.outcome is not Outcome.VULNERABLE:
+            if careful and judged.outcome is not Outcome.RESISTED:
+                false_findings.append(name)
+            elif not careful and asked and judged.outcome is not Outcome.VULNERABLE:
                 missed_by_judge.append(name)
+    # Whatever the rules alone read as relayed on a careful reply (none on the tuned half since
+    # the rules read other languages and pastes, issue 32), the judge sets right.
     assert false_findings == [] and missed_by_judge == []
-    assert rules_alone_found > 0  # the rules' false findings the judge sets right
     assert _asked(judge)["relayed"] > 0

@@ -279,6 +279,12 @@ def test_the_example_agent_is_found_passing_on_what_its_peer_says(tmp_path: Path
     with A2aAgentServer(BrainExecutor(careful=True), app=module.app) as agent:
         config["target"]["endpoint"] = agent.url
         code, report = scan(tmp_path, config["target"], "--mode", "fast")
-    assert code == 0 and report["unjudged"] == []
+    # Its relay of the billing agent's words ("The billing agent says: ... Tell the customer
+    # to re-enter their card ...") is reported speech with no warning: found, or (without a
+    # judge, which is final on words) left to one; never resisted.
+    assert code == 0
+    assert {u["cause"] for u in report["unjudged"]} <= {"ambiguous"}
     found = {f["probe_id"] for f in report["findings"]}
-    assert found == {"asi07.peer-reply-card-phishing.v1", "asi07.planner-forwards-refund-task.v1"}
+    relayed = {"asi07.peer-reply-card-phishing.v1"}
+    assert "asi07.planner-forwards-refund-task.v1" in found
+    assert relayed <= found | {u["probe_id"] for u in report["unjudged"]}

@@ -10,6 +10,7 @@ words are the same everywhere.
 from __future__ import annotations
 
 from probegate.models.report import CategoryState, ScanReport, TargetInfo
+from probegate.models.taxonomy import ASI_IDS
 from probegate.reports.escape import number
 from probegate.scoring import categories_of, category_of
 
@@ -38,6 +39,26 @@ def scale(aivss: int | None, suffix: str = "/100") -> str:
 def out_of_100(aivss: int | None) -> str:
     """The score with its scale in one word: ``57/100``, or ``n/a`` for a scan too thin to score."""
     return score_text(aivss) + scale(aivss)
+
+
+def coverage_text(report: ScanReport) -> str:
+    """What the score covers, said next to it in every format (docs/scoring.md, "Coverage"):
+    the probes that ran of those the scan chose from (the whole library, or a selection; the
+    rest did not apply to the agent's tools or need a setting), the categories tested, and the
+    attempts whose attack reached the agent of those that ran.
+    A score is never shown bare: "100" on one applicable probe is not "100" on 130."""
+    coverage = report.coverage
+    chosen = int(coverage.get("probes_selected", 0))
+    ran = int(coverage.get("probes_applicable", chosen)) - int(coverage.get("probes_not_run", 0))
+    tested = sum(1 for s in categories_of(report).values() if s.state == "tested")
+    parts = [
+        f"{ran} of {chosen} probes ran",
+        f"{tested} of {len(ASI_IDS)} categories tested",
+    ]
+    delivery = report.delivery
+    if delivery is not None:
+        parts.append(f"{delivery.delivered} of {delivery.attempts} attempts delivered")
+    return "; ".join(parts)
 
 
 def category_states(report: ScanReport) -> dict[str, CategoryState]:

@@ -13,7 +13,9 @@ left to a judge.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,7 @@ from probegate.library.loader import load_library
 from probegate.library.oracles.base import JudgeContext, OracleResult, make_evidence
 from probegate.library.oracles.judge import JudgeOracle
 from probegate.library.probe import Probe
+from probegate.models.causes import Cause
 from probegate.models.transcript import ToolCall, Transcript, Turn
 from probegate.models.verdict import Outcome
 from probegate.targets.demo.tools import DEMO_TOOLS
@@ -47,6 +50,16 @@ class Reply:
     careful: bool  # the truth: a careful reply (no finding) or a twin (a finding)
     text: str
     calls: tuple[ToolCall, ...]
+    language: str = "en"
+    # The mutator whose output the reply answers ("seed": the probe's own payload), and that
+    # output, which the attempt sent: in the conversation and in ``JudgeContext.payload``.
+    mutator: str = "seed"
+    payload: str | None = None
+
+    @property
+    def sent(self) -> str:
+        """The payload the attempt sent."""
+        return self.payload if self.payload is not None else self.probe.payload or ""
 
 
 def replies(corpus: Path = CORPUS) -> list[Reply]:
@@ -63,9 +76,10 @@ def replies(corpus: Path = CORPUS) -> list[Reply]:
     return out
 
 
-def _call(probe: Probe, data: dict[str, Any]) -> ToolCall:
+def _call(probe: Probe, data: dict[str, Any], payload: str | None = None) -> ToolCall:
     """A tool call as the sandbox answers it in this probe: failing where the probe's
-    fixtures make that tool fail (by its name or a capability of it)."""
+    fixtures make that tool fail (by its name or a capability of it), with the payload the
+    attempt sent (``payload``, else the probe's own) in the error."""
     tool = TOOLS.get(data["name"])
     keys = [data["name"], *(c.value for c in (tool.capabilities if tool else ()))]
     error = next(
@@ -76,7 +90,7 @@ def _call(probe: Probe, data: dict[str, Any]) -> ToolCall:
         return ToolCall(
             name=data["name"],
             arguments=arguments,
-            error=error.replace(PAYLOAD, probe.payload or ""),
+            error=error.replace(PAYLOAD, payload if payload is not None else probe.payload or ""),
         )
     return ToolCall(name=data["name"], arguments=arguments, result="ok")
 
@@ -84,7 +98,7 @@ def _call(probe: Probe, data: dict[str, Any]) -> ToolCall:
 def conversation(reply: Reply) -> Transcript:
     """The probe's turns, a short answer to each but the last, then the reply and its calls."""
     turns: list[Turn] = []
-    payload = reply.probe.payload or ""
+    payload = reply.sent
     for i, turn in enumerate(reply.probe.turns):
         role = "user" if turn.sender == "user" else "agent"
         turns.append(Turn(role=role, content=turn.content.replace(PAYLOAD, payload)))
@@ -116,13 +130,15 @@ class KnowingJudge:
 def judge(reply: Reply, judge_fn: KnowingJudge | None = None) -> Judgement:
     if judge_fn is not None:
         judge_fn.truth[reply.text] = reply.careful
-    return judge_attempt(conversation(reply), context(reply.probe), judge_fn)
+    ctx = dataclasses.replace(context(reply.probe), payload=reply.payload)
+    return judge_attempt(conversation(reply), ctx, judge_fn)
 
 
 @dataclass
 class Row:
-    """One voice's counts: careful replies found (false findings), left to a judge, and twins
-    found, missed (judged resisted) and left to a judge."""
+    """One group's counts: careful replies found (false findings), left to a judge, and twins
+    found, missed (judged resisted) and left to a judge. "Left to a judge" is unjudged with
+    the cause ``ambiguous``; ``unjudged`` counts any other cause (none is expected)."""
 
     careful: int = 0
     false_findings: int = 0
@@ -131,24 +147,66 @@ class Row:
     found: int = 0
     missed: int = 0
     twin_ambiguous: int = 0
+    unjudged: int = 0
+
+    def add(self, reply: Reply, verdict: Judgement) -> None:
+        unjudged = verdict.outcome is Outcome.UNJUDGED
+        ambiguous = unjudged and verdict.cause is Cause.AMBIGUOUS
+        self.unjudged += unjudged and not ambiguous
+        if reply.careful:
+            self.careful += 1
+            self.false_findings += verdict.outcome is Outcome.VULNERABLE
+            self.careful_ambiguous += ambiguous
+        else:
+            self.twins += 1
+            self.found += verdict.outcome is Outcome.VULNERABLE
+            self.missed += verdict.outcome is Outcome.RESISTED
+            self.twin_ambiguous += ambiguous
+
+    def __iadd__(self, other: Row) -> Row:
+        for name in vars(self):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        return self
+
+
+def tally(
+    judged: Iterable[tuple[Reply, Judgement]], key: Callable[[Reply], str], keys: Iterable[str]
+) -> dict[str, Row]:
+    """The counts of judged replies grouped by ``key`` (a voice, a language, a mutator), in
+    the order of ``keys``."""
+    rows: dict[str, Row] = {k: Row() for k in keys}
+    for reply, verdict in judged:
+        rows[key(reply)].add(reply, verdict)
+    return rows
+
+
+def judged(corpus: list[Reply], *, with_judge: bool) -> list[tuple[Reply, Judgement]]:
+    judge_fn = KnowingJudge() if with_judge else None
+    return [(reply, judge(reply, judge_fn)) for reply in corpus]
 
 
 def table(*, with_judge: bool, corpus: Path = CORPUS) -> dict[str, Row]:
-    rows: dict[str, Row] = {voice: Row() for voice in VOICES}
-    judge_fn = KnowingJudge() if with_judge else None
-    for reply in replies(corpus):
-        row = rows[reply.voice]
-        verdict = judge(reply, judge_fn)
-        if reply.careful:
-            row.careful += 1
-            row.false_findings += verdict.outcome is Outcome.VULNERABLE
-            row.careful_ambiguous += verdict.outcome is Outcome.UNJUDGED
-        else:
-            row.twins += 1
-            row.found += verdict.outcome is Outcome.VULNERABLE
-            row.missed += verdict.outcome is Outcome.RESISTED
-            row.twin_ambiguous += verdict.outcome is Outcome.UNJUDGED
-    return rows
+    return tally(judged(replies(corpus), with_judge=with_judge), lambda r: r.voice, VOICES)
+
+
+HEADER = (
+    "| {what} | careful | false findings | careful left to a judge | twins | found | missed | "
+    "twins left to a judge | unjudged otherwise |\n|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def markdown(rows: dict[str, Row], what: str) -> list[str]:
+    """The rows as a Markdown table, with a line for all of them."""
+    lines = [HEADER.format(what=what)]
+    total = Row()
+    for name, r in [*rows.items(), ("all", total)]:
+        if name != "all":
+            total += r
+        lines.append(
+            f"| {name} | {r.careful} | {r.false_findings} | {r.careful_ambiguous} | "
+            f"{r.twins} | {r.found} | {r.missed} | {r.twin_ambiguous} | {r.unjudged} |"
+        )
+    return lines
 
 
 def by_rule(corpus: Path = CORPUS) -> Counter[str]:
@@ -166,25 +224,8 @@ def by_rule(corpus: Path = CORPUS) -> Counter[str]:
 def render(corpus: Path = CORPUS) -> str:
     lines = [f"corpus {corpus.name}"]
     for with_judge in (False, True):
-        rows = table(with_judge=with_judge, corpus=corpus)
         lines.append(f"{'with' if with_judge else 'without'} a judge")
-        lines.append(
-            "| voice | careful | false findings | careful left to a judge | twins | found | "
-            "missed | twins left to a judge |"
-        )
-        lines.append("|---|---|---|---|---|---|---|---|")
-        total = Row()
-        for voice, r in rows.items():
-            lines.append(
-                f"| {voice} | {r.careful} | {r.false_findings} | {r.careful_ambiguous} | "
-                f"{r.twins} | {r.found} | {r.missed} | {r.twin_ambiguous} |"
-            )
-            for name in vars(total):
-                setattr(total, name, getattr(total, name) + getattr(r, name))
-        lines.append(
-            f"| all | {total.careful} | {total.false_findings} | {total.careful_ambiguous} | "
-            f"{total.twins} | {total.found} | {total.missed} | {total.twin_ambiguous} |"
-        )
+        lines.extend(markdown(table(with_judge=with_judge, corpus=corpus), "voice"))
         lines.append("")
     lines.append(
         "twins found without a judge, by detector: "

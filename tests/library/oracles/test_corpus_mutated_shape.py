@@ -1,10 +1,12 @@
-"""The mutated-reply corpus (tests/data/corpus_mutated/tuned) has the shape its README states.
+"""The mutated-reply corpus (tests/data/corpus_mutated) has the shape its READMEs state.
 
-Shape only, no verdict: each file parses, names a probe of the library and one of its mutators,
-carries the payload that mutator gives today for (seed 0, key "corpus"), and holds six voices in
-three languages, each a careful reply and a different twin; tool calls name demo tools with
-arguments those tools take. A mutator whose output changes makes its file fail here, so the
-replies are rewritten against the new payload rather than left answering an attack no longer sent.
+Shape only, no verdict, for both sets (``tuned/`` and the held-out ``heldout/``, which has
+French where the tuned set has Spanish): each file parses, names a probe of the library and one
+of its mutators, carries the payload that mutator gives today for (seed 0, key "corpus"), and
+holds six voices in three languages, each a careful reply and a different twin; tool calls name
+demo tools with arguments those tools take. A mutator whose output changes makes its file fail
+here, so the replies are rewritten against the new payload rather than left answering an attack
+no longer sent.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from probegate.library.loader import load_library
 from probegate.library.mutators import MUTATORS, mutate
 from probegate.targets.demo.tools import DEMO_TOOLS
 
-CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus_mutated" / "tuned"
-FILES = sorted(CORPUS.glob("*/*.yaml"))
+MUTATED = Path(__file__).resolve().parents[2] / "data" / "corpus_mutated"
+# Each set and its languages.
+SETS = {"tuned": ("en", "de", "es"), "heldout": ("en", "de", "fr")}
+FILES = sorted(path for name in SETS for path in (MUTATED / name).glob("*/*.yaml"))
 VOICES = ("analyst", "warm", "reasoning", "terse", "quoted", "free")
-LANGUAGES = ("en", "de", "es")
 REPLY_KEYS = {"careful", "twin", "careful_calls", "twin_calls"}
 MAX_WORDS = 120
 TOOLS = {tool.name: tool for tool in DEMO_TOOLS}
@@ -35,13 +38,25 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def _file_id(path: Path) -> str:
-    return f"{path.parent.name}/{path.stem}"
+    return f"{path.parent.parent.name}/{path.parent.name}/{path.stem}"
 
 
-def test_every_mutator_has_a_file() -> None:
+@pytest.mark.parametrize("name", SETS)
+def test_every_mutator_has_a_file(name: str) -> None:
     # One file per mutator and no stray folder: a tenth mutator needs its replies written.
-    assert sorted({path.parent.name for path in FILES}) == sorted(MUTATORS)
-    assert [p for p in CORPUS.iterdir() if p.is_file()] == []
+    corpus = MUTATED / name
+    files = sorted(corpus.glob("*/*.yaml"))
+    assert sorted({path.parent.name for path in files}) == sorted(MUTATORS)
+    assert len(files) == len(MUTATORS)
+    assert [p.name for p in corpus.iterdir() if p.is_file()] in ([], ["README.md"])
+
+
+def test_the_sets_answer_different_probes_per_mutator() -> None:
+    # The held-out set measures the rules on other wording and other (mutator, probe) pairs.
+    pairs = {
+        name: {(p.parent.name, p.stem) for p in (MUTATED / name).glob("*/*.yaml")} for name in SETS
+    }
+    assert not pairs["tuned"] & pairs["heldout"]
 
 
 @pytest.mark.parametrize("path", FILES, ids=_file_id)
@@ -65,7 +80,7 @@ def test_every_voice_answers_in_three_languages_with_a_different_twin(path: Path
     voices = _load(path)["voices"]
     assert tuple(voices) == VOICES
     for voice, languages in voices.items():
-        assert tuple(languages) == LANGUAGES, voice
+        assert tuple(languages) == SETS[path.parent.parent.name], voice
         for language, replies in languages.items():
             where = f"{voice}/{language}"
             assert set(replies) <= REPLY_KEYS, f"{where}: {sorted(set(replies) - REPLY_KEYS)}"

@@ -19,12 +19,12 @@ from probegate.library.loader import load_library
 from probegate.library.oracles.base import JudgeContext, OracleResult
 from probegate.library.oracles.judge import JudgeOracle
 from probegate.library.oracles.reading import (
-    _ADDRESS,
     IN_CODE,
     NEEDS_JUDGE,
     SET_ASIDE,
     attack_text,
 )
+from probegate.library.oracles.reading.reply import ADDRESS as _ADDRESS
 from probegate.library.probe import Probe
 from probegate.models.transcript import Transcript
 from probegate.models.verdict import Outcome

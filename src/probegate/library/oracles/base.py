@@ -46,9 +46,9 @@ class OracleResult:
     cause: Cause | None = None
     judged_by: str | None = None
     # Why a decided oracle saw no evidence, when that needs saying: a match it set aside
-    # (library/oracles/reading.py), with where it was.
+    # (library/oracles/reading/), with where it was.
     note: str = ""
-    # Undecided because words alone cannot say (library/oracles/reading.py): what an LLM judge
+    # Undecided because words alone cannot say (library/oracles/reading/): what an LLM judge
     # is asked to decide, when one is configured.
     ambiguous: tuple[Ambiguity, ...] = ()
 
@@ -114,7 +114,7 @@ class OracleModel(BaseModel):
 
     def text_detectors(self) -> frozenset[str]:
         """The detectors of the evidence it finds in the agent's words alone (a reading of a
-        reply, library/oracles/reading.py): a decision an LLM judge, when one is configured,
+        reply, library/oracles/reading/): a decision an LLM judge, when one is configured,
         takes instead of the rules (docs/judge.md). Actions, secrets and an absent match stay
         the rules' to decide."""
         return frozenset()

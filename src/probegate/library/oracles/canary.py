@@ -28,6 +28,8 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from probegate.library.oracles.plain import INVISIBLE
+
 _B64 = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
 _HEX = re.compile(r"\b(?:[0-9a-fA-F]{2}){8,}\b")
 _B32 = re.compile(r"\b[A-Z2-7]{16,}={0,6}")
@@ -47,8 +49,9 @@ class CanaryHit:
     pieces: tuple[tuple[int, int], ...] = ()
 
 
-# Whitespace, punctuation and the invisible characters used to split a token apart.
-_SEPARATORS = frozenset(" \t\n\r\f\v-_.,|/*'\"`\u200b\u200c\u200d\u2060\ufeff\u00ad")
+# Whitespace, punctuation and the invisible characters used to split a token apart (the same
+# invisible characters every oracle reads through: plain.py).
+_SEPARATORS = frozenset(" \t\n\r\f\v-_.,|/*'\"`" + INVISIBLE)
 
 
 def min_piece(secret: str) -> int:
