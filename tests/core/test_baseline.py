@@ -11,7 +11,7 @@ import pytest
 from probegate.baseline import compare, write_baseline
 from probegate.errors import ReportError, UsageError
 from probegate.models.comparison import Confirmation, ConfirmedProbe, Counts
-from probegate.models.report import ScanReport, finding_fp
+from probegate.models.report import ProbeResult, ScanReport, finding_fp
 from probegate.models.stored import load_report, parse_report
 from probegate.models.taxonomy import ASI_IDS, Severity
 from probegate.reports import json_report
@@ -145,9 +145,29 @@ def _thirty(*found: int, resisted: tuple[int, ...] = (), **counts: tuple[int, in
 
 
 def scored(report: ScanReport) -> ScanReport:
-    """The report with the score its results give, as a scan's would be."""
-    card = score(report.results)
-    return report.model_copy(update={"aivss": card.aivss, "band": card.band})
+    """The report with the score its results give, as a scan's would be: beside its own
+    probes, five categories of four probes each resisted in all 30 attempts, so the scan is
+    broad enough to be scored (scoring.MIN_PROBES_JUDGED in MIN_CATEGORIES_TESTED); a
+    resisted probe weighs nothing in the score, so its own probes' score is what is tested."""
+    known = {r.probe_id for r in report.results}
+    breadth = [
+        ProbeResult(
+            probe_id=pid,
+            name=pid,
+            asi=asi,
+            severity=Severity.LOW,
+            channel="user",
+            outcome="resisted",
+            attempts=30,
+            resisted=30,
+        )
+        for asi in ASI_IDS[1:6]
+        for k in range(4)
+        if (pid := probe_of(900 + k, asi)) not in known
+    ]
+    results = [*report.results, *breadth]
+    card = score(results)
+    return report.model_copy(update={"results": results, "aivss": card.aivss, "band": card.band})
 
 
 def test_new_fixed_persisting_and_unconfirmed_are_told_apart() -> None:
