@@ -34,6 +34,7 @@ from probegate.files import MAX_REPORT_BYTES, read_bytes, write_atomic
 from probegate.models.comparison import AsiDelta, Comparison, FindingRef, ReportRef
 from probegate.models.report import ScanReport
 from probegate.models.taxonomy import ASI_IDS, SEVERITY_RANK
+from probegate.perf import share_field_sets
 from probegate.scoring import category_of
 
 # --------------------------------------------------------------------------- comparing
@@ -220,6 +221,7 @@ def _index(report: ScanReport, side: str, notes: list[str]) -> dict[str, Finding
             suppressed=finding.suppressed is not None,
             suppression_reason=finding.suppressed.reason if finding.suppressed else None,
         )
+        share_field_sets(ref)  # a set of field names per reference was half of a comparison
         kept = by_fp.get(finding.fp)
         if kept is None:
             by_fp[finding.fp] = ref
