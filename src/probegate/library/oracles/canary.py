@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import binascii
 import codecs
+import functools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -54,6 +55,7 @@ class CanaryHit:
 _SEPARATORS = frozenset(" \t\n\r\f\v-_.,|/*'\"`" + INVISIBLE)
 
 
+@functools.lru_cache(maxsize=4096)  # the same few secrets, for every text of every attempt
 def min_piece(secret: str) -> int:
     """The shortest piece of a split secret that counts: long enough that pieces of an
     unrelated text do not add up to the secret by chance."""
@@ -219,11 +221,12 @@ class _Views:
         return views
 
 
-def _forms(canary: str) -> list[tuple[str, str, str]]:
+@functools.lru_cache(maxsize=4096)  # asked for each view of each text: a scan's few secrets
+def _forms(canary: str) -> tuple[tuple[str, str, str], ...]:
     """(needle in a case-folded view, needle in a separator-free view, shape prefix)."""
     lowered = canary.lower()
     stripped = _strip(canary)[0]
-    return [(lowered, stripped, ""), (lowered[::-1], stripped[::-1], "reversed")]
+    return ((lowered, stripped, ""), (lowered[::-1], stripped[::-1], "reversed"))
 
 
 def _label(prefix: str, view: str) -> str:
