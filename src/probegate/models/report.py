@@ -188,9 +188,16 @@ class Finding(_Model):
     suppressed: Suppression | None = None
 
 
-# ``not_delivered``: attempts ran, and the attack reached the agent in none of them.
+# ``undecided``: resisted where it was judged, but some attempts could not be (never shown as
+# resisted); ``not_delivered``: attempts ran, and the attack reached the agent in none of them.
 ProbeOutcome = Literal[
-    "vulnerable", "resisted", "unjudged", "not_delivered", "not_applicable", "not_run"
+    "vulnerable",
+    "resisted",
+    "undecided",
+    "unjudged",
+    "not_delivered",
+    "not_applicable",
+    "not_run",
 ]
 
 

@@ -21,6 +21,7 @@ from probegate.files import write_atomic
 from probegate.models.report import ScanReport
 from probegate.models.store_layout import REPORT_FILE
 from probegate.perf import gc_paused
+from probegate.validation import did_you_mean
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,8 @@ def parse_formats(values: list[str] | None) -> list[str]:
                 continue
             if name not in FORMATS:
                 known = ", ".join(FORMATS)
-                raise UsageError(f"unknown output format {name!r} (choose from {known})")
+                hint = did_you_mean(name, FORMATS)
+                raise UsageError(f"unknown output format {name!r}{hint} (choose from {known})")
             if name not in names:
                 names.append(name)
     if "pdf" in names:
