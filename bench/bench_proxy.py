@@ -24,8 +24,8 @@ openai), the CLI's imports 11%, the secret sweep 5%. The agent, the proxy and th
 one interpreter: that scan is bound by one core's worth of CPU (6.9 s in 8 s of run) where the
 direct loop waits on its model (1.6 s in 4.3 s), so the ratio falls as the machine's load
 rises. The proxy's own CPU is about 0.6 ms a model call (1,116 calls: 0.7 s); the same agent
-without the proxy runs about 7% more model calls a second (155 against 144): the gap to 0.8 x
-is the agent's.
+without the proxy runs about as many model calls a second (152 to 164, against 138 to 160 with
+it, three runs): the gap to 0.8 x is the agent's.
 
 Targets (printed with each figure): the proxy adds at most 2 ms at p50 per model call, and the
 python agent through it reaches at least 0.8 x the direct loop's attempts/s.
