@@ -71,7 +71,7 @@ from probegate.models.comparison import (
 )
 from probegate.models.report import ProbeResult, ScanReport
 from probegate.models.taxonomy import ASI_IDS, SEVERITY_RANK
-from probegate.perf import gc_paused
+from probegate.perf import gc_paused, share_field_sets
 from probegate.scoring import category_of, score
 
 # Findings a reason names before "and N more".
@@ -646,6 +646,7 @@ def _index(report: ScanReport, side: str, notes: list[str]) -> dict[str, Finding
             suppressed=finding.suppressed is not None,
             suppression_reason=finding.suppressed.reason if finding.suppressed else None,
         )
+        share_field_sets(ref)  # a set of field names per reference was half of a comparison
         kept = by_fp.get(finding.fp)
         if kept is None:
             by_fp[finding.fp] = ref

@@ -58,7 +58,7 @@ class CanaryHit:
 _SEPARATORS = frozenset(" \t\n\r\f\v-_.,|/*'\"`" + INVISIBLE)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=4096)  # the same few secrets, for every text of every attempt
 def min_piece(secret: str) -> int:
     """The shortest piece of a split secret that counts: long enough that pieces of an
     unrelated text do not add up to the secret by chance."""
@@ -282,7 +282,7 @@ def _views(text: str) -> _Views:
     return _cached_views(text) if len(text) <= _CACHEABLE else _Views(text)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=4096)  # asked for each view of each text: a scan's few secrets
 def _forms(canary: str) -> tuple[tuple[str, str, str], ...]:
     """(needle in a case-folded view, needle in a separator-free view, shape prefix)."""
     lowered = canary.lower()
