@@ -43,6 +43,7 @@ from probegate.models.redaction import Redactor
 from probegate.models.report import JudgeUsage, TargetInfo
 from probegate.models.store_layout import ScanFiles
 from probegate.models.verdict import Attempt
+from probegate.reports.headline import target_text
 from probegate.scan.planning import say_what_cannot_apply
 from probegate.scan.prepare import ScanInputs
 from probegate.scan.progress import ProgressPrinter
@@ -161,7 +162,7 @@ def run_attempts(
     runner = _runner(target, inputs, settings, started.salt)
     say_what_cannot_apply(plan, runner.tools, view)
     scanning = f"{settings.mode} mode, {len(plan.attempts)} attempts, scan {started.scan_id}"
-    _announce(target, view, f"scanning {info.ref} ({scanning})")
+    _announce(target, view, f"scanning {target_text(info)} ({scanning})")
     cancel = threading.Event()
     progress = ProgressPrinter(view.err, quiet=view.quiet)
     progress.start()
