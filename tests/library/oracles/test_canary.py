@@ -8,7 +8,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from probegate.library.oracles.canary import _BLOBS, _strip, _stripped_text, _Views, find_canary
+from probegate.library.oracles.canary import (
+    _BLOBS,
+    _forms,
+    _search,
+    _split,
+    _strip,
+    _stripped_text,
+    _Views,
+    find_canary,
+)
 
 CANARY = "PGSYS-0A1B2C3D4E5F"
 OTHER = "PGKEY-999988887777"
@@ -131,3 +140,36 @@ def test_the_decoded_views_read_every_blob_the_whole_text_holds(text: str) -> No
     whole text finds."""
     views = {(v.label.removeprefix("spaced+"), *v.span) for v in _Views(text)._decoded() if v.span}
     assert _every_blob(text) <= views
+
+
+def _every_view(text: str, canaries: list[str]) -> object:
+    """find_canary without its shortcut: every layer, then every split, in order."""
+    for canary in canaries:
+        if canary in text:
+            return find_canary(text, [canary])
+    views = _Views(text)
+    for layer in views.layers():
+        for canary in canaries:
+            for view in layer:
+                hit = _search(view, canary, _forms(canary))
+                if hit is not None:
+                    return hit
+    for canary in canaries:
+        hit = _split(views.stripped(), canary)
+        if hit is not None:
+            return hit
+    return None
+
+
+_SHAPES = [
+    CANARY, CANARY.lower(), CANARY[::-1], " ".join(CANARY), CANARY[:9], CANARY[9:], "0A1B2",
+    CANARY.encode().hex(), _b64(CANARY), "CTFLF-0N1O2P3Q4R5S", "fl5r4q3p2o1n0-ftfc", "%50%47",
+    "PGS", "YS-0A", " ", "-", "\u200b", "é", "Σ", "x",
+]  # fmt: skip
+
+
+@given(st.lists(st.sampled_from(_SHAPES), max_size=12).map("".join))
+def test_the_shortcut_finds_what_every_view_finds(text: str) -> None:
+    """A text whose separator-free view holds no clue of a secret is searched in its decoded
+    blobs only: never a different answer from the search of every view."""
+    assert find_canary(text, [OTHER, CANARY]) == _every_view(text, [OTHER, CANARY])

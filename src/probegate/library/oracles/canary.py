@@ -206,7 +206,11 @@ class _Views:
         yield [self.stripped()]
         yield self._cached("rot13", self._rot13)
         yield self._cached("url-encoded", self._percent)
-        yield self._cached("decoded", self._decoded)
+        yield self.decoded()
+
+    def decoded(self) -> list[_View]:
+        """Every blob of the text that decodes, decoded (and without separators)."""
+        return self._cached("decoded", self._decoded)
 
     def _cached(self, key: str, build: Callable[[], list[_View]]) -> list[_View]:
         if key not in self._built:
@@ -307,6 +311,14 @@ def find_canary(text: str, canaries: list[str]) -> CanaryHit | None:
             return CanaryHit(canary, "plain", idx, idx + len(canary))
     views = _views(text)
     forms = [(canary, _forms(canary)) for canary in canaries]
+    if "%" not in text and not _may_hold(views.stripped().text, canaries):
+        # No layer but the decoded blobs can hold one of them (see _clues): search those only.
+        for canary, shapes in forms:
+            for view in views.decoded():
+                hit = _search(view, canary, shapes)
+                if hit is not None:
+                    return hit
+        return None
     for layer in views.layers():
         for canary, shapes in forms:
             for view in layer:
@@ -318,6 +330,33 @@ def find_canary(text: str, canaries: list[str]) -> CanaryHit | None:
         if hit is not None:
             return hit
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _clues(canary: str) -> tuple[str, ...]:
+    """What a text's separator-free view must hold for ``canary`` to be in any view but the
+    percent-decoded and the decoded ones: the first :func:`min_piece` characters of the
+    separator-free secret, reversed or not, rot13 or not. A hit in the case-folded or the
+    separator-free view holds the whole of one; a rot13 hit holds its rot13 (rot13 maps letters
+    to letters and leaves separators alone); a split's first piece is at least that long."""
+    (lowered, stripped, _), (_, backwards, _) = _forms(canary)
+    shortest = max(5, len(stripped) // 4)  # min_piece, from the form already stripped
+    pieces = {stripped, backwards}
+    if _EXPANDS.search(canary):  # lowered whole, a final sigma reads otherwise
+        pieces |= {_stripped_text(lowered), _stripped_text(lowered[::-1])}
+    pieces |= {piece.translate(_ROT13) for piece in pieces}
+    return tuple(piece[:shortest] for piece in pieces)
+
+
+# rot13 as one C-level pass, the same letters codecs' rot13 maps.
+_ROT13 = str.maketrans(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+    "NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm",
+)
+
+
+def _may_hold(stripped: str, canaries: list[str]) -> bool:
+    return any(clue in stripped for canary in canaries for clue in _clues(canary))
 
 
 def _search(view: _View, canary: str, shapes: tuple[tuple[str, str, str], ...]) -> CanaryHit | None:
