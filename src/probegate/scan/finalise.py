@@ -47,8 +47,8 @@ def build_report(
     meta = ScanMeta(
         scan_id=run.scan_id,
         created_at=run.created_at,
-        mode=settings.mode,
-        seed=settings.seed,
+        mode=plan.mode,
+        seed=plan.seed,
         duration_seconds=0.0 if pinned() else outcome.duration_seconds,
         stopped_reason=outcome.stopped_reason,
         planned=outcome.planned,
@@ -57,14 +57,10 @@ def build_report(
         unstarted_probes=frozenset(outcome.cut_probes),
         not_started=dict(outcome.not_started),
         library_version=inputs.library_version,
-        target=with_surface(
-            _anchored(run.info, [run.files.report, *written_first]),
-            target,
-            settings.declared_secrets,
-        ),
+        target=with_surface(_anchored(run.info, [run.files.report, *written_first]), plan.exposure),
         engine=Engine(
             commander="probegate",
-            attacker="library+mutators" if settings.mode != Mode.FAST else "library",
+            attacker="library+mutators" if plan.mode != Mode.FAST else "library",
             evaluator=settings.judge or "oracle",
         ),
         budget=Budget(
@@ -74,9 +70,9 @@ def build_report(
             finalise_truncated=outcome.stopped_reason == StopReason.BUDGET,
         ),
         selected_all=settings.selected_all,
-        shard=settings.shard,
+        shard=plan.shard,
         store_dir=shown(store),
-        controls=settings.controls,
+        controls=plan.controls,
         judge=run.judge_usage,
         control_reruns=outcome.control_reruns,
     )
