@@ -16,7 +16,7 @@ from probegate.clock import now, pinned
 from probegate.engine.assemble import ScanMeta, assemble
 from probegate.engine.plan import Plan
 from probegate.models.report import Budget, Engine, Mode, ScanReport, StopReason, TargetInfo
-from probegate.reports import FORMATS
+from probegate.reports import FORMATS, FormatName
 from probegate.reports.redact import redact_report
 from probegate.reports.signing import sign_report
 from probegate.scan.execute import Execution
@@ -100,7 +100,7 @@ def build_report(
     return _seal(report, inputs, settings)
 
 
-def report_files(formats: list[str], output_dir: Path) -> list[Path]:
+def report_files(formats: list[FormatName], output_dir: Path) -> list[Path]:
     """The report files a scan asked for these formats writes, in order."""
     return [output_dir / FORMATS[name].filename for name in formats]
 

@@ -19,6 +19,7 @@ from probegate.config import ScanConfig
 from probegate.engine.plan import PlanRequest
 from probegate.engine.runner import RunRequest
 from probegate.models.taxonomy import Severity
+from probegate.reports import FormatName
 from probegate.targets.base import TargetConfig, TargetSettings
 
 
@@ -89,11 +90,11 @@ class StageSettings:
     report: ReportSettings
     repro: ReproSettings
     gates: GateSettings
-    formats: list[str]
+    formats: list[FormatName]
     output_dir: Path
 
 
-def stage_settings(config: ScanConfig, formats: list[str]) -> StageSettings:
+def stage_settings(config: ScanConfig, formats: list[FormatName]) -> StageSettings:
     """Every later stage's settings, from the one validated config."""
     declared = config.target.declared_canaries()
     return StageSettings(
