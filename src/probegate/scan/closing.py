@@ -167,7 +167,7 @@ def _headline(closing: Closing, style: Style) -> list[str]:
         + (f", {suppressed} suppressed" if suppressed else "")
         + f"; unjudged attempts: {len(report.unjudged)}"
     )
-    if report.controls is not None and (report.controls.run or not report.controls.enabled):
+    if report.controls.run or not report.controls.enabled:
         lines.append(clean(controls_text(report)))
     if report.judge is not None:
         lines.append(clean(judge_text(report.judge)))
@@ -315,7 +315,7 @@ def _closing_json(closing: Closing, view: View) -> dict[str, Any]:
             asi: state.model_dump(mode="json") for asi, state in category_states(report).items()
         },
         "not_run": [n.probe_id for n in report.not_run],
-        "controls": report.controls.model_dump() if report.controls is not None else None,
+        "controls": report.controls.model_dump(),
         "judge": report.judge.model_dump() if report.judge is not None else None,
         "agreement": _agreement_json(report),
         "notes": list(view.notes),
