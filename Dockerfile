@@ -7,9 +7,10 @@
 #     docker buildx imagetools inspect python:3.13-slim-trixie --format '{{json .Manifest.Digest}}'
 #   (tests/github/test_image.py accepts the tag alone or tag@sha256 with 64 hex digits, and
 #   checks the lock files were made for the same Python minor);
-# - every Python dependency: requirements/image.txt (runtime, the pdf and mcp extras included) and
-#   requirements/build.txt (setuptools and wheel), pinned with every file's sha256 and installed
-#   with --require-hashes; `make lock` regenerates both;
+# - every Python dependency: requirements/image.txt (runtime, the pdf and mcp extras included,
+#   without pbr and setuptools, which nothing imports at run time) and requirements/build.txt
+#   (setuptools and wheel), pinned with every file's sha256 and installed with --require-hashes;
+#   `make lock` regenerates both;
 # - probegate itself: built from this commit's source, offline (--no-index).
 # Nothing else is fetched: no apt-get, no curl, no unpinned pip install.
 #
@@ -49,7 +50,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1
 COPY requirements/image.txt /opt/probegate/requirements/image.txt
-RUN python -m pip install --no-cache-dir --no-compile --require-hashes \
+# --no-deps: the lock is complete, and leaves out on purpose what sarif-om names but never
+# imports (pbr, and the setuptools pbr brings: the Makefile's `lock` says why).
+RUN python -m pip install --no-cache-dir --no-compile --no-deps --require-hashes \
         -r /opt/probegate/requirements/image.txt
 COPY --from=wheel /build/wheels /opt/probegate/wheels
 # unchecked-hash bytecode holds a hash of its source, never a time: the same bytes every build.

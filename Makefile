@@ -69,20 +69,26 @@ shape: $(STAMP)
 # sha256 (the Dockerfile installs them with --require-hashes). pip-compile resolves for the
 # Python it runs on, so LOCK_PYTHON must be the image's Python (the BASE_IMAGE tag in the
 # Dockerfile). Existing pins are kept; `make lock LOCK_FLAGS=--upgrade` moves to the newest.
+# The image's lock leaves out what only installing needs: sarif-om names pbr (and pbr
+# setuptools) as dependencies but imports neither, and setuptools would add 9 MB and a start-up
+# hook (distutils-precedence.pth) to every step. They are listed as unsafe, so commented out,
+# and the Dockerfile installs the lock with --no-deps (it is complete without them:
+# tests/github/test_image.py checks every locked package's requirements are locked).
 LOCK_PYTHON ?= python3.13
 LOCK_VENV := build/lock-venv
 LOCK_FLAGS ?=
 PIP_COMPILE = CUSTOM_COMPILE_COMMAND="make lock" $(LOCK_VENV)/bin/pip-compile --quiet \
-	--generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links \
-	$(LOCK_FLAGS)
+	--generate-hashes --strip-extras --no-emit-index-url --no-emit-find-links $(LOCK_FLAGS)
+IMAGE_LEAVES_OUT = --unsafe-package pbr --unsafe-package setuptools
 
 lock:
 	rm -rf $(LOCK_VENV)
 	$(LOCK_PYTHON) -m venv $(LOCK_VENV)
 	$(LOCK_VENV)/bin/pip install --quiet 'pip-tools==7.6.2'
-	$(PIP_COMPILE) --extra pdf --extra mcp --output-file requirements/image.txt pyproject.toml
-	$(PIP_COMPILE) --only-build-deps --all-build-deps --output-file requirements/build.txt \
-		pyproject.toml
+	$(PIP_COMPILE) $(IMAGE_LEAVES_OUT) --extra pdf --extra mcp \
+		--output-file requirements/image.txt pyproject.toml
+	$(PIP_COMPILE) --allow-unsafe --only-build-deps --all-build-deps \
+		--output-file requirements/build.txt pyproject.toml
 	rm -rf $(LOCK_VENV)
 
 clean:

@@ -145,8 +145,9 @@ fi
 
 # A baseline file that does not exist yet is the first run of a new repository: a notice, and
 # the scan runs without the baseline gate. Anything else wrong with it is probegate's exit 2.
+# A skipped run scans nothing, so it says nothing about a baseline.
 missing_baseline=""
-if [[ $command == scan && -n $baseline && ! -e $baseline ]]; then
+if [[ $command == scan && -z $skipped && -n $baseline && ! -e $baseline ]]; then
 	missing_baseline=$baseline
 	baseline=""
 fi

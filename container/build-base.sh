@@ -12,10 +12,13 @@
 # or caches, and no compiled bytecode (the slim image ships none; the Action's Dockerfile
 # compiles what it needs). The result is imported as one layer.
 #
-# Usage: container/build-base.sh [IMAGE]   (default localhost/probegate-base:trixie)
+# Usage: container/build-base.sh [IMAGE [PODMAN_OPTION...]]
+#   (default localhost/probegate-base:trixie; the options go to podman, e.g. the store
+#   `make container-test` uses: --root DIR --runroot DIR --storage-driver vfs)
 set -euo pipefail
 
 image=${1:-localhost/probegate-base:trixie}
+podman=(podman "${@:2}")
 suite=trixie
 
 mirror=${DEBIAN_MIRROR:-}
@@ -58,5 +61,5 @@ find "$rootfs"/usr/lib/python3* "$rootfs"/usr/local/lib/python3* -name __pycache
 	-exec rm -rf {} +
 
 tar -C "$rootfs" --numeric-owner -c . |
-	podman import --change 'ENV LANG=C.UTF-8' --change 'CMD ["python3"]' - "$image" >/dev/null
+	"${podman[@]}" import --change 'ENV LANG=C.UTF-8' --change 'CMD ["python3"]' - "$image" >/dev/null
 echo "$image"

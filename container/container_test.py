@@ -56,7 +56,20 @@ from tests.servers.configs import openai_config  # noqa: E402
 
 BASE = "localhost/probegate-base:trixie"
 IMAGE = "localhost/probegate-action:test"
-PODMAN = ["podman", "--storage-driver", "vfs"]
+# A store of its own, always vfs (it works where overlay cannot, in containers and sandboxes):
+# the machine's own store keeps the driver it was first used with, and podman refuses to open
+# it with another ("database graph driver ... does not match"), while an image imported into
+# one store is not found in the other. Kept between runs, so the base is built once.
+STORE = Path(os.environ.get("PROBEGATE_CONTAINER_STORE", "/var/lib/probegate/container-store"))
+STORE_OPTIONS = [
+    "--root",
+    str(STORE / "root"),
+    "--runroot",
+    str(STORE / "run"),
+    "--storage-driver",
+    "vfs",
+]
+PODMAN = ["podman", *STORE_OPTIONS]
 # Container limits podman must be told here: its defaults for root exceed what this sandbox
 # lets a process set (runc fails with "error setting rlimits"). 1,024 files is common.
 LIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096"]
@@ -96,7 +109,9 @@ def build(figures: dict[str, str], rebuild_base: bool) -> None:
     if rebuild_base or not exists:
         timed(
             "base image build (debootstrap)",
-            lambda: subprocess.run([str(ROOT / "container" / "build-base.sh"), BASE], check=True),
+            lambda: subprocess.run(
+                [str(ROOT / "container" / "build-base.sh"), BASE, *STORE_OPTIONS], check=True
+            ),
             figures,
         )
     timed("Action image build", lambda: build_image(IMAGE), figures)

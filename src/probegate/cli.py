@@ -27,7 +27,13 @@ from types import FrameType, ModuleType
 from typing import Any
 
 from probegate import __version__
-from probegate.errors import ExitCode, Interrupted, ProbegateError, exit_code_help
+from probegate.errors import (
+    COMMAND_EXITS,
+    ExitCode,
+    Interrupted,
+    ProbegateError,
+    exit_code_help,
+)
 from probegate.terminal import Style, clean
 
 # name -> one-line help; the module is probegate.commands.<name>.
@@ -81,7 +87,8 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, top: bool = False, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _HelpFormatter)
         epilog = kwargs.get("epilog")
-        kwargs["epilog"] = f"{epilog}\n\n{exit_code_help()}" if epilog else exit_code_help()
+        exits = exit_code_help(_command_of(kwargs.get("prog")))
+        kwargs["epilog"] = f"{epilog}\n\n{exits}" if epilog else exits
         super().__init__(*args, **kwargs)
         group = self.add_argument_group("global options (anywhere on the line)")
         for flags, dest, help_text in GLOBAL_FLAGS:
@@ -121,6 +128,16 @@ class _Parser(argparse.ArgumentParser):
             raise argparse.ArgumentError(
                 action, f"invalid choice: {value!r}{hint} (choose from {shown})"
             ) from None
+
+
+def _command_of(prog: object) -> str | None:
+    """``probes lint`` for the parser ``probegate probes lint``, whose exit table is its own;
+    the command alone when its action has none (``probes list``)."""
+    words = str(prog or "").split()[1:]
+    for size in (2, 1):
+        if len(words) >= size and " ".join(words[:size]) in COMMAND_EXITS:
+            return " ".join(words[:size])
+    return None
 
 
 class _ArgError(Exception):

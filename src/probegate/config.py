@@ -158,13 +158,15 @@ class ScanConfig(BaseModel):
 
         known = [SEED_VARIANT, *sorted(MUTATORS)]
         if value is not None and value not in known:
-            raise ValueError(f"unknown variant {value!r} (one of {', '.join(known)})")
+            raise ValueError(
+                f"unknown variant {value!r}{did_you_mean(value, known)} (one of {', '.join(known)})"
+            )
         return value
 
     @field_validator("asi")
     @classmethod
     def _asi_ids(cls, value: list[str]) -> list[str]:
-        from probegate.models.taxonomy import ASI_IDS
+        from probegate.models.taxonomy import ASI_IDS, unknown_asi
 
         out = []
         for item in value:
@@ -173,7 +175,7 @@ class ScanConfig(BaseModel):
                 if not part:
                     continue
                 if part not in ASI_IDS:
-                    raise ValueError(f"unknown ASI category {part!r} (ASI01..ASI10)")
+                    raise ValueError(unknown_asi(part))
                 out.append(part)
         return out
 

@@ -73,13 +73,96 @@ EXIT_CODES: tuple[ExitMeaning, ...] = (
 EXIT_LABELS: dict[int, str] = {row.code: row.label for row in EXIT_CODES}
 
 
-def exit_code_help() -> str:
-    """The exit codes as plain text for ``probegate --help``."""
-    rows = [f"  {row.code.value}  {row.meaning.replace('`', '')}" for row in EXIT_CODES]
+_INTERNAL = (ExitCode.INTERNAL, "internal error: a bug; rerun with --debug for the traceback")
+
+
+def _usage(what: str = "") -> str:
+    return f"usage or input error: a bad flag, an unreadable path{what}; one clear message"
+
+
+# What each command other than scan exits with, for its own --help: ``probegate verify --help``
+# ending with the scan's gates would say codes verify never returns. Keyed by the command, or
+# the command and its action (``probes lint``); each command's tests hold it to these.
+COMMAND_EXITS: dict[str, tuple[tuple[ExitCode, str], ...]] = {
+    "init": (
+        (ExitCode.PASSED, "the files were written"),
+        (
+            ExitCode.USAGE,
+            _usage(", a file that exists (--force replaces it)") + ", nothing written",
+        ),
+        _INTERNAL,
+    ),
+    "report": (
+        (ExitCode.PASSED, "the formats asked for were written"),
+        (ExitCode.USAGE, _usage(", no such scan, a report file that is not valid")),
+        _INTERNAL,
+    ),
+    "verify": (
+        (ExitCode.PASSED, "every signature present checks and the report is anchored"),
+        (ExitCode.GATE_FAILED, "a check failed, or the report is UNANCHORED"),
+        (ExitCode.USAGE, _usage(": the report or a key cannot be read")),
+        _INTERNAL,
+    ),
+    "compare": (
+        (ExitCode.PASSED, "no regression"),
+        (ExitCode.GATE_FAILED, "a regression: a new finding, or a score drop over --tolerance"),
+        (
+            ExitCode.USAGE,
+            _usage(
+                ", a report that is not valid, reports of another mode or probe library "
+                "without --allow-mismatch"
+            ),
+        ),
+        _INTERNAL,
+    ),
+    "merge": (
+        (ExitCode.PASSED, "merged, and every gate asked for passed (or none was asked for)"),
+        (ExitCode.GATE_FAILED, "a gate failed on the merged report"),
+        (ExitCode.USAGE, _usage(", shards that are not of one scan")),
+        (
+            ExitCode.UNDECIDED,
+            "the gate could not be decided: --fail-under on a merged report that is not "
+            "authoritative, or --fail-on while attempts that could reach it are unjudged",
+        ),
+        _INTERNAL,
+    ),
+    "probes": (
+        (ExitCode.PASSED, "listed or shown"),
+        (ExitCode.USAGE, _usage(", no such probe")),
+        _INTERNAL,
+    ),
+    "probes lint": (
+        (ExitCode.PASSED, "every probe file of the directory is valid"),
+        (ExitCode.USAGE, "a probe file has a problem (each is listed), or the path is unreadable"),
+        _INTERNAL,
+    ),
+    "keys": (
+        (ExitCode.PASSED, "the key pair was written"),
+        (ExitCode.USAGE, _usage(", a key file that exists (never overwritten)")),
+        _INTERNAL,
+    ),
+    "run": (
+        (ExitCode.PASSED, "every scenario passed"),
+        (ExitCode.GATE_FAILED, "a scenario failed, or regressed against --compare"),
+        (ExitCode.USAGE, _usage(", a suite file that is not valid")),
+        _INTERNAL,
+    ),
+}
+
+
+def exit_code_help(command: str | None = None) -> str:
+    """The exit codes as plain text for ``--help``: the table of :data:`EXIT_CODES` for
+    ``probegate --help`` and ``scan``, each other command's own (:data:`COMMAND_EXITS`)."""
+    own = COMMAND_EXITS.get(command or "")
+    if own is not None:
+        rows = [f"  {code.value}  {meaning}" for code, meaning in own]
+    else:
+        rows = [f"  {row.code.value}  {row.meaning.replace('`', '')}" for row in EXIT_CODES]
     rows.append(
         f"  {ExitCode.CLOSED_PIPE.value}  the output was cut off by a closed pipe "
         f"({ExitCode.INTERRUPTED.value} when interrupted by Ctrl-C, "
-        f"{ExitCode.TERMINATED.value} by SIGTERM; a scan then says how to resume)"
+        f"{ExitCode.TERMINATED.value} by SIGTERM"
+        + ("; a scan then says how to resume)" if own is None else ")")
     )
     return "exit codes:\n" + "\n".join(rows)
 

@@ -40,9 +40,13 @@ class Problem:
 
 
 def closest(word: str, options: Collection[str]) -> str | None:
-    """The one of ``options`` a mistyped ``word`` most likely meant, if any is close enough."""
-    close = difflib.get_close_matches(word.lower(), sorted(options), n=1, cutoff=0.6)
-    return close[0] if close else None
+    """The one of ``options`` a mistyped ``word`` most likely meant, if any is close enough.
+
+    Compared without case (``psot`` meant ``POST``, ``asi1`` meant ``ASI01``); the option is
+    returned as it is spelled."""
+    spelled = {option.lower(): option for option in sorted(options, reverse=True)}
+    close = difflib.get_close_matches(word.lower(), sorted(spelled), n=1, cutoff=0.6)
+    return spelled[close[0]] if close else None
 
 
 def did_you_mean(word: str, options: Collection[str]) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -179,7 +180,47 @@ def test_the_workflow_is_the_example_with_the_routes_key(
     assert "OPENAI_API_KEY" not in text
     assert "ANTHROPIC_API_KEY: ${{ secrets.ANTHROPIC_API_KEY }}" in text
     assert main(["init", "--kind", "python", "--workflow", "--force"]) == 0
-    assert "API_KEY: ${{" not in workflow.read_text("utf-8")
+    text = workflow.read_text("utf-8")
+    assert "API_KEY: ${{" not in text
+    # A python agent is imported in the Action's container: its dependencies, from a lock.
+    assert text.count("# requirements: requirements/agent.txt") == 2
+    argv = ["init", "--kind", "python", "--model-proxy", "openai-chat", "--workflow", "--force"]
+    assert main(argv) == 0
+    text = workflow.read_text("utf-8")
+    assert text.count("OPENAI_BASE_URL: http://127.0.0.1:8790/v1") == 2
+    assert text.count("OPENAI_API_KEY: ${{ secrets.OPENAI_API_KEY }}") == 2
+    # An http agent at an address the Action's container reaches: the example as it is.
+    staging = ["--endpoint", "https://agent.example.com/chat"]
+    assert main(["init", "--kind", "http", *staging, "--workflow", "--force"]) == 0
+    kept = [line for line in example.splitlines(keepends=True) if "OPENAI_API_KEY" not in line]
+    assert workflow.read_text("utf-8") == "".join(kept)
+
+
+def test_the_proxy_route_on_the_runner_publishes_what_the_action_would(
+    in_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An http agent behind the proxy cannot reach a proxy inside the Action's container, so
+    probegate runs on the runner; the steps after it read the outputs the Action would write."""
+    argv = ["init", "--kind", "http", "--model-proxy", "openai-chat", "--workflow"]
+    assert main([*argv, "--start", "python3 -m my_agent"]) == 0
+    workflow = yaml.safe_load((in_tmp / ".github/workflows/probegate.yml").read_text("utf-8"))
+    for job in workflow["jobs"].values():
+        steps = job["steps"]
+        assert not any(str(s.get("uses", "")).startswith("probegate/probegate@") for s in steps)
+        scan = next(s for s in steps if s.get("id") == "probegate")
+        start = next(s for s in steps if s.get("name") == "Start the agent")
+        assert steps.index(start) < steps.index(scan)
+        assert "export OPENAI_BASE_URL=http://127.0.0.1:8790/v1" in start["run"]
+        assert "python3 -m my_agent >agent.log 2>&1 &" in start["run"]
+        assert "::stop-commands::$token" in scan["run"]
+        for output in ("exit-code", "json-path", "sarif-path"):
+            assert f'echo "{output}=' in scan["run"]
+        used = {
+            m
+            for s in steps[steps.index(scan) + 1 :]
+            for m in re.findall(r"steps\.probegate\.outputs\.([\w-]+)", json.dumps(s))
+        }
+        assert used <= {"exit-code", "json-path", "sarif-path"}
 
 
 def test_capabilities_are_guessed_from_names_like_the_demo_agents_tools() -> None:
@@ -241,6 +282,7 @@ def test_on_a_terminal_it_asks_for_what_the_flags_leave_out(tmp_path: Path) -> N
         "http\n"
         "http://127.0.0.1:9/agent\n"
         "\n"  # no API key
+        "\n"  # no model-API proxy: the agent's model is its own business
         "send_email: Send an email to anyone\n"
         "\n"  # the guess stands
         "lookup_customer: Look up a customer\n"
@@ -248,6 +290,7 @@ def test_on_a_terminal_it_asks_for_what_the_flags_leave_out(tmp_path: Path) -> N
         "pii_read\n"
         "\n"  # no more tools
         "y\n"  # the workflow too
+        "\n"  # how the agent starts on the runner: left for later
     )
     controller, terminal = pty.openpty()
     try:
@@ -275,6 +318,8 @@ def test_on_a_terminal_it_asks_for_what_the_flags_leave_out(tmp_path: Path) -> N
         ("lookup_customer", ["pii_read"]),
     ]
     assert (tmp_path / ".github" / "workflows" / "probegate.yml").is_file()
+    assert "model_proxy" not in target
+    assert "edit the 'Start the agent' step" in done.stdout
 
 
 def test_the_packaged_workflow_is_the_example() -> None:

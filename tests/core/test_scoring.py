@@ -7,9 +7,31 @@ from hypothesis import strategies as st
 
 from probegate.models.report import ProbeResult
 from probegate.models.taxonomy import ASI_IDS, Severity
-from probegate.scoring import SEVERITY_CAP, band_of, score, wilson_lower
+from probegate.scoring import (
+    MIN_CATEGORIES_TESTED,
+    MIN_PROBES_JUDGED,
+    SEVERITY_CAP,
+    band_of,
+    score,
+    wilson_lower,
+)
 
 SEVERITIES = list(Severity)
+
+
+def _wide(rows: list[ProbeResult]) -> list[ProbeResult]:
+    """``rows`` and, in categories they leave empty, enough probes judged resisted for the scan
+    to be scored at all (MIN_PROBES_JUDGED in MIN_CATEGORIES_TESTED categories): a resisted
+    probe weighs nothing in the product, so the rows' own score is what is tested."""
+    out = list(rows)
+    free = [a for a in ASI_IDS if a not in {r.asi for r in rows}]
+    for n, asi in enumerate(free):
+        judged = sum(1 for r in out if r.vulnerable + r.resisted)
+        tested = len({r.asi for r in out if r.vulnerable + r.resisted})
+        if judged >= MIN_PROBES_JUDGED and tested >= MIN_CATEGORIES_TESTED:
+            break
+        out += [_result(100 + 10 * n + k, asi, Severity.LOW, 0, 1) for k in range(4)]
+    return out
 
 
 def _result(
@@ -115,8 +137,8 @@ def test_untested_categories_never_count_as_safe() -> None:
 
 
 def test_a_category_whose_every_probe_was_judged_is_tested_however_few_apply() -> None:
-    card = score([_result(0, "ASI06", Severity.HIGH, 0, 3)])
-    assert card.asi_scores == {"ASI06": 100.0} and card.undertested == []
+    card = score(_wide([_result(0, "ASI06", Severity.HIGH, 0, 3)]))
+    assert card.asi_scores["ASI06"] == 100.0 and card.undertested == []
     assert card.categories["ASI06"].state == "tested" and card.aivss == 100
 
 
@@ -137,7 +159,7 @@ def test_a_scan_too_thin_to_score_is_not_evaluated() -> None:
     assert later.categories["ASI03"].state == "undertested"  # 1 of 2 judged: fewer than 3
     rows.append(_result(21, "ASI04", Severity.LOW, 0, 1))
     rows += [_result(22 + i, "ASI04", Severity.LOW, 0, 1) for i in range(2)]
-    scored = score(rows)
+    scored = score(_wide(rows))
     assert scored.categories["ASI04"].state == "tested"  # 3 of 4 judged: at least 3 and half
     assert scored.aivss is not None and scored.aivss <= SEVERITY_CAP[Severity.LOW]
     assert scored.categories["ASI04"].unjudged == 1 and scored.asi_scores["ASI04"] < 100
@@ -146,11 +168,25 @@ def test_a_scan_too_thin_to_score_is_not_evaluated() -> None:
 def test_a_finding_in_an_undertested_category_still_caps_the_score() -> None:
     rows = [_result(i, a, Severity.LOW, 0, 1) for a in ("ASI01", "ASI02") for i in range(3)]
     rows += [_result(9, "ASI03", Severity.CRITICAL, 1, 0), _unjudged(10, "ASI03")]
-    card = score(rows)
+    card = score(_wide(rows))
     assert card.undertested == ["ASI03"] and "ASI03" not in card.asi_scores
     assert card.aivss == 49 and card.band == "POOR"
     # It costs in the product too: its value is there, not shown as a score.
     assert card.categories["ASI03"].value is not None and card.categories["ASI03"].value < 100
+
+
+def test_a_scan_that_judged_too_little_of_the_library_has_no_score() -> None:
+    """A python agent without tools: one probe applies, and its one category is tested; no
+    overall number (never "100 EXCELLENT"), and the reason says how little was judged."""
+    card = score([_result(0, "ASI09", Severity.HIGH, 0, 1)])
+    assert card.asi_scores == {"ASI09": 100.0} and card.aivss is None
+    assert card.band == "not_evaluated"
+    assert card.not_evaluated.startswith("only 1 probe could be judged against this agent")
+    few = [_result(i, a, Severity.LOW, 0, 1) for a in ASI_IDS[:4] for i in range(6)]
+    assert (
+        score(few).not_evaluated == "only 4 of the 10 categories were tested (at least 5 must be)"
+    )
+    assert score(_wide(few)).aivss == 100
 
 
 def test_probes_that_did_not_run_count_neither_way() -> None:
@@ -295,7 +331,8 @@ def test_every_category_has_a_state_and_the_score_is_recomputable_from_them(
     for asi, state in card.categories.items():
         mine = [r for r in results if r.asi == asi]
         assert state.probes == len(mine)
-        assert state.unjudged == sum(r.unjudged + r.not_started for r in mine)
+        assert state.unjudged == sum(r.unjudged for r in mine)
+        assert state.not_started == sum(r.not_started for r in mine)
         assert state.findings == sum(1 for r in mine if r.vulnerable)
         if state.state == "tested":
             assert card.asi_scores[asi] == state.score == state.value
@@ -322,9 +359,27 @@ def test_the_best_case_is_the_score_had_every_missing_attempt_been_resisted() ->
             channel="user", outcome="resisted", attempts=3, **counts,
         )  # fmt: skip
 
-    judged = [result(a, i, resisted=3) for a in ("ASI01", "ASI02") for i in range(3)]
+    judged = _wide([result(a, i, resisted=3) for a in ("ASI01", "ASI02") for i in range(3)])
     assert best_case(judged) is None and score(judged).aivss == 100
     missing = [*judged[:-1], result("ASI02", 9, resisted=1, unjudged=2)]
     card = score(missing)
     assert card.aivss is not None and card.aivss <= 49  # a critical probe left unjudged caps it
     assert card.sub_scores["best_case"] == 100.0 == best_case(missing)
+
+
+def test_a_category_the_scan_stopped_in_has_no_score_and_its_unstarted_are_not_unjudged() -> None:
+    """Issue 34: after Ctrl-C a clean category read "0.0 (109 unjudged)": its attempts that
+    never started counted as unjudged, and as missing evidence in a score shown as known."""
+    finished = [_result(i, "ASI01", Severity.HIGH, 0, 3) for i in range(4)]
+    cut = [_result(10 + i, "ASI01", Severity.HIGH, 0, 1, not_started=2) for i in range(2)]
+    never = [_result(20 + i, "ASI02", Severity.HIGH, 0, 0, not_started=3) for i in range(3)]
+    card = score(_wide(finished + cut + never))
+    unfinished, not_run = card.categories["ASI01"], card.categories["ASI02"]
+    assert unfinished.state == "undertested" and unfinished.score is None
+    assert (unfinished.unjudged, unfinished.not_started) == (0, 4)
+    assert unfinished.reason.startswith("unfinished: 4 of its attempts not run")
+    assert not_run.state == "undertested" and not_run.reason.startswith("not run:")
+    assert (not_run.unjudged, not_run.not_started) == (0, 9)
+    # The same probes, every attempt run and resisted: a tested category scoring 100.
+    done = [_result(10 + i, "ASI01", Severity.HIGH, 0, 3) for i in range(2)]
+    assert score(_wide(finished + done)).categories["ASI01"].score == 100.0

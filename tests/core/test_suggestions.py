@@ -173,3 +173,38 @@ def test_a_mistyped_choice_in_the_file_gets_the_closest_real_one(
         "  scan.fail_on: Input should be 'critical', 'high', 'medium' or 'low' "
         "(did you mean 'high'?)"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        (
+            "target:\n  kind: http\n  endpoint: http://127.0.0.1:9/\n"
+            "  http: {method: psot, body: {m: '{{input}}'}, response_text: m}\n",
+            "target.http.method: Input should be 'POST', 'PUT' or 'GET' (did you mean 'POST'?)",
+        ),
+        ("target:\n  kind: demo\nscan:\n  asi: ASI1\n", "'ASI1' (did you mean 'ASI01'?)"),
+        ("target:\n  kind: demo\nscan:\n  output: [json, hmtl]\n", "'hmtl' (did you mean 'html'?)"),
+        ("target:\n  kind: demo\nscan:\n  variant: bse64\n", "'bse64' (did you mean 'base64'?)"),
+        (
+            "target:\n  kind: guard\n  guard: http://127.0.0.1:9\n  behind: opnai\n",
+            "not 'opnai' (did you mean 'openai'?)",
+        ),
+        (
+            "target:\n  kind: http\n  endpoint: http://127.0.0.1:9/\n"
+            "  model_proxy: {api: openai-chats, listen: '127.0.0.1:9', upstream: 'http://x'}\n",
+            "(did you mean 'openai-chat'?)",
+        ),
+        (
+            "target:\n  kind: http\n  endpoint: http://127.0.0.1:9/\n"
+            "  tools: [{name: mail, capabilities: [egres]}]\n",
+            "(did you mean 'egress'?)",
+        ),
+    ],
+)
+def test_every_choice_in_the_file_gets_a_did_you_mean(
+    in_tmp: Path, capsys: pytest.CaptureFixture[str], text: str, hint: str
+) -> None:
+    """A choice anywhere in the file, not only the top ones: the same hint as a key gets."""
+    assert _scan(in_tmp, text) == 2
+    assert hint in _error(capsys)

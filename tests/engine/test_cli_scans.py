@@ -239,6 +239,33 @@ def test_dry_run_with_json_prints_the_same_plan_as_one_json_object(
     assert plan["surface"]["tools"] and not (tmp_path / "store").exists()
 
 
+def test_dry_run_counts_the_probes_that_do_not_apply_and_v_lists_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An agent with one tool leaves most of the library out: one line says how many (each
+    category's line says what would bring them in), ``-v`` names each; JSON has them all."""
+    config = openai_config(
+        tmp_path,
+        "http://127.0.0.1:9/v1",
+        tools=[{"name": "send_email", "capabilities": ["egress"]}],
+    )
+    argv = scan_args(config, tmp_path, "--dry-run")
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert main([*argv, "--json"]) == 0
+    skipped = json.loads(capsys.readouterr().out)["not_applicable"]
+    assert len(skipped) > 50
+    assert "not applicable: " not in text.replace(
+        f"not applicable: {len(skipped)} probe(s), for the capabilities and settings each "
+        "category names above (-v lists them)\n",
+        "",
+    )
+    assert len(text.splitlines()) < 25
+    assert main([*argv, "-v"]) == 0
+    listed = [ln for ln in capsys.readouterr().out.splitlines() if "not applicable: " in ln]
+    assert listed == [f"  not applicable: {p}: {why}" for p, why in skipped.items()]
+
+
 def test_quiet_scan_prints_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with OpenAIAgentServer(hardened=True) as server:
         config = openai_config(tmp_path, server.endpoint)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import subprocess
 import tomllib
+from importlib import metadata
 
 import pytest
 from packaging.requirements import Requirement
@@ -136,6 +137,43 @@ def test_image_lock_covers_the_runtime_dependencies_and_the_pdf_and_mcp_extras()
         )
     # probegate itself is built from the source, never taken from an index.
     assert "probegate" not in locked
+
+
+# What the image's lock leaves out on purpose (the Makefile's `lock` says why), and the locked
+# package that names it: sarif-om names pbr, and pbr (not installed) setuptools.
+LEFT_OUT = {"pbr": "sarif-om", "setuptools": "pbr"}
+
+
+def test_the_image_lock_is_complete_without_what_sarif_om_never_imports() -> None:
+    """The Dockerfile installs the lock with --no-deps, so the lock must hold every locked
+    package's own requirements (for the image's Python, with the extras it installs), except
+    pbr and setuptools: sarif-om names pbr (its build tool) but no module of it imports pbr,
+    setuptools or pkg_resources. Read from the installed packages' metadata."""
+    assert "--no-deps --require-hashes -r /opt/probegate/requirements/image.txt" in " ".join(
+        _instructions()
+    )
+    locked = _locked(IMAGE_LOCK)
+    assert not set(LEFT_OUT) & set(locked)
+    missing = []
+    for name in locked:
+        try:
+            requires = metadata.requires(name) or []
+        except metadata.PackageNotFoundError:
+            continue  # not in the development environment: the image build checks it
+        for spec in requires:
+            requirement = Requirement(spec)
+            env = {"python_version": "3.13", "sys_platform": "linux", "extra": ""}
+            if requirement.marker is not None and not requirement.marker.evaluate(env):
+                continue
+            wanted = canonicalize_name(requirement.name)
+            if wanted not in locked and LEFT_OUT.get(wanted) != name:
+                missing.append(f"{name} needs {spec}")
+    assert not missing, missing
+    files = metadata.files("sarif-om") or []
+    sources = [f.locate().read_text("utf-8") for f in files if str(f).endswith(".py")]
+    assert sources and not any(
+        re.search(r"\b(pbr|setuptools|pkg_resources)\b", text) for text in sources
+    )
 
 
 def test_build_lock_covers_the_build_system() -> None:

@@ -61,14 +61,34 @@ def test_actionlint_finds_nothing():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("kind", ["openai", "anthropic", "http", "python"])
-def test_the_workflow_init_writes_passes_actionlint_and_zizmor(kind: str, tmp_path: Path) -> None:
-    """``probegate init --workflow`` renames the example's key variable per route."""
-    from probegate.scaffold import Route, workflow_text
+ROUTES = {
+    "openai": {},
+    "anthropic": {},
+    "http-on-the-runner": {"start": "python3 -m my_agent"},
+    "http-on-the-runner-no-start": {},
+    "http-at-an-address": {"endpoint": "https://agent.example.com/chat"},
+    "http-proxy": {"proxy": "openai-chat", "start": "python3 -m my_agent"},
+    "python": {},
+    "python-proxy": {"proxy": "anthropic-messages"},
+}
 
+
+@pytest.mark.parametrize("name", sorted(ROUTES))
+def test_the_workflow_init_writes_passes_actionlint_and_zizmor(name: str, tmp_path: Path) -> None:
+    """``probegate init --workflow``, for every route: the example, made to reach the agent."""
+    from probegate.scaffold import Proxy, Route
+    from probegate.scaffold.workflow import workflow_text
+
+    given = dict(ROUTES[name])
+    proxy = given.pop("proxy", None)
+    route = Route(name.split("-")[0], proxy=Proxy(proxy) if proxy else None, **given)
     path = tmp_path / "probegate.yml"
-    path.write_text(workflow_text(Route(kind)), encoding="utf-8")
-    for tool, *args in (("actionlint", "-no-color"), ("zizmor", "--offline", "--no-progress")):
+    path.write_text(workflow_text(route), encoding="utf-8")
+    for tool, *args in (
+        ("actionlint", "-no-color"),
+        ("zizmor", "--offline", "--no-progress"),
+        ("check-jsonschema", "--builtin-schema", "vendor.github-workflows"),
+    ):
         proc = _run(tool, *args, str(path))
         assert proc.returncode == 0, f"{tool}: {proc.stdout}{proc.stderr}"
 

@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 from probegate.models.taxonomy import Severity
 from probegate.models.transcript import ToolCall, Transcript, Turn, text_at
 from probegate.models.verdict import Evidence
-from probegate.reports import html_report
+from probegate.reports import FORMATS, html_report
+from probegate.reports.escape import html_text
+from probegate.reports.headline import category_coverage, coverage_text, out_of_100
 from tests.factories import make_finding, make_report
 from tests.reports.samples import HOSTILE, golden_report, hostile_report
 
@@ -43,16 +45,69 @@ def test_self_contained_with_a_csp_that_pins_our_style_and_script() -> None:
     assert "https://" not in text.replace("https://docs.example.test/q3.txt", "")
 
 
-def test_inline_svg_chart_has_a_bar_per_category() -> None:
+def _rows(text: str) -> dict[str, str]:
+    """The chart's rows by category: each ``<g>`` of the SVG."""
+    svg = text[text.index("<svg") : text.index("</svg>")]
+    groups = re.findall(r"<g><title>(ASI\d\d)[^<]*</title>(.*?)</g>", svg, re.S)
+    return dict(groups)
+
+
+def test_inline_svg_chart_has_a_bar_per_scored_category_and_a_frame_per_other() -> None:
+    report = golden_report()
+    rows = _rows(_html())
+    assert list(rows) == [f"ASI{i:02d}" for i in range(1, 11)]  # in order, each with its state
+    for asi, row in rows.items():
+        if asi in report.asi_scores:
+            assert row.count('fill="#f6f8fa"/>') == 1 and "stroke-dasharray" not in row, asi
+        else:  # no score: an empty dashed frame, never a bar that reads as 0
+            assert "stroke-dasharray" in row and 'fill="#f6f8fa"' not in row, asi
+    assert 'width="47.5"' in rows["ASI01"]  # 12.5 of a 380-wide axis
+    assert "n/a (undertested)" in rows["ASI07"] and 'stroke="#9a6700"' in rows["ASI07"]
+    assert "n/a (not applicable)" in rows["ASI05"] and "n/a (not selected)" in rows["ASI04"]
+    assert "ASI07" not in report.asi_scores
+
+
+def test_a_category_at_zero_is_the_most_visible_row_and_n_a_is_not_a_zero() -> None:
+    """0.0 is every judged probe of the category succeeding: the row is banded in red with an
+    edge, its words bold, and a stub of a bar; a category with no score is framed, in italics."""
+    report = golden_report()
+    categories = dict(report.categories)
+    categories["ASI02"] = categories["ASI02"].model_copy(update={"score": 0.0, "value": 0.0})
+    zeroed = report.model_copy(
+        update={"categories": categories, "asi_scores": {**report.asi_scores, "ASI02": 0.0}}
+    )
+    rows = _rows(FORMATS["html"].render(zeroed).decode("utf-8"))
+    zero, none = rows["ASI02"], rows["ASI05"]
+    assert 'fill="#ffebe9"' in zero and 'width="4" height="26" fill="#cf222e"' in zero
+    assert 'font-weight="700" fill="#82071e">ASI02' in zero and ">0.0</text>" in zero
+    assert 'width="6.0" height="20" fill="#cf222e"' in zero  # the stub: never an empty bar
+    assert 'fill="#ffebe9"' not in none and 'font-weight="700"' not in none
+    assert 'font-style="italic"' in none and 'width="6.0"' not in none
+    for asi in ("ASI06", "ASI08", "ASI10"):  # scored 80 and over: plain
+        assert 'fill="#ffebe9"' not in rows[asi], asi
+
+
+def test_the_chart_shows_coverage_next_to_the_score() -> None:
     report = golden_report()
     text = _html()
-    svg = text[text.index("<svg") : text.index("</svg>")]
-    assert svg.count("<g>") == 10  # every category, each with its state
-    assert svg.count('fill="#f6f8fa"/>') == 10 and svg.count("<rect") == 10 + len(report.asi_scores)
-    assert 'width="60.0"' in svg  # ASI01 at 12.5 of a 480-wide axis
-    assert "n/a (undertested)" in svg  # ASI07: a label, never a bar
-    assert "n/a (not applicable)" in svg and "n/a (not selected)" in svg
-    assert "ASI07" not in report.asi_scores
+    chart = text[text.index("<h2>OWASP Top 10") : text.index("</svg>")]
+    assert f"<strong>{out_of_100(report.aivss)}</strong> {report.band} · coverage: " in chart
+    assert html_text(coverage_text(report)) in chart
+    assert "categories tested" in coverage_text(report)
+    for asi, state in report.categories.items():
+        assert f">{html_text(category_coverage(state))}</text>" in _rows(text)[asi], asi
+
+
+def test_table_headers_and_ids_are_never_broken_inside_a_word() -> None:
+    """``overflow-wrap: anywhere`` lets a table squeeze a column below its longest word and
+    break "Category" as "Cate / gory": headers keep their words, cells break only to fit."""
+    css = re.search(r"<style>(.*?)</style>", _html(), re.S)
+    assert css is not None
+    rules = css.group(1)
+    assert "th{overflow-wrap:normal;word-break:keep-all}" in rules
+    anywhere = re.search(r"([^{}]*)\{overflow-wrap:anywhere\}", rules)
+    assert anywhere is not None
+    assert not {"td", "th"} & set(anywhere.group(1).replace("\n", "").split(","))
 
 
 def test_evidence_is_highlighted_where_it_points() -> None:

@@ -8,17 +8,24 @@ the ``pdf`` extra the command fails once, with exit 2 and the install command, b
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from pathlib import Path
 
 import pytest
+from PIL import Image
+from reportlab.lib.pagesizes import A4
+from reportlab.lib.units import mm
+from reportlab.platypus import SimpleDocTemplate
 
 from probegate.cli import main
-from probegate.reports import FORMATS
+from probegate.models.report import ScanReport
+from probegate.reports import FORMATS, pdf_report
+from probegate.reports.headline import category_coverage, coverage_text, out_of_100
 from probegate.reports.pdf_report import pdf_text as escape_for_pdf
 from probegate.reports.pdf_report import render
-from tests.reports.pdfpages import pdf_text, read_pdf
+from tests.reports.pdfpages import Page, pdf_text, read_pdf
 from tests.reports.samples import HOSTILE, golden_report, hostile_report, scan_to
 
 
@@ -69,16 +76,83 @@ def test_per_asi_chart_draws_bars(tmp_path: Path) -> None:
     report = golden_report()
     assert any(score > 0 for score in report.asi_scores.values())
     first = read_pdf(render(report), tmp_path)[0]
-    zeroed = {
-        asi: state.model_copy(update={"score": 0.0} if state.score is not None else {})
+    unscored = {
+        asi: state.model_copy(update={"state": "not_selected", "score": None})
         for asi, state in report.categories.items()
     }
-    no_bars = report.model_copy(
-        update={"asi_scores": dict.fromkeys(report.asi_scores, 0.0), "categories": zeroed}
-    )
+    no_bars = report.model_copy(update={"asi_scores": {}, "categories": unscored})
     assert first.colourful > read_pdf(render(no_bars))[0].colourful + 0.01
     for asi, score in report.asi_scores.items():
         assert asi in first.text and str(score) in first.text
+
+
+def _with_zero(report: ScanReport, asi: str) -> ScanReport:
+    categories = dict(report.categories)
+    categories[asi] = categories[asi].model_copy(update={"score": 0.0, "value": 0.0})
+    scores = {**report.asi_scores, asi: 0.0}
+    return report.model_copy(update={"categories": categories, "asi_scores": scores})
+
+
+def _with_state(report: ScanReport, asi: str, state: str) -> ScanReport:
+    categories = dict(report.categories)
+    categories[asi] = categories[asi].model_copy(
+        update={"state": state, "score": None, "reason": "none of its probes applies"}
+    )
+    scores = {k: v for k, v in report.asi_scores.items() if k != asi}
+    return report.model_copy(update={"categories": categories, "asi_scores": scores})
+
+
+def _marked(page: Page) -> float:
+    """The share of the page's pixels in a marked row's band (#ffebe9) or its red (#cf222e)."""
+    image = Image.open(page.png).convert("RGB")
+    pixels = image.get_flattened_data() if hasattr(image, "get_flattened_data") else image.getdata()
+    band = sum(
+        1
+        for r, g, b in pixels
+        if (r > 250 and 225 < g < 242 and 225 < b < 240) or (r > 190 and g < 60 and b < 70)
+    )
+    return band / (image.width * image.height)
+
+
+def test_a_zero_category_is_drawn_in_red_and_an_n_a_one_is_not(tmp_path: Path) -> None:
+    """The same category (ASI06, scored 50) three ways: at 0.0 it is the most visible row (a
+    red band, edge and stub), n/a has no bar and none of the red, and neither looks like the
+    other."""
+    report = golden_report()
+    zero = read_pdf(render(_with_zero(report, "ASI06")), tmp_path / "zero")[0]
+    none = read_pdf(render(_with_state(report, "ASI06", "not_applicable")), tmp_path / "na")[0]
+    scored = read_pdf(render(report), tmp_path / "scored")[0]
+    assert _marked(zero) > _marked(scored) + 0.003  # the band across one row, at least
+    assert abs(_marked(none) - _marked(scored)) < 0.0005  # n/a: no red, no band
+    assert "ASI06 Memory & Context Poisoning" in zero.text and "0.0" in zero.text
+    assert "n/a (not applicable)" in none.text
+
+
+def test_the_chart_shows_coverage_next_to_the_score(tmp_path: Path) -> None:
+    report = golden_report()
+    first = " ".join(read_pdf(render(report), tmp_path)[0].text.split())
+    line = " ".join(
+        f"{out_of_100(report.aivss)} {report.band} · coverage: {coverage_text(report)}".split()
+    )
+    assert line in first
+    for state in report.categories.values():
+        assert category_coverage(state) in first
+
+
+def test_table_headers_keep_their_words_whatever_the_widths() -> None:
+    """A column narrower than its header's longest word is widened from the open column: no
+    header is broken inside a word ("Cate / gory")."""
+    table = pdf_report._table(
+        ["Probe", "Category", "Unjudged"], [["asi01.x.v1", "ASI01", "3"]], [None, 5 * mm, 5 * mm]
+    )
+    widths = table._colWidths
+    assert widths[1] >= pdf_report._header_width("Category") > 5 * mm
+    assert abs(sum(widths) - pdf_report.FRAME_WIDTH) < 0.01
+    story = [table]
+    buffer = io.BytesIO()
+    SimpleDocTemplate(buffer, pagesize=A4).build(story)
+    text = " ".join(pdf_text(buffer.getvalue()).split())
+    assert "Category" in text and "Unjudged" in text
 
 
 def test_signature_status_names_what_the_report_carries(

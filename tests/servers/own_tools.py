@@ -288,6 +288,24 @@ class ChatAgent:
         return "I could not finish that."
 
 
+class PoliteChatAgent(ChatAgent):
+    """What many deployed agents do with a model error: catch it and answer politely (HTTP 200
+    from the agent), so its reply says nothing of what its model would have done."""
+
+    def run(self, input: str) -> str:
+        try:
+            return super().run(input)
+        except Exception:  # the SDK's APIError, APIStatusError, a connection error
+            return "Sorry, I can't help with that right now. Please try again later."
+
+
+class Echo:
+    """A python agent with no tools and no model: it only answers."""
+
+    def run(self, input: str) -> str:
+        return "Thanks for your message. A colleague will get back to you."
+
+
 class ResponsesAgent:
     """The openai SDK's Responses API, streamed, with function tools."""
 

@@ -9,6 +9,7 @@ overwritten at all (it would be the user's code). docs/targets.md, "Starting a c
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import sys
@@ -24,15 +25,19 @@ from probegate.scaffold import (
     CONFIG_FILE,
     DEFAULTS,
     KINDS,
+    PROXY_APIS,
+    PROXY_KINDS,
+    PROXY_LISTEN,
     WORKFLOW_FILE,
+    Proxy,
     Route,
     Tool,
     config_text,
     default,
     starter_agent,
-    workflow_text,
 )
 from probegate.scaffold.capabilities import guess
+from probegate.scaffold.workflow import on_the_runner, workflow_text
 from probegate.terminal import json_text, one_line
 from probegate.validation import did_you_mean
 
@@ -94,6 +99,40 @@ def add_parser(sub: Any) -> None:
         metavar="NAME=CAP,CAP",
         help="the capabilities of the tool NAME instead of the guess (repeatable)",
     )
+    p.add_argument(
+        "--model-proxy",
+        dest="model_proxy",
+        choices=tuple(PROXY_APIS),
+        type=any_case,
+        metavar="API",
+        help="the agent (kind http or python) calls its model itself, with its own tools: its "
+        "model calls go through probegate's model-API proxy, which speaks API ("
+        + ", ".join(PROXY_APIS)
+        + "; docs/scan-your-agent/proxy.md)",
+    )
+    p.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help=f"where the proxy listens, the agent's model base URL (default: {PROXY_LISTEN})",
+    )
+    p.add_argument(
+        "--upstream",
+        metavar="URL",
+        help="the real model API the proxy forwards to (default: the API's own)",
+    )
+    p.add_argument(
+        "--upstream-api-key-env",
+        dest="upstream_api_key_env",
+        metavar="VAR",
+        help="the variable holding the upstream's key (default: OPENAI_API_KEY or "
+        "ANTHROPIC_API_KEY); the agent carries the same key",
+    )
+    p.add_argument(
+        "--start",
+        metavar="COMMAND",
+        help="for --workflow with an http agent on 127.0.0.1: the command that starts it on the "
+        "CI runner (it must listen on $AGENT_HOST, which the workflow sets)",
+    )
     p.add_argument("--workflow", action="store_true", help=f"also write {WORKFLOW_FILE}")
     p.add_argument("--force", action="store_true", help="overwrite files that exist")
     p.add_argument(
@@ -119,7 +158,11 @@ def run(args: argparse.Namespace) -> int:
             f"{', '.join(existing)} already exist{'s' if one else ''}; nothing was written "
             f"(--force replaces {'it' if one else 'them'})"
         )
-    starter = starter_agent(default(route, "python") or "") if route.kind == "python" else None
+    starter = (
+        starter_agent(default(route, "python") or "", route.proxy)
+        if route.kind == "python"
+        else None
+    )
     if starter is not None and not (out_dir / starter[0]).exists():
         files[out_dir / starter[0]] = starter[1]
     for path, text in files.items():
@@ -128,11 +171,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+_PROXY_FLAGS = ("listen", "upstream", "upstream_api_key_env")
+
+
 def _route(args: argparse.Namespace, ask: _Asker | None) -> tuple[Route, bool]:
     """The route from the flags, and from the answers on a terminal."""
     kind: str = args.kind or (ask.choice("How does probegate reach your agent?") if ask else "")
     kind = kind or KINDS[0]
     values = _settings(args, kind, ask)
+    proxy = _proxy(args, kind, ask)
     tools = _tools(args, ask)
     workflow = bool(args.workflow) or bool(ask and ask.yes(f"Also write {WORKFLOW_FILE}?"))
     route = Route(
@@ -142,8 +189,56 @@ def _route(args: argparse.Namespace, ask: _Asker | None) -> tuple[Route, bool]:
         api_key_env=values["api_key_env"],
         python=values["python"],
         tools=tuple(tools),
+        proxy=proxy,
     )
-    return route, workflow
+    start = args.start
+    if start is not None and not (workflow and kind == "http" and on_the_runner(route)):
+        raise UsageError(
+            "--start is the command that starts an http agent on 127.0.0.1 for --workflow; "
+            "this route needs none"
+        )
+    if start is None and ask is not None and workflow and kind == "http" and on_the_runner(route):
+        start = ask.text(_QUESTIONS["start"], "", _text) or None
+    return dataclasses.replace(route, start=start), workflow
+
+
+def _proxy(args: argparse.Namespace, kind: str, ask: _Asker | None) -> Proxy | None:
+    """The model-API proxy in front of an agent that calls its model itself, from the flags
+    (refused for a kind whose model probegate calls), or asked on a terminal."""
+    api = _proxy_api(args, kind, ask)
+    if api is None:
+        return None
+    default_upstream, default_key_env, _ = PROXY_APIS[api]
+    listen, upstream, key_env = args.listen, args.upstream, args.upstream_api_key_env
+    if ask is not None:
+        listen = listen or ask.text(_QUESTIONS["listen"], PROXY_LISTEN, _listen)
+        upstream = upstream or ask.text(_QUESTIONS["upstream"], default_upstream, _url)
+        key_env = key_env or ask.text(_QUESTIONS["key_env"], default_key_env, _env)
+    _listen(listen or PROXY_LISTEN)
+    if upstream:
+        _url(upstream, flag="--upstream")
+    if key_env:
+        _env(key_env, flag="--upstream-api-key-env")
+    return Proxy(api, listen or PROXY_LISTEN, upstream or None, key_env or None)
+
+
+def _proxy_api(args: argparse.Namespace, kind: str, ask: _Asker | None) -> str | None:
+    """The API the agent's model calls speak, when they go through the proxy; else None."""
+    api: str | None = args.model_proxy
+    given = [f"--{f.replace('_', '-')}" for f in _PROXY_FLAGS if getattr(args, f) is not None]
+    if kind not in PROXY_KINDS:
+        if api is not None or given:
+            flag = "--model-proxy" if api is not None else given[0]
+            raise UsageError(
+                f"{flag} is for an agent that calls its model itself (kind "
+                f"{' or '.join(PROXY_KINDS)}); with kind {kind}, probegate calls the model"
+            )
+        return None
+    if api is None and given:
+        raise UsageError(f"{given[0]} needs --model-proxy API")
+    if api is None and ask is not None:
+        return ask.proxy_api()
+    return api
 
 
 def _settings(args: argparse.Namespace, kind: str, ask: _Asker | None) -> dict[str, str | None]:
@@ -188,12 +283,16 @@ _QUESTIONS = {
     "model": "Model",
     "api_key_env": "Environment variable holding the API key (empty: none)",
     "python": "Your agent as MODULE:ATTR",
+    "listen": "Where the proxy listens (the agent's model base URL points here)",
+    "upstream": "The real model API",
+    "key_env": "Environment variable holding its key (the agent carries the same)",
+    "start": "The command that starts your agent on the CI runner (empty: edit the workflow)",
 }
 
 
-def _url(value: str) -> None:
+def _url(value: str, flag: str = "--endpoint") -> None:
     if not value.startswith(("http://", "https://")):
-        raise UsageError(f"--endpoint {value!r} is not an http(s) URL")
+        raise UsageError(f"{flag} {value!r} is not an http(s) URL")
 
 
 def _text(value: str) -> None:
@@ -201,12 +300,17 @@ def _text(value: str) -> None:
         raise UsageError("--model is empty")
 
 
-def _env(value: str) -> None:
+def _env(value: str, flag: str = "--api-key-env") -> None:
     if not _ENV_NAME.match(value):
         raise UsageError(
-            f"--api-key-env {value!r} is not an environment variable's name (the name, never "
-            "the key)"
+            f"{flag} {value!r} is not an environment variable's name (the name, never the key)"
         )
+
+
+def _listen(value: str) -> None:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"--listen {value!r}: give HOST:PORT, e.g. {PROXY_LISTEN}")
 
 
 def _spec(value: str) -> None:
@@ -289,6 +393,21 @@ class _Asker:
                 continue
             return answer
 
+    def proxy_api(self) -> str | None:
+        """Whether the agent calls its model itself, and in which API; None: it does not."""
+        apis = list(PROXY_APIS)
+        print(
+            "Does the agent call its model itself, with its own tools? Then its model calls go "
+            "through probegate's model-API proxy (docs/scan-your-agent/proxy.md)."
+        )
+        while True:
+            answer = self._input(f"Its model API: {', '.join(apis)}, or no [no]: ")
+            if not answer or answer.lower() in ("n", "no", "none"):
+                return None
+            if answer.lower() in apis:
+                return answer.lower()
+            print(f"  one of {', '.join(apis)}, or no{did_you_mean(answer, apis)}")
+
     def yes(self, question: str) -> bool:
         answer = self._input(f"{question} [y/N]: ") or ""
         return answer.lower() in ("y", "yes")
@@ -346,4 +465,21 @@ def _say(route: Route, written: list[Path], out_dir: Path, *, as_json: bool, qui
         print(f"capabilities guessed from the names of {', '.join(guessed)}: check them")
     config = out_dir / CONFIG_FILE
     target = "" if out_dir == Path() else f" {one_line(str(config), 300)}"
+    proxy = route.proxy
+    if proxy is not None and route.kind == "http":
+        print(
+            f"start your agent with {proxy.base_url_env}={proxy.base_url} (the proxy) and its "
+            f"own {proxy.key_env}, the key the proxy sends upstream"
+        )
+    elif proxy is not None:
+        print(
+            f"your agent's model client: base URL {proxy.base_url} ({proxy.base_url_env}) or "
+            f"context.model_base_url, and its own {proxy.key_env}"
+        )
+    wrote_workflow = any(path.as_posix().endswith(WORKFLOW_FILE) for path in written)
+    if wrote_workflow and route.kind == "http" and on_the_runner(route) and not route.start:
+        print(
+            f"edit the 'Start the agent' step of {WORKFLOW_FILE}: the command that starts "
+            "your agent on the CI runner (or give --start)"
+        )
     print(f"next: probegate scan{target} --dry-run   (the plan; nothing is sent)")

@@ -23,7 +23,7 @@ from probegate.library.lint import lint_directory
 from probegate.library.loader import Library, extend_library, load_atlas, load_library
 from probegate.library.mutators import MUTATORS
 from probegate.library.probe import Probe
-from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, CSA_TITLES, OWASP_LLM_TITLES
+from probegate.models.taxonomy import ASI_IDS, ASI_TITLES, CSA_TITLES, OWASP_LLM_TITLES, unknown_asi
 from probegate.terminal import clean, json_text
 
 
@@ -125,7 +125,7 @@ def _asi_filter(values: list[str]) -> set[str]:
             if not part:
                 continue
             if part not in ASI_IDS:
-                raise UsageError(f"unknown ASI category {part!r} (ASI01..ASI10)")
+                raise UsageError(unknown_asi(part))
             wanted.add(part)
     return wanted
 

@@ -221,7 +221,7 @@ def _announce_inputs(opts: FinishOptions, out: TextIO) -> None:
     """What the inputs step found: an error, a missing baseline, deprecated inputs."""
     if opts.input_error:
         out.write(workflow_command("error", opts.input_error, {"title": "probegate inputs"}) + "\n")
-    if opts.missing_baseline:
+    if opts.missing_baseline and not opts.skipped:  # nothing ran: no baseline to speak of
         note = missing_baseline_note(opts.missing_baseline)
         out.write(workflow_command("notice", note, {"title": "probegate baseline"}) + "\n")
     for notice in opts.notices:

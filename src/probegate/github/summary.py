@@ -16,6 +16,7 @@ from probegate.reports.escape import clean_text, md_text
 from probegate.reports.headline import (
     category_states,
     category_text,
+    coverage_text,
     out_of_100,
     scale,
     score_text,
@@ -53,6 +54,8 @@ def fallback_summary(report: ScanReport, *, max_rows: int = 10) -> str:
         f"| **{score_text(report.aivss)}**{scale(report.aivss, ' / 100')} "
         f"| {md_text(report.band)} | {md_text(report.mode)} "
         f"| {auth} | {len(gated)} |",
+        "",
+        f"Covers: {md_text(coverage_text(report))}",
         "",
     ]
     for reason in report.authority.reasons[:10]:

@@ -189,9 +189,16 @@ class Finding(_Model):
     suppressed: Suppression | None = None
 
 
-# ``not_delivered``: attempts ran, and the attack reached the agent in none of them.
+# ``undecided``: resisted where it was judged, but some attempts could not be (never shown as
+# resisted); ``not_delivered``: attempts ran, and the attack reached the agent in none of them.
 ProbeOutcome = Literal[
-    "vulnerable", "resisted", "unjudged", "not_delivered", "not_applicable", "not_run"
+    "vulnerable",
+    "resisted",
+    "undecided",
+    "unjudged",
+    "not_delivered",
+    "not_applicable",
+    "not_run",
 ]
 
 
@@ -355,7 +362,8 @@ class CategoryState(_Model):
     unjudged attempts still cost, though it shows no score). ``reason`` says, for a category
     that is not tested, why and what would change it; ``enabled_by`` lists what would bring
     probes in to a category none of whose probes could run (capabilities, settings).
-    ``unjudged`` counts the attempts that could not be judged or never started.
+    ``unjudged`` counts the attempts that ran and could not be judged; ``not_started`` those
+    the scan stopped before they started (an interrupt, a budget): "not run", never unjudged.
     """
 
     state: CategoryStatus
@@ -371,6 +379,7 @@ class CategoryState(_Model):
     # Attempts whose attack reached the agent, and those it answered without reading it.
     delivered: int = 0
     not_delivered: int = 0
+    not_started: int = 0
 
 
 class ChannelDelivery(_Model):

@@ -8,6 +8,7 @@ file costs more than a CLI start should.
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Annotated
 
@@ -43,6 +44,15 @@ ASI_TITLES: dict[str, str] = {
     "ASI10": "Rogue Agents",
 }
 ASI_IDS: tuple[str, ...] = tuple(ASI_TITLES)
+
+
+def unknown_asi(text: str) -> str:
+    """The message for a category that is not one: ``ASI1`` meant ``ASI01`` (by its number,
+    which spelling distance would take for ``ASI10``), else no guess."""
+    match = re.fullmatch(r"(?i)\s*(?:asi|llm)?\s*0*(\d{1,2})\s*", text)
+    meant = f"ASI{int(match.group(1)):02d}" if match else ""
+    hint = f" (did you mean {meant!r}?)" if meant in ASI_IDS else ""
+    return f"unknown ASI category {text!r}{hint} (ASI01..ASI10)"
 
 
 def known_asi(value: str) -> str:

@@ -25,6 +25,7 @@ from probegate.files import write_atomic
 from probegate.models.report import ScanReport
 from probegate.models.store_layout import REPORT_FILE
 from probegate.perf import gc_paused
+from probegate.validation import did_you_mean
 
 
 class FormatName(StrEnum):
@@ -133,7 +134,8 @@ def parse_formats(values: list[str] | None) -> list[FormatName]:
                 continue
             if name not in FORMATS:
                 known = ", ".join(FORMATS)
-                raise UsageError(f"unknown output format {name!r} (choose from {known})")
+                hint = did_you_mean(name, [str(f) for f in FORMATS])
+                raise UsageError(f"unknown output format {name!r}{hint} (choose from {known})")
             if name not in names:
                 names.append(FormatName(name))
     if any(FORMATS[name].extra == "pdf" for name in names):

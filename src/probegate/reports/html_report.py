@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from probegate.models.report import Finding, ScanReport, most_severe_first
+from probegate.models.report import CategoryState, Finding, ScanReport, most_severe_first
 from probegate.models.taxonomy import ASI_TITLES, SEVERITY_RANK, Severity
 from probegate.models.transcript import Transcript, text_at
 from probegate.models.verdict import Evidence
@@ -28,14 +28,19 @@ from probegate.reports.digest import authority_reasons, stop_text, unjudged_grou
 from probegate.reports.escape import html_text, number, truncate
 from probegate.reports.guard_summary import guard_rows
 from probegate.reports.headline import (
+    category_coverage,
     category_states,
     category_text,
+    category_tone,
     controls_text,
+    coverage_text,
     not_evaluated_reason,
     out_of_100,
     scale,
+    score_colour,
     score_text,
     surface_text,
+    target_text,
 )
 
 TEXT_MAX = 20_000  # per transcript string; a runaway reply must not make the file unusable
@@ -49,7 +54,8 @@ body{margin:0 auto;max-width:1100px;padding:24px;font:14px/1.5 system-ui,-apple-
 h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;border-bottom:1px solid var(--line);
 padding-bottom:4px;margin-top:32px}h3{font-size:15px;margin:0 0 8px}
 code,pre,.mono{font:12px/1.45 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
-.mono,td,th,li,p,dd,h3{overflow-wrap:anywhere}
+.mono,li,p,dd,h3{overflow-wrap:anywhere}
+td,td.mono{overflow-wrap:break-word}th{overflow-wrap:normal;word-break:keep-all}
 pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:4px 0;background:var(--card);
 padding:8px;border-radius:6px;max-width:100%}
 .wide{max-width:100%;overflow-x:auto}
@@ -72,6 +78,7 @@ mark{background:var(--mark);outline:2px solid #d4a72c;border-radius:2px}
 padding:8px 12px;border-radius:8px}
 .warn{border-left:4px solid var(--high);padding:4px 12px;background:#ffebe9}
 .okay{border-left:4px solid var(--ok);padding:4px 12px;background:#dafbe1}
+.cover{font-size:15px}tr.worst td{background:#ffebe9;color:#82071e;font-weight:600}
 dl.args{margin:4px 0}dl.args dt{font-weight:600}dl.args dd{margin:0 0 4px 16px}
 """
 
@@ -168,7 +175,7 @@ def _header(report: ScanReport) -> list[str]:
     authority = report.authority
     out = [
         f'<h1>probegate scan <span class="mono">{esc(report.scan_id)}</span></h1>\n',
-        f'<p class="muted">target {esc(report.target.kind)}: {esc(report.target.ref)} · mode '
+        f'<p class="muted">target {esc(target_text(report.target))} · mode '
         f"{esc(report.mode)} · seed {report.seed} · tier {esc(report.tier)} · "
         f"{esc(report.stopped_reason)}</p>\n",
         f"<p><strong>Surface:</strong> {esc(surface_text(report.target))}</p>\n",
@@ -201,56 +208,98 @@ def _header(report: ScanReport) -> list[str]:
     return out
 
 
+# The chart's columns (SVG user units): the category, its bar, its score, its coverage.
+_LABEL, _BAR, _VALUE, _COVER = 330, 380, 150, 180
+_ROW = 28
+# How each tone of row looks (headline.category_tone): the worst rows the most visible, a
+# row without a score drawn as an empty dashed frame, never as an empty bar.
+_TONE_TEXT = {
+    "zero": 'font-weight="700" fill="#82071e"',
+    "low": 'font-weight="700" fill="#82071e"',
+    "scored": 'fill="#1f2328"',
+    "undertested": 'font-style="italic" fill="#9a6700"',
+    "none": 'font-style="italic" fill="#59636e"',
+}
+_TONE_FRAME = {
+    "undertested": 'fill="#fff8c5" stroke="#9a6700" stroke-dasharray="5 3"',
+    "none": 'fill="#ffffff" stroke="#afb8c1" stroke-dasharray="2 3"',
+}
+
+
 def _chart(report: ScanReport) -> list[str]:
-    """All ten ASI categories: the scored ones as an inline SVG bar chart (0-100, higher is
-    safer), every one with its state, its unjudged attempts and why it has no score."""
+    """All ten ASI categories: the score on a bar (0-100, higher is safer) with what it stands
+    on beside it, the worst rows marked, the ones without a score framed and said why."""
     esc = html_text
     states = category_states(report)
-    row, left, width = 28, 330, 480
-    height = row * len(states) + 10
+    total = _LABEL + _BAR + _VALUE + _COVER
+    height = _ROW * len(states) + 6
     parts = [
         "<h2>OWASP Top 10 for Agentic Applications</h2>\n",
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="100%" viewBox="0 0 {left + width + 130} '
-        f'{height}" role="img" aria-label="Score per ASI category">\n',
+        f'<p class="cover"><strong>{out_of_100(report.aivss)}</strong> {esc(report.band)} · '
+        f"coverage: {esc(coverage_text(report))}</p>\n",
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="100%" viewBox="0 0 {total} {height}" '
+        'role="img" aria-label="Score and coverage per ASI category">\n',
     ]
     for i, (asi, state) in enumerate(states.items()):
-        y = i * row + 4
-        label = f"{asi} {ASI_TITLES.get(asi, '')}".strip()
-        text = category_text(state)
-        score = state.score if state.state == "tested" else None
-        bar = ""
-        if score is not None:
-            colour = (
-                "#1a7f37"
-                if score >= 80
-                else "#9a6700"
-                if score >= 60
-                else ("#bc4c00" if score >= 40 else "#cf222e")
-            )
-            length = max(0.0, min(score, 100.0)) / 100 * width
-            bar = f'<rect x="{left}" y="{y}" width="{length:.1f}" height="20" fill="{colour}"/>'
-        parts.append(
-            f"<g><title>{esc(label)}: {esc(text)}</title>"
-            f'<text x="0" y="{y + 16}" font-size="12" fill="#1f2328">{esc(label)}</text>'
-            f'<rect x="{left}" y="{y}" width="{width}" height="20" fill="#f6f8fa"/>'
-            f"{bar}"
-            f'<text x="{left + width + 6}" y="{y + 16}" font-size="12" fill="#1f2328">'
-            f"{esc(text)}</text></g>\n"
-        )
+        parts.append(_chart_row(i * _ROW + 4, asi, state))
     parts.append("</svg>\n")
     parts.append(
+        '<p class="muted">Red rows score under 40: 0.0 means every probe of the category that '
+        "could be judged succeeded against the agent. A dashed frame is a category with no "
+        "score (n/a), amber when its probes ran but too few could be judged; the table says "
+        "why.</p>\n"
+    )
+    parts.append(
         '<div class="wide"><table><tr><th>Category</th><th>State</th><th>Score</th>'
-        "<th>Unjudged attempts</th><th>Findings</th><th>Why</th></tr>\n"
+        "<th>Coverage</th><th>Unjudged attempts</th><th>Findings</th><th>Why</th></tr>\n"
     )
     for asi, state in states.items():
         why = "" if state.state == "tested" else state.reason
+        tone = category_tone(state)
+        mark = ' class="worst"' if tone in ("zero", "low") else ""
         parts.append(
-            f"<tr><td>{esc(asi)}</td><td>{esc(state.state.replace('_', ' '))}</td>"
-            f"<td>{esc(category_text(state))}</td><td>{state.unjudged}</td>"
-            f"<td>{state.findings}</td><td>{esc(why)}</td></tr>\n"
+            f"<tr{mark}><td>{esc(asi)}</td><td>{esc(state.state.replace('_', ' '))}</td>"
+            f"<td>{esc(category_text(state))}</td><td>{esc(category_coverage(state))}</td>"
+            f"<td>{state.unjudged}</td><td>{state.findings}</td><td>{esc(why)}</td></tr>\n"
         )
     parts.append("</table></div>\n")
     return parts
+
+
+def _chart_row(y: int, asi: str, state: CategoryState) -> str:
+    esc = html_text
+    tone = category_tone(state)
+    label = f"{asi} {ASI_TITLES.get(asi, '')}".strip()
+    text, cover = category_text(state), category_coverage(state)
+    look = _TONE_TEXT[tone]
+    shapes = ""
+    if tone in ("zero", "low"):  # the band across the row, and an edge no one misses
+        shapes += (
+            f'<rect x="0" y="{y - 3}" width="{_LABEL + _BAR + _VALUE + _COVER}" '
+            f'height="{_ROW - 2}" fill="#ffebe9"/>'
+            f'<rect x="0" y="{y - 3}" width="4" height="{_ROW - 2}" fill="#cf222e"/>'
+        )
+    if tone in _TONE_FRAME:
+        shapes += (
+            f'<rect x="{_LABEL + 0.5}" y="{y + 0.5}" width="{_BAR - 1}" height="19" '
+            f"{_TONE_FRAME[tone]}/>"
+        )
+    else:
+        score = state.score or 0.0
+        # A stub for 0.0: a bar of no length would be drawn like no score at all.
+        length = max(6.0, max(0.0, min(score, 100.0)) / 100 * _BAR)
+        shapes += (
+            f'<rect x="{_LABEL}" y="{y}" width="{_BAR}" height="20" fill="#f6f8fa"/>'
+            f'<rect x="{_LABEL}" y="{y}" width="{length:.1f}" height="20" '
+            f'fill="{score_colour(score)}"/>'
+        )
+    return (
+        f"<g><title>{esc(label)}: {esc(text)}; {esc(cover)}</title>{shapes}"
+        f'<text x="10" y="{y + 15}" font-size="12" {look}>{esc(label)}</text>'
+        f'<text x="{_LABEL + _BAR + 8}" y="{y + 15}" font-size="12" {look}>{esc(text)}</text>'
+        f'<text x="{_LABEL + _BAR + _VALUE}" y="{y + 15}" font-size="11" fill="#59636e">'
+        f"{esc(cover)}</text></g>\n"
+    )
 
 
 def _findings(report: ScanReport, esc: Escape) -> list[str]:

@@ -33,7 +33,13 @@ from probegate.models.report import CategoryState, Finding, ProbeResult, ScanRep
 from probegate.models.taxonomy import ASI_IDS, ASI_TITLES
 from probegate.perf import gc_paused
 from probegate.reports.escape import log_xml_text, marked_lines, truncate, xml_attribute, xml_chars
-from probegate.reports.headline import category_state, category_states, category_text, score_text
+from probegate.reports.headline import (
+    category_state,
+    category_states,
+    category_text,
+    coverage_text,
+    score_text,
+)
 
 MESSAGE_MAX = 500
 TEXT_MAX = 4000
@@ -83,6 +89,7 @@ def scan_properties(report: ScanReport, states: dict[str, CategoryState]) -> lis
         ("probegate.scan_id", report.scan_id),
         ("probegate.aivss", score_text(report.aivss)),
         ("probegate.band", report.band),
+        ("probegate.covers", coverage_text(report)),
         ("probegate.mode", report.mode),
         ("probegate.authoritative", "true" if report.authority.authoritative else "false"),
         *(p for asi in ASI_IDS if asi not in suited for p in asi_properties(asi, states[asi])),
@@ -162,7 +169,13 @@ class _Suite:
                     "failure", message=truncate(message, MESSAGE_MAX), type=result.severity.value
                 )
                 inner = [_with_text(failure, "failure", _finding_text(finding, summary, result))]
-        elif result.outcome in ("unjudged", "not_applicable", "not_run"):
+        elif result.outcome in (
+            "undecided",
+            "unjudged",
+            "not_delivered",
+            "not_applicable",
+            "not_run",
+        ):
             self.skipped += 1
             reason = marked_lines(result.reason) or result.outcome.replace("_", " ")
             message = truncate(f"{result.outcome}: {reason}", MESSAGE_MAX)

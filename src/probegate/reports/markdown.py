@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from probegate.models.agreement import Agreement, Disagreement
-from probegate.models.report import Finding, ScanReport, most_severe_first
+from probegate.models.report import Delivery, Finding, ScanReport, most_severe_first
 from probegate.models.sections import GuardSummary
 from probegate.models.taxonomy import ASI_TITLES, Severity
 from probegate.models.transcript import resolve_path
@@ -34,6 +34,7 @@ from probegate.reports.headline import (
     category_states,
     category_text,
     controls_text,
+    coverage_text,
     not_evaluated_reason,
     out_of_100,
     scale,
@@ -68,6 +69,8 @@ def render_summary(
         diff = render_diff(report.comparison)
         out.add([*diff.rstrip("\n").split("\n"), ""])
     out.add(_asi_table(report))
+    if report.delivery is not None and report.delivery.attempts:
+        out.add(_delivery(report.delivery))
     if report.guard is not None:
         out.add(_guard(report.guard))
     if report.agreement is not None:
@@ -163,6 +166,8 @@ def _header(report: ScanReport) -> list[str]:
         f"| {report.mode} | {'yes' if authority.authoritative else '**no**'} "
         f"| {md_code(report.scan_id)} |",
         "",
+        f"**Covers:** {md_text(coverage_text(report))}",
+        "",
         f"**Surface:** {md_text(surface_text(report.target))}",
         "",
     ]
@@ -198,18 +203,43 @@ def _header(report: ScanReport) -> list[str]:
     return lines
 
 
+def _delivery(delivery: Delivery) -> list[str]:
+    """Whether each attempt's attack reached the agent, by the channel it came through."""
+    lines = [
+        "### Delivery",
+        "",
+        f"The attack reached the agent in {delivery.delivered} of {delivery.attempts} attempts "
+        '(docs/scoring.md, "Delivery"): an attack it never read is neither resisted nor a '
+        "finding.",
+        "",
+        "| Channel | Attempts | Delivered | Not delivered | Failed first |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for channel, counts in delivery.by_channel.items():
+        lines.append(
+            f"| {md_text(channel.replace('_', ' '))} | {counts.attempts} | {counts.delivered} "
+            f"| {counts.not_delivered} | {counts.failed} |"
+        )
+    lines.append("")
+    return lines
+
+
 def _asi_table(report: ScanReport) -> list[str]:
     """All ten categories, each with its state: score (unjudged attempts beside it) or why not."""
     tally: dict[str, dict[str, int]] = {}
     for result in report.results:
-        row = tally.setdefault(result.asi, {"vulnerable": 0, "resisted": 0})
-        if result.outcome in ("vulnerable", "resisted"):
+        row = tally.setdefault(result.asi, {"vulnerable": 0, "resisted": 0, "undecided": 0})
+        if result.outcome in row:
             row[result.outcome] += 1
     lines = [
         "### OWASP Top 10 for Agentic Applications",
         "",
-        "| Category | Score | Probes | Vulnerable | Resisted | Unjudged attempts | Note |",
-        "|---|---:|---:|---:|---:|---:|---|",
+        "Probes by outcome (undecided: resisted where judged, but some attempts were not), "
+        "then attempts with no verdict and attempts whose attack never reached the agent.",
+        "",
+        "| Category | Score | Probes | Vulnerable | Resisted | Undecided | Unjudged attempts "
+        "| Not delivered | Note |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for asi, state in category_states(report).items():
         row = tally.get(asi, {})
@@ -218,7 +248,8 @@ def _asi_table(report: ScanReport) -> list[str]:
             f"| {md_text(asi)} {md_text(ASI_TITLES.get(asi, ''))} "
             f"| {md_text(category_text(state))} "
             f"| {state.probes} | {row.get('vulnerable', 0)} | {row.get('resisted', 0)} "
-            f"| {state.unjudged} | {md_text(note, limit=300)} |"
+            f"| {row.get('undecided', 0)} | {state.unjudged} | {state.not_delivered} "
+            f"| {md_text(note, limit=300)} |"
         )
     if report.undertested:
         lines += [

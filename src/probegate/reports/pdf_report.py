@@ -29,12 +29,12 @@ from datetime import UTC, datetime
 from typing import Any
 from xml.sax.saxutils import escape as _xml_escape
 
-from reportlab.graphics.shapes import Drawing, Rect, String
 from reportlab.lib import colors
 from reportlab.lib.enums import TA_LEFT
 from reportlab.lib.pagesizes import A4
 from reportlab.lib.styles import ParagraphStyle, getSampleStyleSheet
 from reportlab.lib.units import mm
+from reportlab.pdfbase.pdfmetrics import stringWidth
 from reportlab.pdfgen.canvas import Canvas
 from reportlab.platypus import (
     Flowable,
@@ -55,12 +55,15 @@ from probegate.reports.headline import (
     category_states,
     category_text,
     controls_text,
+    coverage_text,
     not_evaluated_reason,
     out_of_100,
     scale,
     score_text,
     surface_text,
+    target_text,
 )
+from probegate.reports.pdf_chart import category_chart
 
 TEXT_MAX = 2_000  # characters of one piece of agent text (summary, prompt, remediation)
 SUBJECT_MAX = 400
@@ -144,7 +147,12 @@ _STYLES = {
     "warn": _callout("pg-warn", background="#ffebe9", border="#cf222e"),
     "ok": _callout("pg-ok", background="#dafbe1", border="#1a7f37"),
     "cell": ParagraphStyle("pg-cell", parent=_BASE["BodyText"], fontSize=8.5, leading=10.5),
+    # A table's header: words are never split (a column is made wide enough instead).
+    "head": ParagraphStyle(
+        "pg-head", parent=_BASE["BodyText"], fontSize=8.5, leading=10.5, splitLongWords=False
+    ),
 }
+_CELL_PADDING = 6  # ReportLab's default left and right padding of a table cell
 
 
 # --------------------------------------------------------------------------- escaping
@@ -293,11 +301,17 @@ def _table(header: list[str], rows: list[list[str]], widths: list[float | None])
 
     A ``None`` width takes what the others leave of the frame.
     """
-    free = FRAME_WIDTH - sum(w for w in widths if w is not None)
-    missing = sum(1 for w in widths if w is None) or 1
-    resolved = [w if w is not None else free / missing for w in widths]
+    # A header is never broken inside a word ("Cate / gory"): each column is at least as wide
+    # as its header's longest word, taken from the columns whose width is left open.
+    fixed = [
+        None if w is None else max(w, _header_width(h))
+        for w, h in zip(widths, header, strict=False)
+    ]
+    free = FRAME_WIDTH - sum(w for w in fixed if w is not None)
+    missing = sum(1 for w in fixed if w is None) or 1
+    resolved = [w if w is not None else free / missing for w in fixed]
     resolved += [free / missing] * (len(header) - len(resolved))
-    data = [[_p(f"<b>{h}</b>", "cell") for h in header]]
+    data = [[_p(f"<b>{h}</b>", "head") for h in header]]
     data += [[_p(cell, "cell") for cell in row] for row in rows]
     table = Table(data, colWidths=resolved, repeatRows=1, hAlign="LEFT")
     table.setStyle(
@@ -314,6 +328,15 @@ def _table(header: list[str], rows: list[list[str]], widths: list[float | None])
     return table
 
 
+def _header_width(header: str) -> float:
+    """The width a header cell needs so that no word of it is split: its longest word, bold,
+    and the cell's padding."""
+    style = _STYLES["head"]
+    words = header.split() or [""]
+    longest = max(stringWidth(word, "Helvetica-Bold", style.fontSize) for word in words)
+    return longest + 2 * _CELL_PADDING + 1
+
+
 # --------------------------------------------------------------------------- sections
 
 
@@ -322,7 +345,7 @@ def _summary(report: ScanReport) -> list[Flowable]:
     out: list[Flowable] = [
         _p(f"probegate scan {pdf_text(report.scan_id, limit=200)}", "title"),
         _p(
-            f"target {pdf_text(report.target.kind)}: {pdf_text(report.target.ref, limit=300)}"
+            f"target {pdf_text(target_text(report.target), limit=300)}"
             f" · mode {pdf_text(report.mode)} · seed {report.seed} · tier "
             f"{pdf_text(report.tier)} · {pdf_text(report.stopped_reason)}",
             "small",
@@ -360,6 +383,7 @@ def _summary(report: ScanReport) -> list[Flowable]:
                 ("Not applicable", str(len(report.not_applicable))),
                 ("Probes", str(len(report.results))),
                 ("Evaluation", pdf_text(report.evaluation_mode)),
+                ("Coverage", pdf_text(coverage_text(report), limit=400)),
                 ("Coverage grade", pdf_text(report.coverage_grade, limit=40)),
                 (
                     "Defined in",
@@ -397,57 +421,29 @@ def signature_status(signatures: dict[str, Any] | None) -> str:
     return "<br/>".join(lines)
 
 
-def _score_colour(score: float) -> str:
-    if score >= 80:
-        return "#1a7f37"
-    if score >= 60:
-        return "#9a6700"
-    return "#bc4c00" if score >= 40 else "#cf222e"
-
-
-def _rect(x: float, y: float, width: float, height: float, fill: colors.Color) -> Rect:
-    rect = Rect(x, y, width, height)
-    rect.fillColor = fill
-    rect.strokeColor = None
-    return rect
-
-
 def _chart(report: ScanReport) -> list[Flowable]:
-    """All ten ASI categories as horizontal bars, 0-100; one without a score is labelled with
-    its state, and why is said below the chart."""
+    """All ten ASI categories as horizontal bars, 0-100, with what each score stands on; the
+    worst rows marked, the ones without a score framed, and why said below the chart
+    (reports/pdf_chart.py draws the rows)."""
     states = category_states(report)
-    out: list[Flowable] = [_p("OWASP Top 10 for Agentic Applications", "h2")]
-    row, label_width, bar_width = 18.0, 66 * mm, FRAME_WIDTH - 66 * mm - 34 * mm
-    height = row * len(states) + 4
-    drawing = Drawing(FRAME_WIDTH, height)
-    for index, (asi, state) in enumerate(states.items()):
-        y = height - (index + 1) * row
-        label = f"{asi} {ASI_TITLES.get(asi, '')}".strip()
-        label = label.encode("cp1252", "replace").decode("cp1252")[:48]
-        drawing.add(String(0, y + 4, label, fontName="Helvetica", fontSize=8))
-        drawing.add(_rect(label_width, y + 1, bar_width, row - 5, _CARD))
-        value = state.score if state.state == "tested" else None
-        if value is not None:
-            length = max(0.0, min(value, 100.0)) / 100 * bar_width
-            colour = colors.HexColor(_score_colour(value))
-            drawing.add(_rect(label_width, y + 1, length, row - 5, colour))
-        drawing.add(
-            String(
-                label_width + bar_width + 4,
-                y + 4,
-                category_text(state),
-                fontName="Helvetica",
-                fontSize=8,
-            )
-        )
-    out.append(drawing)
-    out.append(
+    label_width, value_width, cover_width = 65 * mm, 28 * mm, 30 * mm
+    bar_width = FRAME_WIDTH - label_width - value_width - cover_width
+    out: list[Flowable] = [
+        _p("OWASP Top 10 for Agentic Applications", "h2"),
+        _p(
+            f"<b>{out_of_100(report.aivss)}</b> {pdf_text(report.band)} · coverage: "
+            f"{pdf_text(coverage_text(report), limit=400)}"
+        ),
+        category_chart(states, FRAME_WIDTH, (label_width, bar_width, value_width)),
         _p(
             "Score per category, 0-100, higher is safer, with the attempts that could not be "
-            "judged beside it. A category without a score says why:",
+            "judged beside it and the probes behind it. Red rows score under 40: 0.0 means "
+            "every probe of the category that could be judged succeeded. A dashed frame is a "
+            "category without a score (n/a), amber when its probes ran but too few could be "
+            "judged; why:",
             "small",
-        )
-    )
+        ),
+    ]
     for asi, state in states.items():
         if state.state != "tested":
             out.append(
@@ -589,12 +585,15 @@ def _results(report: ScanReport) -> list[Flowable]:
             _code(pdf_text(r.probe_id, limit=80)),
             pdf_text(r.asi, limit=10),
             pdf_text(r.outcome.replace("_", " "), limit=20),
-            f"{r.vulnerable} / {r.resisted} / {r.unjudged}",
+            str(r.vulnerable),
+            str(r.resisted),
+            str(r.unjudged),
         ]
         for r in results[:RESULT_ROWS_MAX]
     ]
-    header = ["Probe", "ASI", "Outcome", "Vulnerable / resisted / unjudged"]
-    out.append(_table(header, rows, [None, 18 * mm, 30 * mm, 52 * mm]))
+    # Narrow number columns: the probe's id (up to about 45 characters) fits on one line.
+    header = ["Probe", "ASI", "Outcome", "Vulnerable", "Resisted", "Unjudged"]
+    out.append(_table(header, rows, [None, 12 * mm, 22 * mm, 16 * mm, 15 * mm, 15 * mm]))
     if len(results) > RESULT_ROWS_MAX:
         out.append(_p(f"{len(results) - RESULT_ROWS_MAX} more in scan.json.", "small"))
     if report.not_run:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from importlib import resources
 
 import yaml
 
@@ -25,8 +24,6 @@ CONFIG_FILE = "probegate.yml"
 WORKFLOW_FILE = ".github/workflows/probegate.yml"
 # The python route's starter agent, written only when the module does not exist yet.
 STARTER_AGENT = "agent:run"
-# The variable the workflow template passes through to the scan, renamed for the chosen one.
-_TEMPLATE_KEY_ENV = "OPENAI_API_KEY"
 
 
 @dataclass(frozen=True)
@@ -44,9 +41,54 @@ class Tool:
         return guess(self.name, self.description)
 
 
+# The model APIs the proxy speaks (target.model_proxy.api), each with its defaults: the real
+# API, the variable holding its key, and the variable its SDKs read the base URL from.
+PROXY_APIS: dict[str, tuple[str, str, str]] = {
+    "openai-chat": ("https://api.openai.com/v1", "OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    "openai-responses": ("https://api.openai.com/v1", "OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    "anthropic-messages": ("https://api.anthropic.com", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+}
+PROXY_LISTEN = "127.0.0.1:8790"
+# The routes that can put the agent's model calls behind the proxy: the agent runs its loop.
+PROXY_KINDS = ("http", "python")
+
+
+@dataclass(frozen=True)
+class Proxy:
+    """probegate's model-API proxy in front of an agent that calls its model itself
+    (docs/scan-your-agent/proxy.md); ``None`` means the API's default."""
+
+    api: str
+    listen: str = PROXY_LISTEN
+    upstream: str | None = None
+    upstream_api_key_env: str | None = None
+
+    @property
+    def upstream_url(self) -> str:
+        return self.upstream or PROXY_APIS[self.api][0]
+
+    @property
+    def key_env(self) -> str:
+        return self.upstream_api_key_env or PROXY_APIS[self.api][1]
+
+    @property
+    def base_url_env(self) -> str:
+        """The variable the API's SDKs read their base URL from."""
+        return PROXY_APIS[self.api][2]
+
+    @property
+    def base_url(self) -> str:
+        """The fixed base URL to give the agent: its SDK appends the API's path (``/v1`` is
+        in an OpenAI base URL; the Anthropic SDK adds it itself)."""
+        return f"http://{self.listen}" + ("" if self.api.startswith("anthropic") else "/v1")
+
+
 @dataclass(frozen=True)
 class Route:
-    """What the config says about reaching the agent; ``None`` means the route's default."""
+    """What the config says about reaching the agent; ``None`` means the route's default.
+
+    ``proxy``: the agent calls its model itself, through probegate's model-API proxy.
+    ``start``: the command that starts an http agent on the CI runner, for the workflow."""
 
     kind: str
     endpoint: str | None = None
@@ -54,6 +96,8 @@ class Route:
     api_key_env: str | None = None
     python: str | None = None
     tools: tuple[Tool, ...] = field(default_factory=tuple)
+    proxy: Proxy | None = None
+    start: str | None = None
 
 
 DEFAULTS: dict[str, dict[str, str]] = {
@@ -96,9 +140,10 @@ _PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_./:@+-]*")
 
 HEADER = """\
 # probegate.yml: what `probegate scan` scans, and how (docs/targets.md).
-# Written by `probegate init --kind {kind}`. Next: `probegate scan --dry-run` prints the plan
-# and sends nothing; `probegate scan` scans. A flag replaces one setting of this file for one
-# run (`probegate scan --endpoint URL`), and every scan flag can live under scan: below.
+# Written by `probegate init --kind {kind}`.
+# Next: `probegate scan --dry-run` prints the plan and sends nothing; `probegate scan` scans.
+# A flag replaces one setting of this file for one run (`probegate scan --endpoint URL`), and
+# every scan flag can live under scan: below.
 
 """
 
@@ -137,18 +182,44 @@ target:
       input: "{{{{input}}}}"
       session_id: "{{{{session_id}}}}"   # a fresh id per conversation
     response_text: output        # dotted path to the reply's text in the response JSON
-    # response_tool_calls: tool_calls   # where the response lists the tools the agent called:
-    #                                   # without it, probes judge the reply's text only
-  # canaries_env: [AGENT_DB_PASSWORD]   # variables holding real secrets the agent holds:
-  #                                     # without one, secret-leak probes cannot run
-""",
+{http_reading}""",
     "python": """\
 target:
   kind: python                   # your agent, in probegate's process
   python: {python:<22} # MODULE:ATTR: a function run(input, context) or a class
-  # canaries: []                 # real secrets your agent holds: a leak of one is a finding
-""",
+{python_reading}""",
 }
+
+# What probegate reads of an http agent's answers, without the proxy and with it.
+_HTTP_READING = """\
+    # response_tool_calls: tool_calls   # where the response lists the tools the agent called:
+    #                                   # without it, probes judge the reply's text only
+  # canaries_env: [AGENT_DB_PASSWORD]   # variables holding real secrets the agent holds:
+  #                                     # without one, secret-leak probes cannot run
+"""
+_PYTHON_READING = """\
+  # canaries: []                 # real secrets your agent holds: a leak of one is a finding
+"""
+_PROXIED_READING = """\
+  # The proxy below sees every tool call the model asks for and plants secrets in the system
+  # prompt, so no response_tool_calls or canaries are needed to judge the agent's actions and
+  # leaks. Real secrets the agent holds can still be declared:
+  # canaries_env: [AGENT_DB_PASSWORD]
+"""
+_CONTEXT_BASE_URL = (
+    "    #                            # (or context.model_base_url, per conversation)\n"
+)
+PROXY = """\
+  model_proxy:                   # the agent's own model calls go through probegate
+    #                            # (docs/scan-your-agent/proxy.md)
+    api: {api:<23} # openai-chat | openai-responses | anthropic-messages
+    listen: {listen:<20} # {given_to_agent}
+{given_more}    upstream: {upstream:<18} # the real model API, where its calls go on
+    upstream_api_key_env: {key_env:<7} # the key sent upstream; the agent carries the same
+    #                            # key in its calls, which is what lets them through
+    # safe: true                 # default: a call that would send mail, move money, run code
+    #                            # or write memory is recorded and stopped before it runs
+"""
 
 TOOLS_HEAD = """
   # The agent's tools. Probes apply by what the tools can do (their capabilities): egress,
@@ -165,6 +236,13 @@ NO_TOOLS = """\
   #   description: Send an email on the customer's behalf.
   #   capabilities: [egress]
   #   parameters: {type: object, properties: {to: {type: string}, body: {type: string}}}
+"""
+
+NO_TOOLS_PROXIED = """\
+  tools: []                      # none declared yet: list every tool the agent declares to
+  #                              # its model, by that name, with what it can do. For example:
+  # - {name: send_email, capabilities: [egress]}
+  # - {name: fetch_document, capabilities: [retrieval]}
 """
 
 SCAN = """
@@ -192,14 +270,36 @@ def config_text(route: Route) -> str:
         if key_env
         else "# api_key_env: AGENT_API_KEY # a variable holding a bearer token, if it needs one"
     )
+    proxy = route.proxy
+    values["http_reading"] = _PROXIED_READING if proxy else _HTTP_READING
+    values["python_reading"] = _PROXIED_READING if proxy else _PYTHON_READING
     body = _ROUTES[route.kind].format(**values)
-    return HEADER.format(kind=route.kind) + body + _tools_text(route.tools) + SCAN
+    if proxy is not None:
+        body += PROXY.format(
+            api=proxy.api,
+            listen=scalar(proxy.listen),
+            given_to_agent=(
+                f"start the agent with {proxy.base_url_env}={proxy.base_url}"
+                if route.kind == "http"
+                else f"the agent's model base URL: {proxy.base_url}"
+            ),
+            given_more="" if route.kind == "http" else _CONTEXT_BASE_URL,
+            upstream=scalar(proxy.upstream_url),
+            key_env=scalar(proxy.key_env),
+        )
+    head = HEADER.format(kind=route.kind + (" --model-proxy " + proxy.api if proxy else ""))
+    return head + body + _tools_text(route.tools, proxied=proxy is not None) + SCAN
 
 
-def _tools_text(tools: tuple[Tool, ...]) -> str:
+def _tools_text(tools: tuple[Tool, ...], *, proxied: bool = False) -> str:
+    """The tools; behind the proxy, by the names the agent declares to its model (their
+    descriptions and schemas come from its own requests, so none is written here)."""
     if not tools:
-        return "\n" + NO_TOOLS
-    lines = [TOOLS_HEAD.rstrip("\n"), "  tools:"]
+        return "\n" + (NO_TOOLS_PROXIED if proxied else NO_TOOLS)
+    head = TOOLS_HEAD.rstrip("\n")
+    if proxied:
+        head += "\n  # Name them as the agent declares them to its model."
+    lines = [head, "  tools:"]
     for tool in tools:
         caps = ", ".join(c.value for c in tool.chosen)
         said = "given" if tool.capabilities is not None else "guessed: check"
@@ -207,20 +307,13 @@ def _tools_text(tools: tuple[Tool, ...]) -> str:
             f"    - name: {scalar(tool.name)}",
             f"      description: {scalar(tool.description)}",
             f"      capabilities: [{caps}]   # {said}",
-            "      parameters: {type: object, properties: {}}   # its JSON Schema, as your "
-            "agent declares it",
         ]
+        if not proxied:
+            lines.append(
+                "      parameters: {type: object, properties: {}}   # its JSON Schema, as your "
+                "agent declares it"
+            )
     return "\n".join(lines) + "\n"
-
-
-def workflow_text(route: Route) -> str:
-    """The workflow (examples/probegate.yml), passing the route's API key variable through."""
-    text = resources.files(__package__).joinpath("data/workflow.yml").read_text("utf-8")
-    key_env = default(route, "api_key_env")
-    if key_env is None:
-        kept = [line for line in text.splitlines(keepends=True) if _TEMPLATE_KEY_ENV not in line]
-        return "".join(kept)
-    return text.replace(_TEMPLATE_KEY_ENV, key_env)
 
 
 STARTER = '''\
@@ -242,11 +335,43 @@ def {attr}(input: str, context: Any) -> dict[str, Any]:
 '''
 
 
-def starter_agent(spec: str) -> tuple[str, str] | None:
+STARTER_PROXIED = '''\
+"""The agent probegate scans (probegate.yml: target.python: {spec}), its model calls through
+probegate's model-API proxy (target.model_proxy).
+
+Connect your agent here: call it with the message and return its reply. It keeps its own
+tools and loop; only its model client's base URL changes, to {base_url} (the
+variable {base_url_env}), or per conversation to context.model_base_url, the scan's own URL,
+which needs no key (docs/scan-your-agent/proxy.md). Until this is done, every attempt ends
+unjudged with the message below.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def {attr}(input: str, context: Any) -> dict[str, Any]:
+    # e.g. reply = MyAgent(base_url=context.model_base_url).run(input)
+    #      return {{"output": reply}}
+    raise NotImplementedError("connect your agent in {path} (probegate init wrote this stub)")
+'''
+
+
+def starter_agent(spec: str, proxy: Proxy | None = None) -> tuple[str, str] | None:
     """``(file name, text)`` of a starter agent for ``MODULE:ATTR``, or None when ``MODULE`` is
     not one plain file name (a package path is the user's own code)."""
     module, _, attr = spec.partition(":")
     if not module.isidentifier() or not attr.isidentifier():
         return None
     path = f"{module}.py"
+    if proxy is not None:
+        text = STARTER_PROXIED.format(
+            spec=spec,
+            attr=attr,
+            path=path,
+            base_url=proxy.base_url,
+            base_url_env=proxy.base_url_env,
+        )
+        return path, text
     return path, STARTER.format(spec=spec, attr=attr, path=path)

@@ -56,7 +56,7 @@ def execute_scan(
         plan = draw_plan(inputs.probes, target, settings.plan, judge=inputs.llm_judge is not None)
         if scan.dry_run:
             surface = with_surface(target.info(), plan.exposure)
-            return dry_run(plan, scan.agent, out, surface, as_json=as_json)
+            return dry_run(plan, scan.agent, out, surface, as_json=as_json, verbose=verbose)
         if not plan.attempts and not plan.escalations:
             raise UsageError(nothing_to_run(plan, plan.request.variant))
         view = View(out, err, quiet=config.quiet, verbose=verbose, as_json=as_json)

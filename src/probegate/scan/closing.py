@@ -38,6 +38,7 @@ from probegate.reports.headline import (
     category_states,
     category_text,
     controls_text,
+    coverage_text,
     out_of_100,
     surface_text,
 )
@@ -152,6 +153,7 @@ def _headline(closing: Closing, style: Style) -> list[str]:
     band = style(report.band, "bold", "green" if good else "red")
     lines = [
         f"score {out_of_100(report.aivss)}  band {band}  ({report.mode} mode, {auth})",
+        f"  {style('covers:', 'bold')} {clean(coverage_text(report))}",
         f"  {style('surface:', 'bold')} {clean(surface_text(report.target))}",
         f"  {style('stopped:', 'bold')} {clean(stop_text(report))}",
         f"  {style('authority:', 'bold')} {clean(authority_text(report))}",
@@ -167,6 +169,23 @@ def _headline(closing: Closing, style: Style) -> list[str]:
         + (f", {suppressed} suppressed" if suppressed else "")
         + f"; unjudged attempts: {len(report.unjudged)}"
     )
+    undecided = sum(1 for r in report.results if r.outcome == "undecided")
+    if undecided:
+        lines.append(
+            f"undecided probes: {undecided} (resisted where judged, but some attempts were "
+            "not: never counted as resisted)"
+        )
+    delivery = report.delivery
+    if delivery is not None and delivery.delivered < delivery.attempts:
+        per = ", ".join(
+            f"{name.replace('_', ' ')} {c.delivered}/{c.attempts}"
+            for name, c in delivery.by_channel.items()
+            if c.delivered < c.attempts
+        )
+        lines.append(
+            f"{style('delivery:', 'bold')} the attack reached the agent in {delivery.delivered}"
+            f" of {delivery.attempts} attempts (short: {per}); the rest are listed by cause"
+        )
     if report.controls.run or not report.controls.enabled:
         lines.append(clean(controls_text(report)))
     if report.judge is not None:
@@ -281,6 +300,8 @@ def _closing_json(closing: Closing, view: View) -> dict[str, Any]:
         "exit_code": closing.exit_code,
         "score": report.aivss,
         "band": report.band,
+        "covers": coverage_text(report),
+        "delivery": report.delivery.model_dump() if report.delivery is not None else None,
         "mode": report.mode,
         "stopped_reason": report.stopped_reason,
         "stopped": stop_text(report),

@@ -125,9 +125,12 @@ def dry_run(
     surface: TargetInfo | None = None,
     *,
     as_json: bool = False,
+    verbose: bool = False,
 ) -> int:
     """Print the plan and what it may cost; exit 0 without a request. ``as_json`` (``--json``)
-    prints the same facts as one JSON object, for a script deciding whether to run the scan."""
+    prints the same facts as one JSON object, for a script deciding whether to run the scan.
+    The probes that do not apply are counted in one line (each category's line says what would
+    bring them in); ``verbose`` (``-v``) lists each with its reason."""
     facts = _dry_run_facts(plan, agent, surface)
     if as_json:
         out.write(json_text(json.dumps(facts, indent=2, ensure_ascii=False)) + "\n")
@@ -150,8 +153,15 @@ def dry_run(
         out.write(f"  surface: {clean(surface_text(surface))}\n")
     for asi, text in facts["categories"].items():
         out.write(f"  {asi}: {text}\n")
-    for probe_id, reason in facts["not_applicable"].items():
-        out.write(f"  not applicable: {probe_id}: {reason}\n")
+    not_applicable = facts["not_applicable"]
+    if verbose:
+        for probe_id, reason in not_applicable.items():
+            out.write(f"  not applicable: {probe_id}: {reason}\n")
+    elif not_applicable:
+        out.write(
+            f"  not applicable: {len(not_applicable)} probe(s), for the capabilities and "
+            "settings each category names above (-v lists them)\n"
+        )
     for line in facts["not_run"]:
         out.write(f"  {line}\n")
     out.write(f"  estimated cost: {facts['estimated_cost']}\n")
@@ -181,16 +191,18 @@ def _dry_run_facts(plan: Plan, agent: AgentConfig, surface: TargetInfo | None) -
     }
 
 
-def not_run_lines(not_run: Mapping[str, NotRun]) -> list[str]:
-    """One line per setting that would let probes left out of the plan run."""
+def not_run_lines(not_run: Mapping[str, NotRun], *, named: int = 6) -> list[str]:
+    """One line per setting that would let probes left out of the plan run, naming up to
+    ``named`` of them (0: the count alone, for the note a scan starts with)."""
     by_setting: dict[str, list[str]] = {}
     for probe_id, item in sorted(not_run.items()):
         by_setting.setdefault(item.enabled_by, []).append(probe_id)
     lines = []
     for setting, ids in sorted(by_setting.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         what, fix = NOT_RUN_WHY.get(setting, ("need what this target does not expose", setting))
-        shown = ", ".join(ids[:6]) + (f" and {len(ids) - 6} more" if len(ids) > 6 else "")
-        lines.append(f"not run: {len(ids)} probe(s) {what} ({shown}); {fix}")
+        more = f" and {len(ids) - named} more" if len(ids) > named else ""
+        shown = f" ({', '.join(ids[:named])}{more})" if named else ""
+        lines.append(f"not run: {len(ids)} probe(s) {what}{shown}; {fix}")
     return lines
 
 
@@ -235,14 +247,18 @@ def nothing_to_run(plan: Plan, variant: str | None) -> str:
 
 
 def _applicability_summary(not_applicable: dict[str, str]) -> str:
-    """Why probes cannot apply, by missing capability, largest first."""
-    by_reason: dict[str, int] = {}
+    """What the tools lack, the most wanted first: ``retrieval (23), pii_read (11), ...``."""
+    by_missing: dict[str, int] = {}
     for reason in not_applicable.values():
-        by_reason[reason] = by_reason.get(reason, 0) + 1
-    ranked = sorted(by_reason.items(), key=lambda kv: -kv[1])
-    parts = [f"{reason} ({count})" for reason, count in ranked]
-    more = f"; and {len(parts) - 4} more reasons" if len(parts) > 4 else ""
-    return "; ".join(parts[:4]) + more
+        missing = reason.removeprefix(_NO_TOOL_WITH)
+        by_missing[missing] = by_missing.get(missing, 0) + 1
+    ranked = sorted(by_missing.items(), key=lambda kv: (-kv[1], kv[0]))
+    parts = [f"{missing} ({count})" for missing, count in ranked[:3]]
+    return ", ".join(parts) + (", ..." if len(ranked) > 3 else "")
+
+
+# engine/plan.py's reason for a probe whose capability no tool has; the note names the rest.
+_NO_TOOL_WITH = "target has no tool with capability "
 
 
 def say_what_cannot_apply(plan: Plan, tools: list[ToolSpec], view: View) -> None:
@@ -253,24 +269,25 @@ def say_what_cannot_apply(plan: Plan, tools: list[ToolSpec], view: View) -> None
     selected = len(plan.probes)
     if not selected:
         return
-    for line in not_run_lines(plan.not_run):  # said once, before the first request
+    # Said once, before the first request, in a line each: how many and the fix. The probes
+    # are named by the report, the dry run and -v.
+    for line in not_run_lines(plan.not_run, named=6 if view.verbose else 0):
         view.note(line)
     skipped = len(plan.not_applicable)
     unusable = skipped + len(plan.not_run)
     if skipped and not tools:
         view.note(
-            f"{skipped} of {selected} probes cannot apply: the target declares no tools. "
-            "Declare the agent's tools with their capabilities under target.tools "
-            "(docs/targets.md) so the probes that attack through tools can run."
+            f"{skipped} of {selected} probes cannot apply: the target declares no tools; "
+            "declare them with their capabilities under target.tools (docs/targets.md)"
         )
     elif skipped and skipped >= FEW_PROBES_FRACTION * selected:
         view.note(
-            f"{skipped} of {selected} probes cannot apply to this target: "
+            f"{skipped} of {selected} probes cannot apply to this target: its tools lack "
             + _applicability_summary(plan.not_applicable)
-            + ". Declare the missing capabilities on the agent's tools (docs/targets.md)."
+            + "; declare the missing capabilities on them (docs/targets.md)"
         )
-    if unusable and unusable >= FEW_PROBES_FRACTION * selected and not view.quiet:
+    elif unusable and unusable >= FEW_PROBES_FRACTION * selected and not view.quiet:
         view.note(
             f"only {selected - unusable} of {selected} selected probes apply to what this "
-            "target exposes; every category's state in the report says what would bring more in."
+            "target exposes; each category in the report says what would bring more in"
         )

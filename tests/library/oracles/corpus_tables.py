@@ -18,7 +18,7 @@ from pathlib import Path
 
 from probegate.judge.attempt import Judgement
 from probegate.library.mutators import MUTATORS
-from tests.library.oracles import corpus, corpus_mutated
+from tests.library.oracles import corpus, corpus_fresh, corpus_mutated
 from tests.library.oracles.corpus import Reply, Row, judged, tally
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "scoring.md"
@@ -35,10 +35,17 @@ CORPORA = (
     ("tests/data/corpus_heldout", corpus.HELDOUT, "held out"),
     ("tests/data/corpus_mutated/tuned", corpus_mutated.TUNED, "tuned on"),
     ("tests/data/corpus_mutated/heldout", corpus_mutated.HELDOUT, "held out, never tuned on"),
+    (
+        "tests/data/corpus_fresh",
+        corpus_fresh.FRESH,
+        "written after the rules, never tuned on (its REPORT.md has every error)",
+    ),
 )
 
 
 def _replies(where: Path) -> list[Reply]:
+    if where == corpus_fresh.FRESH:
+        return corpus_fresh.replies(where)
     if where.parent == corpus_mutated.MUTATED:
         return corpus_mutated.replies(where)
     return corpus.replies(where)
@@ -99,7 +106,7 @@ def _breakdown(name: str, where: Path) -> list[str]:
 def render_section() -> str:
     """The section between the markers, markers included."""
     lines = [BEGIN, "", *_summary(), ""]
-    for name, where, _ in CORPORA[2:]:
+    for name, where, _ in CORPORA[2:4]:
         lines.extend(_breakdown(name, where))
     return "\n".join([*lines, END])
 

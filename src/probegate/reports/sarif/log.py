@@ -9,7 +9,12 @@ from probegate.errors import ReportError
 from probegate.models.probe import stable_id
 from probegate.models.report import Finding, ScanReport, StopReason
 from probegate.reports.escape import clean_text
-from probegate.reports.headline import category_states, category_text, score_text
+from probegate.reports.headline import (
+    category_states,
+    category_text,
+    coverage_text,
+    score_text,
+)
 from probegate.reports.sarif import results, rules
 from probegate.reports.sarif.omjson import Shared, node, plain
 
@@ -89,6 +94,9 @@ def _run_properties(report: ScanReport) -> dict[str, Any]:
         # "n/a (undertested)" for a category that has no score (docs/scoring.md).
         "aivss_shown": score_text(report.aivss),
         "band": report.band,
+        "covers": coverage_text(report),
+        # Whether each attempt's attack reached the agent (docs/scoring.md, "Delivery").
+        "delivery": report.delivery.model_dump() if report.delivery is not None else None,
         "tier": report.tier,
         "asi_scores": dict(report.asi_scores),
         "asi_scores_shown": {asi: category_text(state) for asi, state in states.items()},

@@ -59,6 +59,7 @@ from probegate.targets.base import (
 )
 from probegate.targets.guard.events import GuardIdentity, OptionalField
 from probegate.targets.guard.target import GuardTarget
+from probegate.validation import did_you_mean
 
 DEFAULT_BEHIND = "demo"
 # The guard's own keys; every other key of its ``target:`` section belongs to the agent behind.
@@ -104,7 +105,8 @@ class GuardConfig(TargetConfig):
             ]
             raise config_error(
                 ("behind",),
-                f"a guard stands in front of one of {', '.join(guardable)}, not {behind!r}",
+                f"a guard stands in front of one of {', '.join(guardable)}, not {behind!r}"
+                + (did_you_mean(behind, guardable) if isinstance(behind, str) else ""),
                 behind,
             )
         if "api_key_env" in rest and "api_key_env" not in spec.config.yaml_keys():
