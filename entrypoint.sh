@@ -160,7 +160,7 @@ if [[ $command == run ]]; then
 	scan_only=()
 	for pair in "config=${PG_CONFIG:-}" "mode=${PG_MODE:-}" "fail-under=${PG_FAIL_UNDER:-}" \
 		"fail-on=${PG_FAIL_ON:-}" "baseline=$baseline" "tolerance=${PG_TOLERANCE:-}" \
-		"concurrency=${PG_CONCURRENCY:-}" "budget-usd=${PG_BUDGET_USD:-}" \
+		"confirm=${PG_CONFIRM:-}" "concurrency=${PG_CONCURRENCY:-}" "budget-usd=${PG_BUDGET_USD:-}" \
 		"judge=${PG_JUDGE:-}" "shard=${PG_SHARD:-}"; do
 		if [[ -n ${pair#*=} ]]; then scan_only+=("${pair%%=*}"); fi
 	done
@@ -193,6 +193,7 @@ else
 	add --fail-on "${PG_FAIL_ON:-}"
 	add --baseline "$baseline"
 	add --tolerance "${PG_TOLERANCE:-}"
+	add --confirm "${PG_CONFIRM:-}"
 	add --concurrency "${PG_CONCURRENCY:-}"
 	add --budget-usd "${PG_BUDGET_USD:-}"
 	add --judge "${PG_JUDGE:-}"

@@ -33,7 +33,8 @@ T = TypeVar("T")
 
 
 def _pair() -> tuple[ScanReport, ScanReport]:
-    """Baseline and current: 9,500 findings in both, 500 fixed (resisted now), 500 new.
+    """Baseline and current: 9,500 findings in both, 500 fixed (resisted now), 500 new, each
+    probe judged 30 times.
 
     Built from the report bench's synthetic scan, so both benches measure the same shape.
     """
@@ -42,10 +43,12 @@ def _pair() -> tuple[ScanReport, ScanReport]:
     def side(keep: slice) -> ScanReport:
         kept = full.findings[keep]
         ids = {f.probe_id for f in kept}
+        # Thirty attempts a probe (a full scan's), so a finding that came or went is beyond
+        # chance and every one is tested: the comparison's heaviest case.
         results = [
-            r
+            r.model_copy(update={"outcome": "vulnerable", "vulnerable": 20, "resisted": 10})
             if r.probe_id in ids
-            else r.model_copy(update={"outcome": "resisted", "vulnerable": 0, "resisted": 3})
+            else r.model_copy(update={"outcome": "resisted", "vulnerable": 0, "resisted": 30})
             for r in full.results
         ]
         return full.model_copy(update={"findings": kept, "results": results})

@@ -289,3 +289,39 @@ def authoritative(report: ScanReport) -> ScanReport:
             "authority": Authority(authoritative=True),
         }
     )
+
+
+def with_counts(report: ScanReport, counts: dict[str, tuple[int, int]]) -> ScanReport:
+    """The report with these probes' attempts counted ``(vulnerable, judged)``: their results'
+    tallies and their findings' counts, as a scan with that many attempts would have them. A
+    finding is kept only while some attempt of its probe is vulnerable: give the probe a
+    finding (``scan([finding(i)])``) to count vulnerable attempts on it."""
+    results = []
+    for r in report.results:
+        if r.probe_id not in counts:
+            results.append(r)
+            continue
+        vulnerable, judged = counts[r.probe_id]
+        results.append(
+            r.model_copy(
+                update={
+                    "outcome": "vulnerable" if vulnerable else "resisted",
+                    "attempts": judged + r.unjudged,
+                    "vulnerable": vulnerable,
+                    "resisted": judged - vulnerable,
+                }
+            )
+        )
+    findings = []
+    for f in report.findings:
+        if f.probe_id not in counts:
+            findings.append(f)
+            continue
+        vulnerable, judged = counts[f.probe_id]
+        if vulnerable:
+            findings.append(
+                f.model_copy(
+                    update={"successes": vulnerable, "attempt_count": judged + f.unjudged_attempts}
+                )
+            )
+    return report.model_copy(update={"results": results, "findings": findings})

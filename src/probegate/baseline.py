@@ -2,20 +2,36 @@
 
 Findings are matched by ``fp``, which depends on the probe id alone
 (:func:`probegate.models.report.finding_fp`), so "the same finding" means "the same probe
-succeeded again", whatever the mode, seed or transcript. A comparison sorts every finding into
-one bucket:
+succeeded again", whatever the mode, seed or transcript.
 
-- ``new``: in the current scan, not in the baseline, not suppressed. A regression.
+A model answers by sampling, so a probe's presence is a count: vulnerable of judged attempts
+(its result's ``vulnerable`` and ``vulnerable + resisted``; unjudged and not-delivered attempts
+are not judged). Two counts of one probe differ beyond chance when the one-sided exact test of
+:mod:`probegate.chance` says so at the comparison's level, after Benjamini and Hochberg's
+correction over every table that could reach it (docs/gating.md, "Sampled models"). A
+comparison sorts every finding into one bucket:
+
+- ``new``: in the current scan only, its probe's count risen beyond chance, not suppressed. A
+  regression.
 - ``new_suppressed``: new but accepted in the suppression file: listed, not a regression.
-- ``persisting``: in both.
-- ``fixed``: in the baseline, and the current scan judged its probe and saw it resisted.
+- ``changed``: in both, its count risen (``worse``: a regression unless suppressed) or fallen
+  (``better``) beyond chance.
+- ``persisting``: in both, its counts within noise of each other.
+- ``fixed``: in the baseline only, its count fallen beyond chance to none.
+- ``within_noise``: on one side only, but the two counts do not differ beyond chance: a
+  sampled model's flip, shown with both counts.
 - ``unconfirmed``: in the baseline, absent from the current scan, but the current scan did not
   judge its probe (not run, unjudged, not applicable). Unjudged is never counted as resisted,
   so these are not called fixed.
 - ``not_compared``: only with ``allow_mismatch``: findings on probes that are not in both scans.
 
-A regression is any ``new`` finding or an overall ``aivss`` drop larger than the tolerance.
-Per-ASI deltas are reported, not gated: the score is what gates (docs/gating.md).
+A side that judged none of a probe's attempts has no count to test; such a finding is decided
+on presence alone, as before counts were kept: in the current scan only, it is new.
+
+A regression is a new or worse finding, or an ``aivss`` drop larger than the tolerance once
+the findings within noise are counted as the baseline counted them: a flaky finding moves the
+score (by its severity's cap, too), and that move is noise as much as the finding is. Per-ASI
+deltas are reported, not gated: the score is what gates (docs/gating.md).
 
 Reports are untrusted input, parsed once at the edge by
 :func:`probegate.models.stored.load_report` into a validated :class:`ScanReport` before they
@@ -27,14 +43,39 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cached_property
 from pathlib import Path
 
+from probegate.chance import (
+    LEVEL,
+    Table,
+    benjamini_hochberg,
+    can_test,
+    could_show_change,
+    decrease_floor,
+    decrease_p,
+    increase_floor,
+    increase_p,
+)
 from probegate.errors import ReportError, UsageError
 from probegate.files import MAX_REPORT_BYTES, read_bytes, write_atomic
-from probegate.models.comparison import AsiDelta, Comparison, FindingRef, ReportRef
-from probegate.models.report import ScanReport
+from probegate.models.comparison import (
+    AsiDelta,
+    Change,
+    Comparison,
+    Confirmation,
+    Counts,
+    FindingRef,
+    ReportRef,
+)
+from probegate.models.report import ProbeResult, ScanReport
 from probegate.models.taxonomy import ASI_IDS, SEVERITY_RANK
-from probegate.scoring import category_of
+from probegate.perf import gc_paused, share_field_sets
+from probegate.scoring import category_of, score
+
+# Findings a reason names before "and N more".
+_NAMED = 5
 
 # --------------------------------------------------------------------------- comparing
 
@@ -45,6 +86,8 @@ def compare(
     *,
     tolerance: float = 0.0,
     allow_mismatch: bool = False,
+    confirmation: Confirmation | None = None,
+    level: Fraction = LEVEL,
 ) -> Comparison:
     """Compare ``current`` against ``baseline`` (docs/gating.md).
 
@@ -54,8 +97,26 @@ def compare(
     findings on the others are listed as ``not_compared``, and the score delta is shown but not
     gated, because the two scores cover different probe sets.
 
+    ``confirmation``: what ``scan --confirm N`` ran again, pooled with the current scan's
+    counts; by default the confirmation ``current`` recorded in its own comparison, so
+    ``probegate compare`` decides as the scan did.
+
     Deterministic: every list is sorted, so the result does not depend on finding order.
     """
+    # Ten thousand findings make a few hundred thousand short-lived, acyclic objects, and every
+    # collection of the cyclic collector rescans both reports: it was half of the time.
+    with gc_paused():
+        return _compare(baseline, current, tolerance, allow_mismatch, confirmation, level)
+
+
+def _compare(
+    baseline: ScanReport,
+    current: ScanReport,
+    tolerance: float,
+    allow_mismatch: bool,
+    confirmation: Confirmation | None,
+    level: Fraction,
+) -> Comparison:
     if not math.isfinite(tolerance) or tolerance < 0:
         raise UsageError(f"--tolerance must be a number >= 0, got {tolerance}")
     mismatch = check_comparable(
@@ -68,32 +129,22 @@ def compare(
     base_by_fp = _index(baseline, "baseline", notes)
     cur_by_fp = _index(current, "current", notes)
 
-    common: set[str] | None = None
-    if mismatch:
-        common = {r.probe_id for r in baseline.results} & {r.probe_id for r in current.results}
-        notes.append(
-            f"{'; '.join(mismatch)}: only the {len(common)} probe(s) present in both scans "
-            "are compared, and the score delta is not gated"
-        )
-    buckets = _sort_findings(base_by_fp, cur_by_fp, current, common)
+    common = _common_probes(baseline, current, mismatch, notes)
+    if confirmation is None and current.comparison is not None:
+        confirmation = current.comparison.confirmation
+    compared = {
+        ref.probe_id
+        for ref in [*base_by_fp.values(), *cur_by_fp.values()]
+        if common is None or ref.probe_id in common
+    }
+    rates = _Rates.of(baseline, current, confirmation, compared, level)
+    buckets = _sort_findings(base_by_fp, cur_by_fp, rates, common)
+    notes += _rate_notes(buckets, rates, confirmation, level)
     notes += _suppression_notes(current)
 
-    scored = current.aivss is not None and baseline.aivss is not None
-    aivss_delta = (current.aivss or 0) - (baseline.aivss or 0) if scored else 0
-    score_gated = not mismatch
-    if score_gated and (not scored or "not_evaluated" in (baseline.band, current.band)):
-        score_gated = False
-        notes.append("a scan has band not_evaluated: its score is not a measurement, not gated")
-    score_regression = score_gated and -aivss_delta > tolerance
-
-    reasons: list[str] = []
-    if buckets.new:
-        reasons.append(f"{len(buckets.new)} new finding(s) not in the baseline")
-    if score_regression:
-        reasons.append(
-            f"AIVSS dropped by {-aivss_delta} (from {baseline.aivss} to {current.aivss}), "
-            f"more than the tolerance {tolerance:g}"
-        )
+    scoring = _Score.of(baseline, current, buckets, gated=not mismatch, tolerance=tolerance)
+    notes += scoring.notes
+    reasons = _reasons(buckets) + scoring.reasons
 
     return Comparison(
         baseline=_report_ref(baseline),
@@ -107,14 +158,191 @@ def compare(
         persisting=_sorted(buckets.persisting),
         unconfirmed=_sorted(buckets.unconfirmed),
         not_compared=_sorted(buckets.not_compared),
-        aivss_delta=aivss_delta,
-        score_gated=score_gated,
-        score_regression=score_regression,
+        aivss_delta=scoring.delta,
+        score_gated=scoring.gated,
+        score_regression=scoring.regression,
         asi_deltas=_asi_deltas(baseline, current),
         regression=bool(reasons),
         reasons=reasons,
         notes=notes,
+        level=float(level),
+        tests=rates.tests,
+        changed=_sorted(buckets.changed),
+        within_noise=_sorted(buckets.within_noise),
+        aivss_delta_beyond_noise=scoring.beyond,
+        confirmation=confirmation,
     )
+
+
+def _common_probes(
+    baseline: ScanReport, current: ScanReport, mismatch: list[str], notes: list[str]
+) -> set[str] | None:
+    """The probes both scans ran, when they measure different things (else None: all)."""
+    if not mismatch:
+        return None
+    common = {r.probe_id for r in baseline.results} & {r.probe_id for r in current.results}
+    notes.append(
+        f"{'; '.join(mismatch)}: only the {len(common)} probe(s) present in both scans "
+        "are compared, and the score delta is not gated"
+    )
+    return common
+
+
+# --------------------------------------------------------------------------- counts
+
+
+@dataclass(frozen=True)
+class _Rate:
+    """One probe's counts on both sides and what the tests said of them: ``tested`` when both
+    sides have a count to test (else its finding is decided on presence), ``rose`` or
+    ``fell`` when the change is beyond chance, with its adjusted p-value."""
+
+    base: Counts | None
+    cur: Counts | None
+    confirm: Counts | None = None
+    tested: bool = False
+    # Adjusted p-values of a rise and of a fall; None when the table is no such test.
+    rise_p: Fraction | None = None
+    fall_p: Fraction | None = None
+    rose: bool = False
+    fell: bool = False
+    level: Fraction = LEVEL
+
+    @cached_property
+    def direction(self) -> int:
+        """+1 when the current rate is higher, -1 lower, 0 the same (or not both known)."""
+        if self.base is None or self.cur is None or not self.base.judged or not self.cur.judged:
+            return 0
+        now = self.cur.vulnerable * self.base.judged
+        was = self.base.vulnerable * self.cur.judged
+        return (now > was) - (now < was)
+
+    def annotate(self, ref: FindingRef, change: Change = "") -> FindingRef:
+        """The finding with its counts, its p-value and what the counts can tell."""
+        p = self.rise_p if self.direction > 0 else self.fall_p if self.direction < 0 else None
+        few = (
+            self.tested
+            and not self.rose
+            and not self.fell
+            and not could_show_change(
+                self.base.judged if self.base else 0,
+                self.cur.judged if self.cur else 0,
+                self.level,
+            )
+        )
+        # Every value is already of its field's type (validated where it was made): a copy
+        # that validates again cost a 10,000-finding comparison a second.
+        return FindingRef.model_construct(
+            **{
+                **ref.__dict__,
+                "baseline_counts": self.base,
+                "current_counts": self.cur,
+                "confirm_counts": self.confirm,
+                "p_value": None if p is None else float(f"{float(p):.6g}"),
+                "change": change,
+                "too_few_attempts": few,
+            }
+        )
+
+
+@dataclass(frozen=True)
+class _Rates:
+    """Every compared finding probe's counts and tests; ``tests`` is how many tables could
+    show a rise at the level (the number the correction of the regressions counts)."""
+
+    by_probe: dict[str, _Rate]
+    tests: int
+    level: Fraction
+
+    def of_probe(self, probe_id: str) -> _Rate:
+        return self.by_probe.get(probe_id, _Rate(None, None, level=self.level))
+
+    @classmethod
+    def of(
+        cls,
+        baseline: ScanReport,
+        current: ScanReport,
+        confirmation: Confirmation | None,
+        probes: set[str],
+        level: Fraction,
+    ) -> _Rates:
+        base = _counts(baseline, probes)
+        cur = _pooled(_counts(current, probes), confirmation, probes)
+        tables = {
+            probe_id: table
+            for probe_id in probes
+            if probe_id in base
+            and probe_id in cur
+            and can_test(table := _table(base[probe_id], cur[probe_id]))
+        }
+        rises: dict[str, Fraction] = {}
+        falls: dict[str, Fraction] = {}
+        for probe_id, table in tables.items():
+            # A table whose totals could not reach the level even alone is no test: only the
+            # totals decide that, so leaving it out of the count keeps the error rate (Tarone).
+            if increase_floor(table) <= level:
+                rises[probe_id] = increase_p(table)
+            if decrease_floor(table) <= level:
+                falls[probe_id] = decrease_p(table)
+        rise_adj, fall_adj = benjamini_hochberg(rises), benjamini_hochberg(falls)
+        confirm = {p.probe_id: p.confirm for p in confirmation.probes} if confirmation else {}
+        by_probe = {}
+        for probe_id in probes:
+            up, down = rise_adj.get(probe_id), fall_adj.get(probe_id)
+            by_probe[probe_id] = _Rate(
+                base.get(probe_id),
+                cur.get(probe_id),
+                confirm.get(probe_id),
+                tested=probe_id in tables,
+                rise_p=up,
+                fall_p=down,
+                rose=up is not None and up <= level,
+                fell=down is not None and down <= level,
+                level=level,
+            )
+        return cls(by_probe, len(rises), level)
+
+
+def _pooled(
+    cur: dict[str, Counts], confirmation: Confirmation | None, probes: set[str]
+) -> dict[str, Counts]:
+    """The current counts with the confirm runs' added to the probes they ran."""
+    for probe in confirmation.probes if confirmation else []:
+        if probe.probe_id in probes:
+            cur[probe.probe_id] = _plus(cur.get(probe.probe_id), probe.confirm)
+    return cur
+
+
+def _table(base: Counts, cur: Counts) -> Table:
+    return Table(base.vulnerable, base.judged, cur.vulnerable, cur.judged)
+
+
+def _counts(report: ScanReport, probes: set[str]) -> dict[str, Counts]:
+    """Each probe's count in ``report``: from its result, or, for a finding whose probe has
+    no result (a hand-made report), from the finding itself. A probe listed twice (a bad
+    merge) is counted once per listing, whatever their order."""
+    out: dict[str, Counts] = {}
+    for r in report.results:
+        if r.probe_id in probes:
+            out[r.probe_id] = _plus(out.get(r.probe_id), _of_result(r))
+    for f in report.findings:
+        if f.probe_id in probes and f.probe_id not in out:
+            judged = max(f.attempt_count - f.unjudged_attempts, 0)
+            out[f.probe_id] = Counts(vulnerable=min(max(f.successes, 1), judged), judged=judged)
+    return out
+
+
+def _of_result(result: ProbeResult) -> Counts:
+    return Counts(vulnerable=result.vulnerable, judged=result.vulnerable + result.resisted)
+
+
+def _plus(a: Counts | None, b: Counts) -> Counts:
+    if a is None:
+        return b
+    return Counts(vulnerable=a.vulnerable + b.vulnerable, judged=a.judged + b.judged)
+
+
+# --------------------------------------------------------------------------- buckets
 
 
 @dataclass
@@ -124,16 +352,29 @@ class _Buckets:
 
     new: list[FindingRef] = field(default_factory=list)
     new_suppressed: list[FindingRef] = field(default_factory=list)
+    changed: list[FindingRef] = field(default_factory=list)
     persisting: list[FindingRef] = field(default_factory=list)
     fixed: list[FindingRef] = field(default_factory=list)
+    within_noise: list[FindingRef] = field(default_factory=list)
     unconfirmed: list[FindingRef] = field(default_factory=list)
     not_compared: list[FindingRef] = field(default_factory=list)
+    # Findings decided on presence: a side judged none of their probes' attempts.
+    on_presence: int = 0
+
+    @property
+    def worse(self) -> list[FindingRef]:
+        return [r for r in self.changed if r.change == "worse" and not r.suppressed]
+
+    def noise_probes(self) -> set[str]:
+        """The probes whose counts are within noise of each other: the score counts them as
+        the baseline did before it gates."""
+        return {r.probe_id for r in [*self.within_noise, *self.persisting]}
 
 
 def _sort_findings(
     base_by_fp: dict[str, FindingRef],
     cur_by_fp: dict[str, FindingRef],
-    current: ScanReport,
+    rates: _Rates,
     common: set[str] | None,
 ) -> _Buckets:
     """Both scans' findings in their buckets; ``common``, when the scans differ in what they
@@ -142,23 +383,208 @@ def _sort_findings(
     for fp, ref in cur_by_fp.items():
         if common is not None and ref.probe_id not in common:
             out.not_compared.append(ref)
-        elif fp in base_by_fp:
-            out.persisting.append(ref)
-        elif ref.suppressed:
-            out.new_suppressed.append(ref)
+            continue
+        rate = rates.of_probe(ref.probe_id)
+        if fp in base_by_fp:
+            _in_both(out, ref, rate)
+        elif rate.tested and not rate.rose:
+            out.within_noise.append(rate.annotate(ref))
         else:
-            out.new.append(ref)
-    judged_resisted = {r.probe_id for r in current.results if r.outcome == "resisted"}
+            out.on_presence += not rate.tested
+            bucket = out.new_suppressed if ref.suppressed else out.new
+            bucket.append(rate.annotate(ref))
     for fp, ref in base_by_fp.items():
         if fp in cur_by_fp:
             continue
         if common is not None and ref.probe_id not in common:
             out.not_compared.append(ref)
-        elif ref.probe_id in judged_resisted:
-            out.fixed.append(ref)
+            continue
+        rate = rates.of_probe(ref.probe_id)
+        if rate.cur is None or not rate.cur.judged:
+            out.unconfirmed.append(rate.annotate(ref))
+        elif rate.tested and not rate.fell:
+            out.within_noise.append(rate.annotate(ref))
         else:
-            out.unconfirmed.append(ref)
+            out.on_presence += not rate.tested
+            out.fixed.append(rate.annotate(ref))
     return out
+
+
+def _in_both(out: _Buckets, ref: FindingRef, rate: _Rate) -> None:
+    if rate.rose:
+        out.changed.append(rate.annotate(ref, "worse"))
+    elif rate.fell:
+        out.changed.append(rate.annotate(ref, "better"))
+    else:
+        out.persisting.append(rate.annotate(ref))
+
+
+def _reasons(buckets: _Buckets) -> list[str]:
+    reasons = []
+    if buckets.new:
+        reasons.append(
+            f"{len(buckets.new)} new finding(s) beyond noise: {_named(_sorted(buckets.new))}"
+        )
+    worse = buckets.worse
+    if worse:
+        reasons.append(
+            f"{len(worse)} finding(s) more frequent beyond noise: {_named(_sorted(worse))}"
+        )
+    return reasons
+
+
+def _named(refs: list[FindingRef]) -> str:
+    """``probe (3 of 3 vs 0 of 30 in the baseline)``, the first few."""
+    shown = ", ".join(f"{r.probe_id} ({_versus(r)})" for r in refs[:_NAMED])
+    more = len(refs) - _NAMED
+    return f"{shown}, and {more} more" if more > 0 else shown
+
+
+def _versus(ref: FindingRef) -> str:
+    """Both counts of a finding: ``3 of 30 vs 0 of 30 in the baseline``."""
+    now = ref.current_counts.text() if ref.current_counts else "not judged"
+    was = ref.baseline_counts.text() if ref.baseline_counts else "not judged"
+    return f"{now} vs {was} in the baseline"
+
+
+def _rate_notes(
+    buckets: _Buckets, rates: _Rates, confirmation: Confirmation | None, level: Fraction
+) -> list[str]:
+    """What the reader of a rate decision should know beyond the buckets."""
+    notes = []
+    few = [r for r in buckets.within_noise if r.too_few_attempts]
+    if few:
+        notes.append(
+            f"{len(few)} finding(s) within noise had too few attempts to show a change at the "
+            f"level {float(level):g} whatever their counts (one attempt a side never can): "
+            "record the baseline with more attempts (--repeat N, or --mode full) and confirm "
+            "new findings (--confirm N); docs/gating.md, 'Sampled models'"
+        )
+    if buckets.on_presence:
+        notes.append(
+            f"{buckets.on_presence} finding(s) decided on presence alone: a scan judged none "
+            "of their probes' attempts (or more than the exact test takes), so there is no "
+            "count to test"
+        )
+    if confirmation is not None:
+        notes.append(
+            f"the current scan's confirm runs ({confirmation.runs} more run(s) of "
+            f"{len(confirmation.probes)} probe(s)) are pooled with its first run"
+            + (
+                f"; they stopped early ({confirmation.stopped_reason}), so only their judged "
+                "attempts count"
+                if confirmation.stopped_reason != "completed"
+                else ""
+            )
+        )
+    return notes
+
+
+@dataclass(frozen=True)
+class _Score:
+    """The score part of a comparison: its change, the change beyond noise, and whether
+    that is a regression, with the reason or the note that says so."""
+
+    delta: int
+    beyond: int
+    gated: bool
+    regression: bool
+    reasons: list[str]
+    notes: list[str]
+
+    @classmethod
+    def of(
+        cls,
+        baseline: ScanReport,
+        current: ScanReport,
+        buckets: _Buckets,
+        *,
+        gated: bool,
+        tolerance: float,
+    ) -> _Score:
+        notes: list[str] = []
+        scored = current.aivss is not None and baseline.aivss is not None
+        delta = (current.aivss or 0) - (baseline.aivss or 0) if scored else 0
+        if gated and (not scored or "not_evaluated" in (baseline.band, current.band)):
+            gated = False
+            notes.append("a scan has band not_evaluated: its score is not a measurement, not gated")
+        beyond = _beyond_noise(baseline, current, buckets.noise_probes(), delta)
+        regression = gated and -beyond > tolerance
+        reasons = []
+        if regression:
+            reasons.append(_score_reason(baseline, current, delta, beyond, tolerance))
+        elif gated and -delta > tolerance:
+            notes.append(_score_noise_note(baseline, current, delta, beyond, tolerance))
+        return cls(delta, beyond, gated, regression, reasons, notes)
+
+
+def _beyond_noise(baseline: ScanReport, current: ScanReport, noise: set[str], delta: int) -> int:
+    """The score's change once the probes within noise count as the baseline counted them.
+
+    The current score is recomputed (scoring.score) with those probes' vulnerable and resisted
+    attempts replaced by the baseline's; what that moves is the noise's part of the change,
+    and taking it off leaves what the counts beyond chance moved. Only reports whose scores are
+    their results' scores by this formula (every scan's of this version; not a hand-made or
+    foreign one, nor one scored by another formula) can be compared so: for any other the
+    change is taken as it is.
+    """
+    was = {r.probe_id: r for r in baseline.results}
+    moved = {
+        r.probe_id
+        for r in current.results
+        if r.probe_id in noise
+        and r.probe_id in was
+        and (r.vulnerable, r.resisted) != (was[r.probe_id].vulnerable, was[r.probe_id].resisted)
+    }
+    if not moved or not (_own_score(current) and _own_score(baseline)):
+        return delta
+    swapped = [
+        r.model_copy(
+            update={
+                "vulnerable": was[r.probe_id].vulnerable,
+                "resisted": was[r.probe_id].resisted,
+            }
+        )
+        if r.probe_id in moved
+        else r
+        for r in current.results
+    ]
+    evened = score(swapped).aivss
+    if evened is None or current.aivss is None:
+        return delta
+    return delta - (current.aivss - evened)
+
+
+def _own_score(report: ScanReport) -> bool:
+    """The report's score is what this formula gives its results."""
+    return score(report.results).aivss == report.aivss
+
+
+def _score_reason(
+    baseline: ScanReport, current: ScanReport, delta: int, beyond: int, tolerance: float
+) -> str:
+    if beyond == delta:
+        moved = f"AIVSS dropped by {-delta} (from {baseline.aivss} to {current.aivss})"
+    else:
+        moved = (
+            f"AIVSS went from {baseline.aivss} to {current.aivss} ({delta:+d}); with the "
+            f"findings within noise counted as in the baseline it dropped by {-beyond}"
+        )
+    return f"{moved}, more than the tolerance {tolerance:g}"
+
+
+def _score_noise_note(
+    baseline: ScanReport, current: ScanReport, delta: int, beyond: int, tolerance: float
+) -> str:
+    evened = (
+        f"dropped by {-beyond}, within the tolerance {tolerance:g}"
+        if beyond < 0
+        else ("did not drop")
+    )
+    return (
+        f"AIVSS dropped by {-delta} (from {baseline.aivss} to {current.aivss}), but with the "
+        f"findings within noise counted as in the baseline it {evened}: not a regression"
+    )
 
 
 def _suppression_notes(current: ScanReport) -> list[str]:
@@ -220,6 +646,7 @@ def _index(report: ScanReport, side: str, notes: list[str]) -> dict[str, Finding
             suppressed=finding.suppressed is not None,
             suppression_reason=finding.suppressed.reason if finding.suppressed else None,
         )
+        share_field_sets(ref)  # a set of field names per reference was half of a comparison
         kept = by_fp.get(finding.fp)
         if kept is None:
             by_fp[finding.fp] = ref

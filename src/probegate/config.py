@@ -40,6 +40,9 @@ from probegate.validation import all_problems, did_you_mean, fields_at
 DEFAULT_CONFIG = "probegate.yml"
 DEFAULT_STORE = ".probegate"
 DEFAULT_OUTPUT_DIR = "probegate-out"
+# Confirm runs of a finding: more than ten times its attempts again costs more than a scan
+# with a higher --repeat, which measures every probe.
+MAX_CONFIRM = 10
 # Fields the command line sets from where the target came from; never a ``scan:`` setting.
 # Every other field is one row's of the scan flag table (scan_flags.py; a test holds the two).
 NOT_SCAN_SETTINGS = frozenset({"target", "target_args", "config_path", "base_dir", "invocation"})
@@ -107,6 +110,9 @@ class ScanConfig(BaseModel):
     baseline: Path | None = None
     tolerance: float = Field(default=0.0, ge=0)
     allow_mismatch: bool = False
+    # With a baseline: run the probes of the findings it lacked (or held less often) this many
+    # more times before the gate decides on the pooled counts (docs/gating.md).
+    confirm: int = Field(default=0, ge=0, le=MAX_CONFIRM)
     suppressions: Path | None = None
     sign: bool | None = None
     signing_key: Path | None = None

@@ -25,6 +25,7 @@ import contextlib
 import os
 import secrets
 import stat
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,23 +65,58 @@ def read_bytes(
     With ``max_bytes``, only a regular file of at most that size is read (a device or a pipe
     could be endless).
     """
-    try:
-        if max_bytes is None:
+    if max_bytes is None:
+        try:
             return path.read_bytes()
-        with path.open("rb") as handle:
-            info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise error(f"{path}: not a regular file, not a {what}")
-            data = handle.read(max_bytes + 1)
-    except FileNotFoundError:
-        raise error(f"{path}: {what} not found") from None
-    except IsADirectoryError:
-        raise error(f"{path}: is a directory, not a {what}") from None
+        except OSError as exc:
+            raise _unreadable(path, what, error, exc) from None
+    with open_bounded(path, what=what, error=error, max_bytes=max_bytes) as read:
+        return read(max_bytes + 1)
+
+
+@contextlib.contextmanager
+def open_bounded(
+    path: Path, *, what: str = "file", error: type[UsageError] = UsageError, max_bytes: int
+) -> Iterator[Callable[[int], bytes]]:
+    """The regular file at ``path``, open to be read a piece at a time, for a reader that does
+    not need all of it in memory at once: ``read(n)`` gives its next ``n`` bytes (fewer at its
+    end). Whatever :func:`read_bytes` refuses is refused with the same line, a file larger than
+    ``max_bytes`` as soon as more than that has been read."""
+    try:
+        handle = path.open("rb")
     except OSError as exc:
-        raise error(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
-    if len(data) > max_bytes:
-        raise error(f"{path}: {what} is larger than {_size(max_bytes)}; refusing to read it")
-    return data
+        raise _unreadable(path, what, error, exc) from None
+    with handle:
+        try:
+            regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
+        except OSError as exc:
+            raise _unreadable(path, what, error, exc) from None
+        if not regular:
+            raise error(f"{path}: not a regular file, not a {what}")
+        total = 0
+
+        def read(size: int) -> bytes:
+            nonlocal total
+            try:
+                data = handle.read(size)
+            except OSError as exc:
+                raise _unreadable(path, what, error, exc) from None
+            total += len(data)
+            if total > max_bytes:
+                raise error(
+                    f"{path}: {what} is larger than {_size(max_bytes)}; refusing to read it"
+                )
+            return data
+
+        yield read
+
+
+def _unreadable(path: Path, what: str, error: type[UsageError], exc: OSError) -> UsageError:
+    if isinstance(exc, FileNotFoundError):
+        return error(f"{path}: {what} not found")
+    if isinstance(exc, IsADirectoryError):
+        return error(f"{path}: is a directory, not a {what}")
+    return error(f"{path}: cannot read {what}: {exc.strerror or exc}")
 
 
 def read_text(

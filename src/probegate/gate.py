@@ -247,11 +247,14 @@ def _baseline(comparison: Comparison, *, judged: bool) -> GateOutcome:
         return GateOutcome(gate, "undecided", "nothing was judged, so nothing was compared")
     if comparison.regression:
         return GateOutcome(gate, "failed", "; ".join(comparison.reasons))
+    within = len(comparison.within_noise)
     return GateOutcome(
         gate,
         "passed",
         f"no regression against {comparison.baseline.scan_id} "
-        f"({len(comparison.fixed)} fixed, {len(comparison.persisting)} persisting)",
+        f"({len(comparison.fixed)} fixed, {len(comparison.persisting)} persisting"
+        + (f", {within} within noise" if within else "")
+        + ")",
     )
 
 

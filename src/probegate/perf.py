@@ -1,10 +1,16 @@
-"""Performance helpers shared by the scan, the emitters and the report loader."""
+"""Performance helpers shared by the scan, the emitters, the report loader and the comparison."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
-from collections.abc import Iterator
+import types
+import typing
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from pydantic import BaseModel
 
 
 @contextlib.contextmanager
@@ -51,3 +57,77 @@ def collector_for_scan() -> Iterator[None]:
     finally:
         gc.set_threshold(*thresholds)
         gc.unfreeze()
+
+
+# One set per distinct set of given field names, for the whole process: a few dozen sets.
+_SHARED_SETS: dict[frozenset[str], set[str]] = {}
+# The set each kind of model was given last.
+_LAST_SETS: dict[type[BaseModel], set[str]] = {}
+
+
+def share_field_sets(model: BaseModel, skip: Iterable[str] = ()) -> None:
+    """Give ``model`` and every model inside it (but those under ``skip``) the one shared set
+    of their given field names instead of a set each.
+
+    pydantic keeps such a set per instance, 2 KB for a finding: nearly half of a validated
+    report, and half of a comparison's finding references. It changes a model's set in place
+    only when a field is assigned, which no code does to a report's models or a comparison's
+    (they are changed by ``model_copy``, which copies the set): so the shared sets are
+    read-only, and :class:`_SharedNames` says so loudly to code that tries.
+    """
+    names = model.__pydantic_fields_set__
+    kind = type(model)
+    shared = _LAST_SETS.get(kind)
+    if shared is None or shared != names:  # most models of a kind were given the same fields
+        key = frozenset(names)
+        shared = _SHARED_SETS.get(key)
+        if shared is None:
+            shared = _SHARED_SETS.setdefault(key, _SharedNames(names))
+        _LAST_SETS[kind] = shared
+    object.__setattr__(model, "__pydantic_fields_set__", shared)
+    values = model.__dict__
+    for name in _model_fields(kind):
+        if name in skip:
+            continue
+        value = values[name]
+        if value is None:
+            continue
+        if type(value) is list:
+            for item in value:
+                share_field_sets(item)
+        elif type(value) is dict:
+            for item in value.values():
+                share_field_sets(item)
+        else:
+            share_field_sets(value)
+
+
+class _SharedNames(set[str]):
+    """A set of field names several models share: read-only, copied as a plain set (which
+    ``model_copy`` does before it adds the names it updates)."""
+
+    def __copy__(self) -> set[str]:
+        return set(self)
+
+    def _read_only(self, *args: object) -> None:
+        raise TypeError("a report's models are read-only: change them with model_copy")
+
+    add = discard = remove = pop = clear = update = _read_only  # type: ignore[assignment]
+    difference_update = intersection_update = symmetric_difference_update = _read_only
+    __ior__ = __iand__ = __isub__ = __ixor__ = _read_only  # type: ignore[assignment]
+
+
+@functools.cache
+def _model_fields(model: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of ``model`` that can hold models (directly, in a list or in a dict)."""
+    return tuple(
+        name for name, field in model.model_fields.items() if _holds_models(field.annotation)
+    )
+
+
+def _holds_models(annotation: Any) -> bool:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return True
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is not None:
+        return any(_holds_models(arg) for arg in typing.get_args(annotation))
+    return False

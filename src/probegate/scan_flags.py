@@ -370,6 +370,17 @@ SCAN_FLAGS: tuple[ScanFlag, ...] = (
         form=Form.SWITCH,
     ),
     ScanFlag(
+        "--confirm",
+        "confirm",
+        "with --baseline: before the gate decides, run the probes of the findings the "
+        "baseline lacked (or held less often) N more times, their controls too, and decide on "
+        "the pooled counts (0-10; docs/gating.md)",
+        group=Group.OUTPUT,
+        metavar="N",
+        type=int,
+        show_default=True,
+    ),
+    ScanFlag(
         "--suppressions",
         "suppressions",
         "accepted findings (default: .probegate-suppressions.yml when it exists)",

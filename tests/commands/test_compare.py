@@ -12,7 +12,7 @@ from probegate.canonical import pretty_bytes
 from probegate.cli import main
 from probegate.models.report import ScanReport
 from probegate.reports import json_report
-from tests.factories import finding, probe_of, scan
+from tests.factories import finding, probe_of, scan, with_counts
 
 UPSTREAM = Path(__file__).parents[1] / "data" / "agentguardian_report.json"
 
@@ -23,17 +23,24 @@ def _write(tmp_path: Path, name: str, report: ScanReport) -> Path:
     return path
 
 
+# Attempts a probe in these scans: enough for a rise from none to all to be beyond chance.
+TEN = 10
+
+
 @pytest.fixture
 def hardened(tmp_path: Path) -> Path:
-    """A baseline in which the agent resisted every probe."""
-    return _write(tmp_path, "hardened.json", scan(resisted=[probe_of(i) for i in range(4)]))
+    """A baseline in which the agent resisted every attempt of every probe."""
+    report = scan(resisted=[probe_of(i) for i in range(4)])
+    report = with_counts(report, {probe_of(i): (0, TEN) for i in range(4)})
+    return _write(tmp_path, "hardened.json", report)
 
 
 @pytest.fixture
 def vulnerable(tmp_path: Path) -> Path:
-    """The same probes, two of which now succeed."""
+    """The same probes, two of which now succeed in every attempt."""
     report = scan([finding(1), finding(2)], resisted=[probe_of(0), probe_of(3)])
-    return _write(tmp_path, "demo.json", report)
+    counts = {probe_of(i): (TEN if i in (1, 2) else 0, TEN) for i in range(4)}
+    return _write(tmp_path, "demo.json", with_counts(report, counts))
 
 
 def test_compare_a_scan_with_itself_exits_0(
@@ -145,7 +152,8 @@ def test_agentguardian_report_is_accepted_as_a_baseline(
     assert "probe library versions differ" in err and "--allow-mismatch" in err
     assert main(["compare", str(UPSTREAM), str(cur), "--allow-mismatch"]) == 0
     out = capsys.readouterr().out
-    assert "\nFixed findings (2)\n" in out
+    # The seed format counts each finding as one attempt: one resisted attempt now is noise.
+    assert "\nWithin noise (2)\n" in out and "too few attempts to tell" in out
     assert "agentguardian-scan-v1 report, mapped onto probegate-scan-v1" in out
 
 

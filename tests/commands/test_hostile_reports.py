@@ -154,17 +154,30 @@ def test_compare_prints_inert(
 ) -> None:
     code, out = _run(capsys, "compare", str(laced), str(laced))
     assert code == 0
-    # Every laced finding listed: the same scan whose findings' fingerprints changed is new.
+    # Every laced finding listed as new, with its counts: against a baseline whose attempts
+    # of the same probes were all resisted, thirty of thirty each time.
     data = json.loads(laced.read_text("utf-8"))
-    for item in data["findings"]:
-        item["fp"] = item["fp"][::-1]
-    moved = tmp_path / "moved.json"
+    found = {f["probe_id"] for f in data["findings"]}
+    clean = json.loads(laced.read_text("utf-8"))
+    clean["findings"] = []
+    for side, vulnerable in ((clean, 0), (data, 30)):
+        for r in side["results"]:
+            if r["probe_id"] in found:
+                r.update(outcome="resisted" if not vulnerable else "vulnerable")
+                r.update(vulnerable=vulnerable, resisted=30 - vulnerable)
+                r.update(attempts=30 + r["unjudged"])
+    base, moved = tmp_path / "clean.json", tmp_path / "moved.json"
+    base.write_text(json.dumps(clean, ensure_ascii=False), encoding="utf-8")
     moved.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-    code, out = _run(capsys, "compare", str(laced), str(moved))
-    assert code == 1 and "New findings (1)" in out and "Not re-judged (2)" in out
-    code, out = _run(capsys, "compare", str(laced), str(moved), "--output", "md")
+    code, out = _run(capsys, "compare", str(base), str(moved))
+    assert code == 1 and "New findings (1)" in out and "0 of 30 -> 30 of 30" in out
+    assert "New findings, suppressed (1)" in out  # the sample's other finding is accepted
+    code, out = _run(capsys, "compare", str(base), str(moved), "--output", "md")
     assert code == 1 and "### New findings (1)" in out
     assert_markdown_inert(out)
+    # Seen the other way: fixed, each with both counts.
+    code, out = _run(capsys, "compare", str(moved), str(base))
+    assert code == 0 and f"Fixed findings ({len(found)})" in out
     for flags in (["--output", "json"], ["--json"]):
         _, out = _run(capsys, "compare", str(laced), str(laced), *flags)
         assert_json_inert(out)

@@ -15,7 +15,7 @@ from probegate.models.comparison import Comparison
 from probegate.models.report import Authority, ProbeResult, ScanReport, UnjudgedAttempt
 from probegate.models.taxonomy import Severity
 from probegate.suppressions import SuppressionEntry, apply_suppressions
-from tests.factories import authoritative, finding, probe_of, scan, suppressed
+from tests.factories import authoritative, finding, probe_of, scan, suppressed, with_counts
 
 TODAY = dt.date(2026, 6, 1)
 
@@ -280,19 +280,28 @@ def test_attempts_that_never_started_hold_the_gate() -> None:
 
 
 def test_baseline_regression_fails_in_fast_mode() -> None:
-    base = scan(resisted=[probe_of(1)])
-    cur = scan([finding(1)])
+    # A fast scan run with --repeat 10: enough attempts to tell a regression from chance.
+    base = with_counts(scan(resisted=[probe_of(1)]), {probe_of(1): (0, 10)})
+    cur = with_counts(scan([finding(1)]), {probe_of(1): (10, 10)})
     result = _gate(cur, comparison=compare(base, cur))
     assert result.exit_code == 1
-    assert "1 new finding" in result.reasons[0]
+    assert "1 new finding(s) beyond noise" in result.reasons[0]
 
 
 def test_baseline_without_regression_passes() -> None:
-    base = scan([finding(1)])
-    cur = scan(resisted=[probe_of(1)])
+    base = with_counts(scan([finding(1)]), {probe_of(1): (10, 10)})
+    cur = with_counts(scan(resisted=[probe_of(1)]), {probe_of(1): (0, 10)})
     result = _gate(cur, comparison=compare(base, cur))
     assert result.exit_code == 0
     assert "1 fixed" in result.reasons[0]
+
+
+def test_a_flip_within_noise_passes_and_says_so() -> None:
+    base = scan(resisted=[probe_of(1)])
+    cur = scan([finding(1)])  # one attempt a side: a coin could do that
+    result = _gate(cur, comparison=compare(base, cur))
+    assert result.exit_code == 0
+    assert result.reasons[0].endswith("(0 fixed, 0 persisting, 1 within noise)")
 
 
 # --------------------------------------------------------------------------- combination

@@ -114,7 +114,7 @@ def test_a_new_unsuppressed_finding_always_regresses(
     extra=st.integers(UNIVERSE, 2 * UNIVERSE),
     severity=st.sampled_from(SEVERITIES),
 )
-def test_a_fixed_finding_never_regresses(
+def test_a_finding_the_current_scan_resisted_never_regresses(
     base: Spec,
     cur: Spec,
     ran: frozenset[int],
@@ -125,10 +125,11 @@ def test_a_fixed_finding_never_regresses(
 ) -> None:
     current = _report(cur, ran=ran | {extra}, aivss=b)  # the current scan resisted `extra`
     without = compare(_report(base, aivss=a), current)
-    with_fixed = compare(_report({**base, extra: (severity, False)}, aivss=a), current)
-    assert with_fixed.regression == without.regression
-    assert with_fixed.new == without.new
-    assert finding(extra, severity).fp in {f.fp for f in with_fixed.fixed}
+    with_gone = compare(_report({**base, extra: (severity, False)}, aivss=a), current)
+    assert with_gone.regression == without.regression
+    assert with_gone.new == without.new
+    # One attempt a side: gone, but a coin could have done that.
+    assert finding(extra, severity).fp in {f.fp for f in with_gone.within_noise}
 
 
 @settings(max_examples=60, deadline=None)

@@ -141,22 +141,27 @@ def test_summary_without_md_format_falls_back_to_scan_json(tmp_path):
 # --------------------------------------------------------------------------- baseline
 
 
-def _baseline(tmp_path, target: str) -> str:
+def _baseline(tmp_path, target: str, *extra: str) -> str:
     """A fast scan of ``target`` inside the workspace, as a committed or downloaded baseline."""
     ws = tmp_path / "workspace"
     ws.mkdir(parents=True, exist_ok=True)
     subprocess.run(
         [str(VENV_BIN / "probegate"), "scan", target, "--quiet", "--output=json",
-         "--output-dir=baseline", "--store=.baseline-store"],
+         "--output-dir=baseline", "--store=.baseline-store", *extra],
         cwd=ws, check=True, capture_output=True, timeout=60,
     )  # fmt: skip
     return "baseline/scan.json"
 
 
+# Enough attempts a probe for none against all to be beyond chance (docs/gating.md).
+REPEATED = "--repeat 8 --asi ASI01,ASI02"
+
+
 @pytest.mark.slow
 def test_new_findings_against_the_baseline_fail_with_the_diff_in_the_summary(tmp_path):
-    baseline = _baseline(tmp_path, "demo-hardened")
-    run = run_action(tmp_path, {"PG_TARGET": "demo", "PG_BASELINE": baseline})
+    baseline = _baseline(tmp_path, "demo-hardened", *REPEATED.split())
+    inputs = {"PG_TARGET": "demo", "PG_BASELINE": baseline, "PG_ARGS": REPEATED}
+    run = run_action(tmp_path, inputs)
     assert run.rc == 1, run.stdout
     assert_only_intended_commands(run.stdout)
     report = _scan_json(run)
@@ -165,6 +170,28 @@ def test_new_findings_against_the_baseline_fail_with_the_diff_in_the_summary(tmp
     diff = (run.workspace / "probegate-out" / "baseline-diff.md").read_text(encoding="utf-8")
     assert diff.strip() and diff.strip() in run.summary
     assert "regression" in run.summary.lower()
+
+
+@pytest.mark.slow
+def test_the_confirm_input_reruns_the_findings_a_fast_scan_cannot_decide(tmp_path):
+    """One attempt a probe against the baseline's eight: a leak is within noise until the
+    confirm runs reproduce it (docs/github-action.md, "Sampled models")."""
+    probes = "--probes asi01.direct-system-prompt-leak.v1,asi01.markdown-image-exfil.v1"
+    baseline = _baseline(tmp_path, "demo-hardened", "--repeat", "8", *probes.split())
+    inputs = {"PG_TARGET": "demo", "PG_BASELINE": baseline, "PG_ARGS": probes}
+    ws = tmp_path / "workspace"
+    (tmp_path / "noise").mkdir()
+    (tmp_path / "confirmed").mkdir()
+    noise = run_action(tmp_path / "noise", inputs, workspace=ws)
+    assert noise.rc == 0, noise.stdout
+    assert noise.outputs["new-findings"] == "0" != noise.outputs["findings"]
+    confirmed = run_action(tmp_path / "confirmed", {**inputs, "PG_CONFIRM": "3"}, workspace=ws)
+    assert confirmed.rc == 1, confirmed.stdout
+    assert_only_intended_commands(confirmed.stdout)
+    confirmation = _scan_json(confirmed)["comparison"]["confirmation"]
+    assert confirmation["runs"] == 3 and confirmation["stopped_reason"] == "completed"
+    assert confirmed.outputs["new-findings"] == str(len(confirmation["probes"])) != "0"
+    assert "### Confirm runs" in confirmed.summary
 
 
 @pytest.mark.slow

@@ -184,6 +184,8 @@ def test_command_run_refuses_scan_inputs_and_needs_target_and_adapter(tmp_path: 
     cases = [
         ({"PG_COMMAND": "run", "PG_TARGET": "s.yml", "PG_ADAPTER": "a:b", "PG_FAIL_ON": "high"},
          "takes no fail-on input"),
+        ({"PG_COMMAND": "run", "PG_TARGET": "s.yml", "PG_ADAPTER": "a:b", "PG_CONFIRM": "2"},
+         "takes no confirm input"),
         ({"PG_COMMAND": "run", "PG_TARGET": "s.yml"}, "needs the target input"),
         ({"PG_COMMAND": "deploy"}, "the command input must be scan or run"),
         ({"PG_TARGET": "demo", "PG_ADAPTER": "a:b"}, "the adapter input is for command: run"),

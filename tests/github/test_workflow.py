@@ -44,7 +44,12 @@ def _step(name: str) -> dict[str, Any]:
 
 def _resolve(value: str, event: str, baseline: str) -> str:
     """The example's expressions for one event: every one it uses, or the test fails."""
-    known = {"${{ steps.baseline.outputs.path }}": baseline}
+    known = {
+        "${{ steps.baseline.outputs.path }}": baseline,
+        "${{ github.event_name == 'push' && '--repeat 10' || '' }}": (
+            "--repeat 10" if event == "push" else ""
+        ),
+    }
     for expression in re.findall(r"\$\{\{.*?\}\}", value):
         assert expression in known, f"the test does not know {expression}: teach it"
         value = value.replace(expression, known[expression])
@@ -250,6 +255,10 @@ def test_the_first_week_of_a_repository_whose_main_has_findings(
     new = {f["fp"] for f in _report(bad)["findings"]} - main_findings
     assert new and bad.outputs["new-findings"] == str(len(new))
     assert "baseline: FAILED" in bad.summary and "New findings" in bad.summary
+    # Each new finding ran 3 more times before the gate decided, and reproduced.
+    confirmation = _report(bad)["comparison"]["confirmation"]
+    assert confirmation["runs"] == 3 and len(confirmation["probes"]) == len(new)
+    assert all(p["confirm"] == {"vulnerable": 3, "judged": 3} for p in confirmation["probes"])
     assert bad.level_count("error") >= 1  # the new findings are annotated
 
     # 5. A pull request from a fork: no secrets, so the step skips it with a notice; green.

@@ -224,10 +224,12 @@ def test_compare_reads_an_upstream_report_on_either_side(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert main(["compare", str(UPSTREAM), str(UPSTREAM)]) == 0
-    assert "new 0 · new but suppressed 0 · fixed 0 · persisting 2" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "new 0 · new but suppressed 0 · changed 0 (0 worse) · fixed 0 · persisting 2" in out
     assert main(["compare", str(UPSTREAM), str(UPSTREAM), "--output", "md"]) == 0
     assert (
-        "New: **0** · new but suppressed: 0 · fixed: 0 · persisting: 2" in capsys.readouterr().out
+        "New: **0** · new but suppressed: 0 · changed: 0 (0 worse) · fixed: 0 · persisting: 2"
+        in capsys.readouterr().out
     )
 
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from probegate.baseline import compare
 from probegate.models.taxonomy import Severity
 from probegate.reports.diff_markdown import escape, render_diff
-from tests.factories import finding, probe_of, scan, suppressed
+from tests.factories import finding, probe_of, scan, suppressed, with_counts
 
 HOSTILE = (
     "done | <script>alert(1)</script> <img src=https://evil.test/p.png> `rm -rf` "
@@ -25,18 +25,30 @@ def _cells(row: str) -> int:
 
 
 def test_diff_shows_every_bucket_and_the_score() -> None:
-    base = scan([finding(1), finding(2), finding(3)], aivss=80)
+    base = scan([finding(1), finding(2), finding(3)], resisted=[probe_of(6)], aivss=80)
     cur = scan(
-        [finding(1), finding(4, Severity.CRITICAL), suppressed(finding(5), "accepted: manual")],
+        [
+            finding(1),
+            finding(4, Severity.CRITICAL),
+            suppressed(finding(5), "accepted: manual"),
+            finding(6),
+        ],
         resisted=[probe_of(2)],
         aivss=71,
     )
+    thirty = {probe_of(i): (30, 30) for i in range(1, 6)}
+    base = with_counts(base, thirty | {probe_of(6): (0, 30)})
+    cur = with_counts(cur, thirty | {probe_of(2): (0, 30), probe_of(6): (1, 30)})
     md = render_diff(compare(base, cur))
     assert md.startswith("## probegate: comparison with the baseline\n")
     assert "**Result: regression.**" in md
     assert "| AIVSS | 80 | 71 | -9 |" in md
-    assert "New: **1** · new but suppressed: 1 · fixed: 1 · persisting: 1" in md
-    assert "not re-judged: 1" in md
+    assert (
+        "New: **1** · new but suppressed: 1 · changed: 0 (0 worse) · fixed: 1 · persisting: 1"
+    ) in md
+    assert "within noise: 1 · not re-judged: 1" in md
+    assert "### Within noise (1)" in md
+    assert f"| {probe_of(6)} | " in md and "| 0 of 30 -&gt; 1 of 30 |" in md
     assert "### New findings (1)" in md
     assert f"| critical | ASI01 | {probe_of(4)} |" in md
     assert "### New findings, suppressed (1)" in md
@@ -83,7 +95,7 @@ def test_hostile_agent_text_stays_inert() -> None:
     for line in md.splitlines():
         assert not line.lstrip().startswith("::")
         if line.startswith("| high"):
-            assert _cells(line) == 5  # the pipe in the text did not add a column
+            assert _cells(line) == 6  # the pipe in the text did not add a column
     assert re.search(r"(?<!\\)`", md.split("### New findings")[1].split("\n\n", 2)[1]) is None
 
 

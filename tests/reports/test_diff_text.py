@@ -11,7 +11,7 @@ from probegate.models.taxonomy import Severity
 from probegate.reports.diff_markdown import render_diff
 from probegate.reports.diff_text import render_text
 from probegate.terminal import Style
-from tests.factories import finding, probe_of, scan, suppressed
+from tests.factories import finding, probe_of, scan, suppressed, with_counts
 from tests.reports.inert import assert_terminal_inert
 
 PLAIN = Style(io.StringIO(), enabled=False)
@@ -19,12 +19,22 @@ HOSTILE = "done | x\n::error::pwned\x1b[31mred\u202eevil\r\n`tool_call` **b**"
 
 
 def _comparison() -> Comparison:
-    base = scan([finding(1), finding(2), finding(3)], aivss=80)
+    """Every bucket, counted in 30 attempts a probe: 1 persists, 2 is fixed, 3 is not
+    re-judged, 4 is new, 5 new but suppressed, 6 and 7 flipped within noise."""
+    base = scan([finding(1), finding(2), finding(3), finding(6)], resisted=[probe_of(7)], aivss=80)
     cur = scan(
-        [finding(1), finding(4, Severity.CRITICAL), suppressed(finding(5), "accepted: manual")],
-        resisted=[probe_of(2)],
+        [
+            finding(1),
+            finding(4, Severity.CRITICAL),
+            suppressed(finding(5), "accepted: manual"),
+            finding(7),
+        ],
+        resisted=[probe_of(2), probe_of(6)],
         aivss=71,
     )
+    thirty = {probe_of(i): (30, 30) for i in range(1, 6)}
+    base = with_counts(base, thirty | {probe_of(6): (1, 30), probe_of(7): (0, 30)})
+    cur = with_counts(cur, thirty | {probe_of(i): (i == 7, 30) for i in (2, 6, 7)})
     return compare(base, cur)
 
 
@@ -33,14 +43,22 @@ def test_text_says_what_the_markdown_says_without_markdown() -> None:
     text = render_text(c, PLAIN)
     md = render_diff(c)
     assert text.startswith(
-        "Result: regression. 1 new finding(s) not in the baseline; AIVSS dropped by 9"
+        f"Result: regression. 1 new finding(s) beyond noise: {probe_of(4)} (30 of 30 vs not "
+        "judged in the baseline); AIVSS dropped by 9"
     )
     assert "|" not in text and "**" not in text and "###" not in text and "\\" not in text
-    for title in ("New findings (1)", "New findings, suppressed (1)", "Fixed findings (1)"):
+    titles = ("New findings (1)", "New findings, suppressed (1)", "Fixed findings (1)")
+    for title in (*titles, "Within noise (2)", "Not re-judged (1)"):
         assert f"### {title}" in md
         assert f"\n{title}\n" in text
-    assert "  new 1 · new but suppressed 1 · fixed 1 · persisting 1 (0 suppressed)" in text
+    assert (
+        "  new 1 · new but suppressed 1 · changed 0 (0 worse) · fixed 1 · persisting 1 "
+        "(0 suppressed) · within noise 2 · not re-judged 1"
+    ) in text
     assert "    suppressed: accepted: manual" in text
+    assert "    1 of 30 -> 0 of 30\n" in text and "    0 of 30 -> 1 of 30\n" in text
+    assert "    30 of 30 -> 0 of 30, p " in text  # the fixed one, with its p-value
+    assert "level 0.01: one-sided Fisher exact test, Benjamini-Hochberg over" in text
     assert "(probegate compare BASELINE CURRENT --write-baseline BASELINE)" in text
     for ref in c.new + c.fixed:
         assert ref.probe_id in text and ref.fp[:12] in text
@@ -80,12 +98,12 @@ def test_agent_text_is_one_inert_line() -> None:
     f = finding(1).model_copy(update={"summary": HOSTILE})
     text = render_text(compare(scan(), scan([f])), PLAIN)
     assert_terminal_inert(text)
-    row = next(line for line in text.splitlines() if probe_of(1) in line)
+    row = next(line for line in text.splitlines() if line.startswith("  high"))
     assert row.endswith("done | x ::error::pwnedredevil `tool_call` **b**")
 
 
 def test_long_lists_stop_with_a_count() -> None:
     cur = scan([finding(i) for i in range(7)])
     text = render_text(compare(scan(), cur), PLAIN, max_rows=5)
-    assert sum(1 for line in text.splitlines() if "asi01.synthetic-" in line) == 5
+    assert sum(1 for line in text.splitlines() if line.startswith("  high")) == 5
     assert "  … and 2 more (see --output json)" in text

@@ -231,8 +231,16 @@ def describe(name: str) -> str:
 # -- SDK clients, one per base URL, as an application keeps a module-level client -------------
 
 
-@lru_cache(maxsize=16)
+_CLIENTS = threading.Lock()
+
+
 def _openai(base_url: str) -> Any:
+    with _CLIENTS:  # one client per base URL, however many conversations start at once
+        return _openai_client(base_url)
+
+
+@lru_cache(maxsize=16)
+def _openai_client(base_url: str) -> Any:
     from openai import OpenAI
 
     key = os.environ.get("OPENAI_API_KEY", "sk-agent")

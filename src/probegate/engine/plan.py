@@ -9,7 +9,7 @@ deterministically and ``--resume`` can check it is continuing the same scan.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import assert_never
 
 from probegate.engine.controls import CONTROL_VARIANT, control_id
@@ -337,4 +337,49 @@ def build_plan(
         request=request,
         capabilities=frozenset(capabilities),
         exposure=exposure,
+    )
+
+
+def confirm_attempts(
+    first: list[PlannedAttempt], runs: int, repeats: int, seed: int
+) -> list[PlannedAttempt]:
+    """``scan --confirm N``: each of these first-run attempts ``runs`` more times.
+
+    Confirm run ``c`` of an attempt of repeat ``r`` is repeat ``r + c * repeats`` (``repeats``
+    the plan's repeats, so no planned attempt has it): the same id, canaries and mutated
+    payload a scan with a higher ``--repeat`` would give that attempt, and one control per
+    probe and repeat, as for any attempt. Nothing here is in the plan's fingerprint: a resumed
+    scan finds these attempts in its journal by their ids (:func:`confirm_bound`).
+    """
+    return [
+        _variant(a.probe, a.variant, a.repeat + run * repeats, seed)
+        for run in range(1, runs + 1)
+        for a in first
+        if not a.is_control
+    ]
+
+
+def confirm_bound(plan: Plan, runs: int, repeats: int) -> list[PlannedAttempt]:
+    """Every attempt and control ``--confirm`` may add to ``plan``, whichever findings it
+    confirms: what a resumed scan keeps of its journal beyond the plan."""
+    if runs <= 0:
+        return []
+    extra = confirm_attempts(plan.all_attempts, runs, repeats, plan.seed)
+    if not plan.controls:
+        return extra
+    controls = {control_id(a.probe.id, a.repeat): a for a in extra}
+    return extra + [control_for(a.probe, a.repeat, plan.seed) for a in controls.values()]
+
+
+def confirm_plan(plan: Plan, attempts: list[PlannedAttempt]) -> Plan:
+    """The plan the runner runs for ``--confirm``: these attempts of ``plan``'s probes, with its
+    controls and seed; no escalation (the confirm runs repeat what ran)."""
+    ids = {a.probe.id for a in attempts}
+    return replace(
+        plan,
+        attempts=tuple(attempts),
+        escalations={},
+        probes=tuple(p for p in plan.probes if p.id in ids),
+        fingerprint=f"{plan.fingerprint}+confirm",
+        notes=[],
     )

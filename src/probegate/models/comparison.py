@@ -4,11 +4,16 @@ A :class:`Comparison` is data: :func:`probegate.baseline.compare` builds it, the
 the emitters render it, and a scan run with ``--baseline`` stores it in its report
 (``comparison``), where the stored-report reader validates it like every other field
 (docs/gating.md).
+
+A finding is new, fixed or changed only when its probe's counts (vulnerable of judged
+attempts) differ beyond chance at the comparison's ``level`` (probegate.chance); the other
+findings present on one side only are ``within_noise``, shown with both counts. A comparison
+written before counts were kept has ``level`` None: it decided on presence alone.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,8 +26,34 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class Counts(_Frozen):
+    """A probe's attempts in one scan: how many were judged vulnerable, of how many judged
+    (vulnerable or resisted; unjudged and not-delivered attempts are neither)."""
+
+    vulnerable: int = Field(ge=0)
+    judged: int = Field(ge=0)
+
+    def text(self) -> str:
+        """``3 of 30``: how every format shows a count."""
+        return f"{self.vulnerable} of {self.judged}"
+
+
+Change = Literal["", "worse", "better"]
+
+
 class FindingRef(_Frozen):
-    """What a comparison says about one finding; enough to render it without the report."""
+    """What a comparison says about one finding; enough to render it without the report.
+
+    ``baseline_counts`` and ``current_counts`` are its probe's counts on each side (None where
+    that side has no result for the probe); the current side includes the confirm runs
+    (``confirm_counts``, the part they added) when ``scan --confirm N`` ran them.
+    ``p_value`` is the one-sided p-value of the change, adjusted for the comparison's other
+    tests (Benjamini-Hochberg), in the direction the counts moved (None when they did not
+    move, or the counts could not be tested);
+    ``change`` says which way a finding in both scans moved beyond chance; and
+    ``too_few_attempts`` marks a finding within noise whose numbers of attempts could not
+    show a change at the level whatever their counts.
+    """
 
     fp: str
     id: str
@@ -33,6 +64,32 @@ class FindingRef(_Frozen):
     summary: str
     suppressed: bool = False
     suppression_reason: str | None = None
+    baseline_counts: Counts | None = None
+    current_counts: Counts | None = None
+    confirm_counts: Counts | None = None
+    p_value: float | None = None
+    change: Change = ""
+    too_few_attempts: bool = False
+
+
+class ConfirmedProbe(_Frozen):
+    """One probe ``scan --confirm N`` ran again: its counts in the scan's first run and in the
+    confirm runs, and how many confirm attempts were planned (fewer are judged when some
+    were unjudged, or the scan stopped first)."""
+
+    probe_id: str
+    first: Counts
+    confirm: Counts
+    planned: int = Field(ge=0)
+
+
+class Confirmation(_Frozen):
+    """What ``scan --confirm N`` did: the probes of the findings the baseline lacked (or
+    held at a lower rate), each run ``runs`` more times, and why the confirm runs ended."""
+
+    runs: int = Field(ge=1)
+    probes: list[ConfirmedProbe]
+    stopped_reason: str = "completed"
 
 
 class ReportRef(_Frozen):
@@ -87,6 +144,17 @@ class Comparison(_Frozen):
     regression: bool
     reasons: list[str]
     notes: list[str]
+    # Decided on counts (docs/gating.md, "Sampled models"); defaults for comparisons written
+    # before: decided on presence.
+    level: float | None = None
+    # How many tables of counts could show a rise at the level: the correction counts these.
+    tests: int = 0
+    changed: list[FindingRef] = Field(default_factory=list)
+    within_noise: list[FindingRef] = Field(default_factory=list)
+    # The score's change with the probes within noise counted as the baseline counted them:
+    # what the score gate reads (None in a comparison written before).
+    aivss_delta_beyond_noise: int | None = None
+    confirmation: Confirmation | None = None
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 

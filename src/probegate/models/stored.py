@@ -26,10 +26,11 @@ which the Action reads back) goes through the same strict JSON reader: :func:`lo
 
 from __future__ import annotations
 
+import io
 import json
-import math
 import re
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,20 +38,32 @@ from pydantic import BaseModel, ValidationError
 
 from probegate.canonical import canonical_bytes
 from probegate.errors import ReportError
-from probegate.files import MAX_REPORT_BYTES, read_bytes
+from probegate.files import MAX_REPORT_BYTES, open_bounded, read_bytes
 from probegate.models.causes import Cause
 from probegate.models.comparison import COMPARISON_SCHEMA, Comparison
-from probegate.models.report import SCHEMA, Budget, Completeness, Engine, ScanReport, finding_fp
+from probegate.models.report import (
+    SCHEMA,
+    Budget,
+    Completeness,
+    Engine,
+    Finding,
+    ProbeResult,
+    ScanReport,
+    finding_fp,
+)
+from probegate.models.report_json import MAX_DEPTH as MAX_DEPTH  # what refusals name
+from probegate.models.report_json import (
+    StrictObjects,
+    finite,
+    no_constant,
+    read_in_one_pass,
+)
 from probegate.models.taxonomy import ASI_IDS
-from probegate.perf import gc_paused
+from probegate.perf import gc_paused, share_field_sets
 from probegate.validation import describe
 
 UPSTREAM_SCHEMA = "agentguardian-scan-v1"
 SCHEMAS = (SCHEMA, UPSTREAM_SCHEMA)
-# Containers inside containers, the report object itself counted: the deepest JSON probegate's
-# own serializer writes (pydantic stops at 255 levels below the report), so every report a scan
-# wrote reads back, and nothing deeper reaches the emitters.
-MAX_DEPTH = 256
 
 # The aivss_severity an upstream report does not carry: the midpoint of each CVSS-style band, so a
 # mapped finding sorts and renders like a native one of the same severity.
@@ -65,20 +78,78 @@ _UPSTREAM_AIVSS_SEVERITY: dict[str, float] = {
 # --------------------------------------------------------------------------- reading
 
 
-def load_report(path: Path) -> ScanReport:
-    """Read and validate a stored report (either schema), or raise one :class:`ReportError`."""
-    return parse_report(_read(path), source=str(path))
+def load_report(path: Path, *, transcripts: bool = True) -> ScanReport:
+    """Read and validate a stored report (either schema), or raise one :class:`ReportError`.
+
+    A probegate report is read in one pass, a piece of the file at a time; whatever that pass
+    does not read to the end (a refusal, another schema) is read whole, which says what is
+    wrong or maps the report (:func:`parse_report`). With ``transcripts=False`` every
+    transcript is read and validated as strictly, then let go (a finding's and its control's
+    ``transcript`` is None): for a reader that never shows one, such as ``compare``, which
+    holds two reports.
+    """
+    with gc_paused():
+        what = {"what": "report file", "error": ReportError, "max_bytes": MAX_REPORT_BYTES}
+        with open_bounded(path, **what) as read:  # type: ignore[arg-type]
+            report = _one_pass(read, transcripts)
+        if report is not None:
+            return report
+        return parse_report(_read(path), source=str(path), transcripts=transcripts)
 
 
-def parse_report(raw: bytes, *, source: str) -> ScanReport:
+def parse_report(raw: bytes, *, source: str, transcripts: bool = True) -> ScanReport:
     """:func:`load_report` for bytes already in memory; ``source`` names them in errors.
 
     One collector pause over parsing and validation: the parsed data (a million objects for a
-    10,000-finding report) is dropped before the collector resumes, so it never scans them;
-    resumed in between, it scanned them up to three times over (first young, then old).
+    10,000-finding report, read whole) is dropped before the collector resumes, so it never
+    scans them; resumed in between, it scanned them up to three times over (first young, then
+    old).
     """
     with gc_paused():
-        return report_from_data(parse_report_json(raw, source), source=source)
+        report = _one_pass(io.BytesIO(raw).read, transcripts)
+        if report is not None:
+            return report
+        report = report_from_data(parse_report_json(raw, source), source=source)
+        if transcripts:
+            return report
+        findings = [_without_transcripts(f) for f in report.findings]
+        return report.model_copy(update={"findings": findings})
+
+
+def _one_pass(read: Callable[[int], bytes], transcripts: bool) -> ScanReport | None:
+    """The report read in one pass (models/report_json.py), or None: it must be read whole.
+
+    Returns only what reading it whole returns: the same checks pass, the same upgrade is made
+    (it never touches the lists read item by item), the same models are validated. A report
+    without categories fails validation here and is read whole: its categories are worked out
+    from its raw results and findings (:func:`_categories`).
+    """
+    # pydantic's own validators: ``model_validate``'s Python wrapper costs 20,000 calls.
+    finding = Finding.__pydantic_validator__.validate_python
+    items = {
+        "findings": finding if transcripts else _finding_without_transcripts,
+        "results": ProbeResult.__pydantic_validator__.validate_python,
+    }
+    data = read_in_one_pass(read, items)
+    if data is None or data.get("schema") != SCHEMA or _upgrade(data):
+        return None  # the whole read maps it, or refuses a report too old to read
+    try:
+        report = ScanReport.model_validate(data)
+    except ValidationError:
+        return None
+    share_field_sets(report, skip=items)
+    return report
+
+
+def _finding_without_transcripts(data: Any) -> Finding:
+    return _without_transcripts(Finding.model_validate(data))
+
+
+def _without_transcripts(finding: Finding) -> Finding:
+    update: dict[str, Any] = {"transcript": None}
+    if finding.control is not None:
+        update["control"] = finding.control.model_copy(update={"transcript": None})
+    return finding.model_copy(update=update)
 
 
 def load_report_json(path: Path) -> dict[str, Any]:
@@ -97,9 +168,9 @@ def parse_report_json(raw: bytes, source: str = "report") -> dict[str, Any]:
         try:
             data = json.loads(
                 text,
-                object_pairs_hook=_Objects().read,
-                parse_float=_finite,
-                parse_constant=_no_constant,
+                object_pairs_hook=StrictObjects().read,
+                parse_float=finite,
+                parse_constant=no_constant,
             )
         except json.JSONDecodeError as exc:
             raise ReportError(
@@ -171,65 +242,6 @@ def load_comparison(path: Path) -> Comparison:
 
 def _read(path: Path) -> bytes:
     return read_bytes(path, what="report file", error=ReportError, max_bytes=MAX_REPORT_BYTES)
-
-
-class _Objects:
-    """The object hook of one parse: each object checked for a key given twice, and its depth
-    (containers inside containers, itself counted) worked out as it is made, from its values'
-    (an object's was noted when it was made; a list's is read here, the one time it is seen),
-    so a report nested deeper than :data:`MAX_DEPTH` is refused without a second walk."""
-
-    def __init__(self) -> None:
-        self._depths: dict[int, int] = {}
-
-    def read(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        out = dict(pairs)
-        if len(out) != len(pairs):
-            seen: set[str] = set()
-            for key, _ in pairs:
-                if key in seen:
-                    raise ValueError(f"duplicate key {key!r}")
-                seen.add(key)
-        deepest = 0
-        for _key, value in pairs:
-            kind = type(value)
-            if kind is dict:
-                depth = self._depths.pop(id(value))
-            elif kind is list:
-                depth = self._list(value)
-            else:
-                continue
-            if depth > deepest:
-                deepest = depth
-        if deepest >= MAX_DEPTH:
-            raise ValueError(f"nested more than {MAX_DEPTH} deep")
-        self._depths[id(out)] = deepest + 1
-        return out
-
-    def _list(self, items: list[Any]) -> int:
-        deepest = 0
-        for value in items:
-            kind = type(value)
-            if kind is dict:
-                depth = self._depths.pop(id(value))
-            elif kind is list:
-                depth = self._list(value)
-            else:
-                continue
-            if depth > deepest:
-                deepest = depth
-        return deepest + 1
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"number {text} is too large for a report")
-    return value
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not allowed in a report")
 
 
 # ------------------------------------------------------- upstream (agentguardian-scan-v1) reports

@@ -11,13 +11,19 @@ from __future__ import annotations
 
 from probegate.models.comparison import Comparison
 from probegate.reports.diff_sections import (
+    CONFIRM_HEADERS,
     DEFAULT_MAX_ROWS,
     MISMATCH_TAIL,
     Bucket,
+    aivss_change,
     buckets,
+    confirm_heading,
+    confirm_rows,
     counts,
+    method,
     side,
     signed,
+    versus,
 )
 from probegate.reports.escape import md_text
 from probegate.reports.headline import score_text
@@ -54,8 +60,7 @@ def render_diff(comparison: Comparison, *, max_rows: int = DEFAULT_MAX_ROWS) -> 
         f"| probe library | {escape(c.baseline.probe_library_version)} "
         f"| {escape(c.current.probe_library_version)} | |",
         f"| AIVSS | {score_text(c.baseline.aivss)} | {score_text(c.current.aivss)} "
-        f"| {signed(c.aivss_delta)}"
-        f"{'' if c.score_gated else ' (not gated)'} |",
+        f"| {aivss_change(c)} |",
         f"| band | {escape(c.baseline.band)} | {escape(c.current.band)} | |",
         "",
     ]
@@ -65,6 +70,8 @@ def render_diff(comparison: Comparison, *, max_rows: int = DEFAULT_MAX_ROWS) -> 
         + " · ".join(f"{label}: {count}" for label, count in rest),
         "",
     ]
+    if method(c):
+        lines += [method(c), ""]
     if c.mismatch:
         lines += [
             "> **Scans differ:** "
@@ -72,6 +79,7 @@ def render_diff(comparison: Comparison, *, max_rows: int = DEFAULT_MAX_ROWS) -> 
             + f". {MISMATCH_TAIL}",
             "",
         ]
+    _confirm(lines, c)
     for bucket in buckets(c):
         _section(lines, bucket, max_rows)
     if c.asi_deltas:
@@ -105,6 +113,10 @@ def _section(lines: list[str], bucket: Bucket, max_rows: int) -> None:
         lines += [bucket.about, ""]
     header = "| severity | ASI | probe | finding | fp |"
     rule = "|---|---|---|---|---|"
+    counted = any(versus(ref) for ref in refs)
+    if counted:
+        header += " baseline -> current |"
+        rule += "---|"
     if bucket.reasons:
         header += " suppression reason |"
         rule += "---|"
@@ -114,10 +126,29 @@ def _section(lines: list[str], bucket: Bucket, max_rows: int) -> None:
             f"| {escape(ref.severity.value)} | {escape(ref.asi)} | {escape(ref.probe_id)} "
             f"| {escape(ref.summary or ref.name)} | {escape(ref.fp[:12])} |"
         )
+        if counted:
+            row += f" {escape(versus(ref))} |"
         if bucket.reasons:
             row += f" {escape(ref.suppression_reason or '')} |"
         lines.append(row)
     if len(refs) > max_rows:
         lines.append("")
         lines.append(f"… and {len(refs) - max_rows} more (see `--output json`).")
+    lines.append("")
+
+
+def _confirm(lines: list[str], c: Comparison) -> None:
+    """What ``--confirm N`` ran again and what each finding came to."""
+    rows = [row.cells() for row in confirm_rows(c)]
+    if not rows:
+        return
+    lines += [
+        "### Confirm runs",
+        "",
+        confirm_heading(c),
+        "",
+        "| " + " | ".join(CONFIRM_HEADERS) + " |",
+        "|" + "---|" * len(CONFIRM_HEADERS),
+    ]
+    lines += ["| " + " | ".join(escape(cell) for cell in row) + " |" for row in rows]
     lines.append("")

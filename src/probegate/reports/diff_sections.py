@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from probegate.models.comparison import Comparison, FindingRef
 from probegate.reports.headline import NO_SCORE, unjudged_note
 
+# What a comparison decided on, named once for every rendering.
+METHOD = "one-sided Fisher exact test, Benjamini-Hochberg over {tests} test(s)"
+
 DEFAULT_MAX_ROWS = 50
 
 
@@ -38,10 +41,25 @@ def buckets(c: Comparison) -> list[Bucket]:
             reasons=True,
         ),
         Bucket(
+            "Changed beyond noise",
+            c.changed,
+            about="In both scans, their counts rose (worse: a regression unless suppressed) or "
+            "fell (better) beyond chance.",
+            reasons=any(r.suppressed for r in c.changed),
+        ),
+        Bucket(
             "Fixed findings",
             c.fixed,
             about="This scan judged these probes and saw them resisted. Refresh the baseline "
             "(`probegate compare BASELINE CURRENT --write-baseline BASELINE`) to drop them.",
+        ),
+        Bucket(
+            "Within noise",
+            c.within_noise,
+            about="On one side only, but their counts do not differ beyond chance: a sampled "
+            "model does that. Neither new nor fixed; "
+            '"too few attempts" means no count could have shown a change '
+            '(docs/gating.md, "Sampled models").',
         ),
         Bucket(
             "Not re-judged",
@@ -62,13 +80,20 @@ def counts(c: Comparison) -> list[tuple[str, str]]:
     out = [
         ("new", str(len(c.new))),
         ("new but suppressed", str(len(c.new_suppressed))),
+    ]
+    if c.level is not None:
+        worse = sum(1 for r in c.changed if r.change == "worse")
+        out.append(("changed", f"{len(c.changed)} ({worse} worse)"))
+    out += [
         ("fixed", str(len(c.fixed))),
         (
             "persisting",
             f"{len(c.persisting)} ({sum(1 for f in c.persisting if f.suppressed)} suppressed)",
         ),
-        ("not re-judged", str(len(c.unconfirmed))),
     ]
+    if c.level is not None:
+        out.append(("within noise", str(len(c.within_noise))))
+    out.append(("not re-judged", str(len(c.unconfirmed))))
     if c.common_probes_only:
         out.append(("not compared", str(len(c.not_compared))))
     return out
@@ -98,3 +123,115 @@ def side(score: float | None, state: str, unjudged: int) -> str:
     if score is not None:
         return num(score) + unjudged_note(unjudged)
     return NO_SCORE.get(state, "n/a")
+
+
+def method(c: Comparison) -> str:
+    """What the comparison decided on, in one sentence; "" for one written before counts."""
+    if c.level is None:
+        return ""
+    return (
+        f"New, fixed and changed are decided on counts (vulnerable of judged attempts) at the "
+        f"level {c.level:g}: {METHOD.format(tests=c.tests)}."
+    )
+
+
+def aivss_change(c: Comparison) -> str:
+    """The score's change, and what of it is beyond noise when the noise moved it."""
+    text = signed(c.aivss_delta)
+    beyond = c.aivss_delta_beyond_noise
+    if beyond is not None and beyond != c.aivss_delta:
+        text += f" ({signed(beyond)} beyond noise)"
+    return text + ("" if c.score_gated else " (not gated)")
+
+
+def versus(ref: FindingRef) -> str:
+    """A finding's counts, baseline to current: ``0 of 30 -> 18 of 30``; "" when the
+    comparison kept none."""
+    if ref.baseline_counts is None and ref.current_counts is None:
+        return ""
+    was = ref.baseline_counts.text() if ref.baseline_counts else "not judged"
+    now = ref.current_counts.text() if ref.current_counts else "not judged"
+    text = f"{was} -> {now}"
+    if ref.confirm_counts is not None:
+        text += f" (confirm runs {ref.confirm_counts.text()})"
+    if ref.p_value is not None:
+        text += f", p {ref.p_value:.2g}"
+    if ref.too_few_attempts:
+        text += ", too few attempts to tell"
+    return text
+
+
+CONFIRM_HEADERS = ("probe", "first run", "reproduced", "pooled", "baseline", "decision")
+
+
+@dataclass(frozen=True)
+class ConfirmRow:
+    """One probe ``--confirm N`` ran again: its counts in the first run, in the confirm runs
+    (what reproduced) and pooled, the baseline's, and the bucket the pooled count landed in."""
+
+    probe_id: str
+    first: str
+    reproduced: str
+    pooled: str
+    baseline: str
+    decision: str
+
+    def cells(self) -> tuple[str, str, str, str, str, str]:
+        """The row under :data:`CONFIRM_HEADERS`."""
+        return (
+            self.probe_id,
+            self.first,
+            self.reproduced,
+            self.pooled,
+            self.baseline,
+            self.decision,
+        )
+
+
+def confirm_heading(c: Comparison) -> str:
+    """What ``--confirm N`` did, in one line; "" without it."""
+    conf = c.confirmation
+    if conf is None:
+        return ""
+    stopped = "" if conf.stopped_reason == "completed" else f"; stopped: {conf.stopped_reason}"
+    again = sum(1 for p in conf.probes if p.confirm.vulnerable)
+    return (
+        f"The probes of {len(conf.probes)} finding(s) the baseline lacked or held less often "
+        f"ran {conf.runs} more time(s), pooled with the first run{stopped}: {again} of "
+        f"{len(conf.probes)} reproduced."
+    )
+
+
+def confirm_rows(c: Comparison) -> list[ConfirmRow]:
+    """Per confirmed probe: its first run, its confirm runs, the pooled and the baseline's
+    counts, the decision."""
+    if c.confirmation is None:
+        return []
+    refs = {r.probe_id: (bucket, r) for bucket, rs in _decided(c) for r in rs}
+    rows = []
+    for probe in c.confirmation.probes:
+        bucket, ref = refs.get(probe.probe_id, ("not compared", None))
+        if ref is not None and ref.p_value is not None:
+            bucket += f", p {ref.p_value:.2g}"
+        if ref is not None and ref.too_few_attempts:
+            bucket += ": too few attempts to tell"
+        was = ref.baseline_counts.text() if ref and ref.baseline_counts else "not judged"
+        pooled = ref.current_counts.text() if ref and ref.current_counts else "not judged"
+        reproduced = probe.confirm.text()
+        if probe.confirm.judged != probe.planned:
+            reproduced += f" ({probe.planned} planned)"
+        rows.append(ConfirmRow(probe.probe_id, probe.first.text(), reproduced, pooled, was, bucket))
+    return rows
+
+
+def _decided(c: Comparison) -> list[tuple[str, list[FindingRef]]]:
+    return [
+        ("new: a regression", c.new),
+        ("new, suppressed", c.new_suppressed),
+        *[
+            (f"changed: {r.change}" + (" (suppressed)" if r.suppressed else ""), [r])
+            for r in c.changed
+        ],
+        ("persisting", c.persisting),
+        ("within noise", c.within_noise),
+    ]

@@ -15,13 +15,19 @@ from collections.abc import Sequence
 
 from probegate.models.comparison import Comparison
 from probegate.reports.diff_sections import (
+    CONFIRM_HEADERS,
     DEFAULT_MAX_ROWS,
     MISMATCH_TAIL,
     Bucket,
+    aivss_change,
     buckets,
+    confirm_heading,
+    confirm_rows,
     counts,
+    method,
     side,
     signed,
+    versus,
 )
 from probegate.reports.headline import score_text
 from probegate.terminal import Style, one_line
@@ -40,7 +46,6 @@ def render_text(comparison: Comparison, style: Style, *, max_rows: int = DEFAULT
     else:
         lines.append(style("Result: no regression.", "bold", "green"))
     lines.append("")
-    aivss_change = signed(c.aivss_delta) + ("" if c.score_gated else " (not gated)")
     lines += _table(
         ["", "baseline", "current", "change"],
         [
@@ -52,7 +57,7 @@ def render_text(comparison: Comparison, style: Style, *, max_rows: int = DEFAULT
                 _cell(c.current.probe_library_version),
                 "",
             ],
-            ["AIVSS", score_text(c.baseline.aivss), score_text(c.current.aivss), aivss_change],
+            ["AIVSS", score_text(c.baseline.aivss), score_text(c.current.aivss), aivss_change(c)],
             ["band", _cell(c.baseline.band), _cell(c.current.band), ""],
         ],
     )
@@ -60,10 +65,13 @@ def render_text(comparison: Comparison, style: Style, *, max_rows: int = DEFAULT
     (new_label, new_count), *rest = counts(c)
     shown_new = style(new_count, "bold", "red") if c.new else new_count
     lines.append("  " + " · ".join([f"{new_label} {shown_new}", *(f"{k} {v}" for k, v in rest)]))
+    if method(c):
+        lines.append("  " + method(c))
     lines.append("")
     if c.mismatch:
         mismatch = one_line("; ".join(c.mismatch), 1000)
         lines += [f"{style('Scans differ:', 'yellow')} {mismatch}. {MISMATCH_TAIL}", ""]
+    lines += _confirm(c, style)
     for bucket in buckets(c):
         lines += _bucket(bucket, style, max_rows)
     if c.asi_deltas:
@@ -114,9 +122,25 @@ def _bucket(bucket: Bucket, style: Style, max_rows: int) -> list[str]:
             f"  {severity}  {_cell(ref.asi):<5}  {_cell(ref.probe_id):<{probe_width}}  "
             f"{_cell(ref.fp[:12]):<12}  {one_line(ref.summary or ref.name, MAX_LINE)}"
         )
-        if bucket.reasons:
+        if versus(ref):
+            lines.append(f"    {one_line(versus(ref), MAX_LINE)}")
+        if bucket.reasons and ref.suppressed:
             lines.append(f"    suppressed: {one_line(ref.suppression_reason or '', MAX_LINE)}")
     if len(refs) > max_rows:
         lines.append(f"  … and {len(refs) - max_rows} more (see --output json)")
     lines.append("")
     return lines
+
+
+def _confirm(c: Comparison, style: Style) -> list[str]:
+    """What ``--confirm N`` ran again and what each finding came to."""
+    rows = [row.cells() for row in confirm_rows(c)]
+    if not rows:
+        return []
+    cells = [[_cell(cell) if i == 0 else cell for i, cell in enumerate(row)] for row in rows]
+    return [
+        style("Confirm runs", "bold"),
+        "  " + confirm_heading(c),
+        *_table(CONFIRM_HEADERS, cells),
+        "",
+    ]

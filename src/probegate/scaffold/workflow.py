@@ -37,6 +37,7 @@ _ACTION = "probegate/probegate@"
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 # Where the probegate steps of the example take their inputs from (with:).
 _CONFIG_LINE = "          config: probegate.yml\n"
+_ARGS_LINE = "          args: "
 WAIT_SECONDS = 60
 
 
@@ -135,8 +136,10 @@ def _for_agent_on_runner(block: str, route: Route) -> str:
     port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
     path = endpoint.path or "/"
     start = _start_step(route, port, path, gateway=True)
-    with_args = "          args: --endpoint ${{ steps.agent.outputs.endpoint }}\n"
-    return start + block.replace(_CONFIG_LINE, _CONFIG_LINE + with_args, 1)
+    endpoint_flag = "--endpoint ${{ steps.agent.outputs.endpoint }}"
+    if _ARGS_LINE in block:  # the step's own args (main's --repeat) follow the endpoint
+        return start + block.replace(_ARGS_LINE, f"{_ARGS_LINE}{endpoint_flag} ", 1)
+    return start + block.replace(_CONFIG_LINE, f"{_CONFIG_LINE}{_ARGS_LINE}{endpoint_flag}\n", 1)
 
 
 _START_HEAD_CONTAINER = """\
@@ -209,6 +212,7 @@ _FLAGS = {
     "fail-under": "--fail-under",
     "fail-on": "--fail-on",
     "budget-usd": "--budget-usd",
+    "confirm": "--confirm",
 }
 
 
@@ -219,6 +223,7 @@ def _runner_scan(block: str, route: Route) -> str:
     with_ = {str(k): str(v) for k, v in (step.get("with") or {}).items()}
     env = dict(step.get("env") or {})
     baseline = with_.pop("baseline", None)
+    args = with_.pop("args", None)
     formats = with_.pop("formats", "json,sarif,md")
     unknown = sorted(set(with_) - set(_FLAGS))
     if unknown:
@@ -229,6 +234,10 @@ def _runner_scan(block: str, route: Route) -> str:
     if baseline is not None:
         env["BASELINE"] = baseline
         flags.append('${BASELINE:+"--baseline=$BASELINE"}')
+    if args is not None:
+        # Flags and numbers only (main's --repeat): split on spaces, as the Action's args input.
+        env["ARGS"] = args
+        flags.append('"${args[@]}"')
     endpoint = urlsplit(endpoint_of(route))
     start = _start_step(route, endpoint.port or 80, endpoint.path or "/", gateway=False)
     env_lines = "".join(f"          {k}: {v}\n" for k, v in env.items())
@@ -245,6 +254,7 @@ def _runner_scan(block: str, route: Route) -> str:
         + "          token=$(python -c 'import secrets; print(secrets.token_hex(16))')\n"
         + '          echo "::stop-commands::$token"\n'
         + "          set +e\n"
+        + ('          read -ra args <<<"$ARGS"\n' if args is not None else "")
         + f"          probegate scan {' '.join(flags)}\n"
         + "          code=$?\n"
         + "          set -e\n"

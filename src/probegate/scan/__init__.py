@@ -11,7 +11,9 @@ whole config (docs/architecture.md, "A scan, stage by stage"):
 3. ``execute``: the scan locked (until its report is written), the journal opened or resumed
    (a resume's config checked against the journal's), the attempts run (engine/runner.py)
    until done, stopped or interrupted (``progress`` prints as they complete).
-4. ``finalise``: the report assembled, redacted, suppressed, compared with the baseline, signed.
+4. ``finalise``: the report assembled, redacted, suppressed, compared with the baseline; then
+   ``confirm`` (``--confirm N``) runs the probes of new findings again through the same runner
+   and journal and the report is compared again on the pooled counts; then it is signed.
 5. ``outputs`` and ``reproducers``: the stored report, every format asked for, a reproducer per
    finding.
 6. ``closing``: the closing lines (or ``--json``), then the gates and the exit code.
@@ -27,8 +29,9 @@ from probegate.config import ScanConfig
 from probegate.errors import UsageError
 from probegate.perf import collector_for_scan
 from probegate.scan.closing import conclude
+from probegate.scan.confirm import confirm_findings
 from probegate.scan.execute import run_attempts
-from probegate.scan.finalise import build_report, report_files
+from probegate.scan.finalise import build_report, reconsider, report_files, sign
 from probegate.scan.outputs import write_report_files
 from probegate.scan.planning import draw_plan, dry_run, nothing_to_run, with_surface
 from probegate.scan.prepare import prepare_scan
@@ -75,6 +78,11 @@ def execute_scan(
             report_files(settings.formats, settings.output_dir),
             settings.run.store,
         )
+        confirmed = confirm_findings(report, run, plan, settings.run, view)
+        if confirmed is not None:
+            report = reconsider(report, inputs, settings.report, confirmed.confirmation)
+            run = confirmed.stopped(run)
+        report = sign(report, inputs)
         written = write_report_files(report, run.files, settings.formats, settings.output_dir)
         write_reproducers(report, run.files, settings.repro, plan, target, inputs.secrets)
         return conclude(report, written, run, settings.gates, settings.repro, view)

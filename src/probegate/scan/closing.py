@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from probegate.reports.agreement_text import (
     agreement_heading,
     agreement_rows,
 )
+from probegate.reports.diff_sections import CONFIRM_HEADERS, confirm_heading, confirm_rows
 from probegate.reports.digest import (
     authority_reasons,
     authority_text,
@@ -136,6 +137,7 @@ def print_closing(closing: Closing, view: View) -> None:
     lines = [
         *_headline(closing, Style(view.out)),
         *_finding_lines(closing, view),
+        *_confirm_lines(closing.report, view),
         *_unjudged_lines(closing.report, view),
         *_category_lines(closing.report, Style(view.out)),
         *_agreement_lines(closing.report, view),
@@ -225,6 +227,23 @@ def _finding_lines(closing: Closing, view: View) -> list[str]:
             f"  … and {len(ranked) - len(shown_findings)} more (-v lists them"
             + (f"; {shown(where)} shows each with its transcript)" if where else ")")
         )
+    return lines
+
+
+def _confirm_lines(report: ScanReport, view: View) -> list[str]:
+    """What ``--confirm N`` ran again, and what each finding came to against the baseline."""
+    comparison = report.comparison
+    rows = [row.cells() for row in confirm_rows(comparison)] if comparison is not None else []
+    if comparison is None or not rows:
+        return []
+    style = Style(view.out)
+    table = [CONFIRM_HEADERS, *rows]
+    widths = [max(len(clean(row[i])) for row in table) for i in range(len(CONFIRM_HEADERS))]
+    heading = confirm_heading(comparison)
+    lines = [f"{style('confirm:', 'bold')} {clean(heading[:1].lower() + heading[1:])}"]
+    for row in table:
+        cells = (clean(cell).ljust(w) for cell, w in zip(row, widths, strict=True))
+        lines.append("  " + "  ".join(cells).rstrip())
     return lines
 
 
@@ -339,6 +358,9 @@ def _closing_json(closing: Closing, view: View) -> dict[str, Any]:
         "controls": report.controls.model_dump(),
         "judge": report.judge.model_dump() if report.judge is not None else None,
         "agreement": _agreement_json(report),
+        "confirm": [
+            asdict(row) for row in (confirm_rows(report.comparison) if report.comparison else [])
+        ],
         "notes": list(view.notes),
         "gates": list(closing.gates),
         "files": {name: shown(path) for name, path in closing.written.items()},

@@ -16,7 +16,7 @@ import secrets
 import signal
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
 
@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from probegate.canonical import canonical_bytes
 from probegate.clock import iso, new_scan_id, now
+from probegate.engine.controls import control_id
 from probegate.engine.journal import (
     Journal,
     JournalHeader,
@@ -33,7 +34,7 @@ from probegate.engine.journal import (
     write_invocation,
 )
 from probegate.engine.lock import lock_scan
-from probegate.engine.plan import Plan
+from probegate.engine.plan import Plan, confirm_bound
 from probegate.engine.runner import Runner, RunOutcome
 from probegate.errors import Interrupted, UsageError
 from probegate.files import MAX_INPUT_BYTES, read_bytes, write_atomic
@@ -42,6 +43,7 @@ from probegate.models.redaction import Redactor
 from probegate.models.report import JudgeUsage, TargetInfo
 from probegate.models.store_layout import ScanFiles
 from probegate.models.verdict import Attempt
+from probegate.reports.headline import target_text
 from probegate.scan.planning import say_what_cannot_apply
 from probegate.scan.prepare import ScanInputs
 from probegate.scan.progress import ProgressPrinter
@@ -65,16 +67,50 @@ class Execution:
     requests_used: int
     # What the LLM judge did and cost, this run and the runs it resumes; None without one.
     judge_usage: JudgeUsage | None = None
+    # Runs more attempts of this scan beyond its plan (--confirm N); None when not asked for.
+    rerun: Rerun | None = None
+
+
+@dataclass
+class Rerun:
+    """More attempts of this scan after its plan (``--confirm N``, scan/confirm.py): the same
+    runner (target, request limiter and budget, redaction, controls) and the same journal,
+    open until the scan's report is written, so a resumed scan runs none of them twice."""
+
+    runner: Runner
+    journal: Journal
+    # What an earlier run of this scan journaled beyond its plan: confirm attempts, controls.
+    done: dict[str, Attempt]
+    view: View
+
+    def run(self, plan: Plan) -> tuple[RunOutcome, Interrupted | None]:
+        """Run ``plan``'s attempts (those not journaled yet); the interrupt that stopped it."""
+        wanted = {a.attempt_id for a in plan.attempts}
+        wanted |= {control_id(a.probe.id, a.repeat) for a in plan.attempts}
+        done = {k: a for k, a in self.done.items() if k in wanted}
+        cancel = threading.Event()
+        progress = ProgressPrinter(self.view.err, quiet=self.view.quiet)
+        progress.start()
+        try:
+            with _stop_on_signals(cancel) as received:
+                outcome = self.runner.run(
+                    plan, journal=self.journal, done=done, on_progress=progress, cancel=cancel
+                )
+        finally:
+            progress.finish()
+        return outcome, Interrupted(received[0]) if received else None
 
 
 @dataclass(frozen=True)
 class _Journaled:
-    """Where a scan's journal stands before the run: a new one, or a resumed one's contents."""
+    """Where a scan's journal stands before the run: a new one, or a resumed one's contents
+    (``beyond``: its attempts beyond the plan, for ``--confirm``)."""
 
     scan_id: str
     created_at: str
     salt: str
     done: dict[str, Attempt]
+    beyond: dict[str, Attempt] = field(default_factory=dict)
 
 
 def run_attempts(
@@ -85,8 +121,8 @@ def run_attempts(
     view: View,
     held: contextlib.ExitStack,
 ) -> Execution:
-    """Run the plan: lock the scan (released when ``held`` closes), open (or resume) the
-    journal, run every attempt, close the journal."""
+    """Run the plan: lock the scan and open (or resume) its journal, both held in ``held``
+    until the report is written, and run every attempt."""
     info = target.info()
     scan_id = settings.resume or new_scan_id(plan.fingerprint + info.ref)
     files = ScanFiles.of(settings.store, scan_id)
@@ -101,7 +137,10 @@ def run_attempts(
             " ended without releasing it; this run takes over\n"
         )
     config = effective_config(target, plan, settings, inputs)
-    started = _resume(files, plan, info, config, view) if settings.resume else _start(scan_id)
+    beyond = {a.attempt_id for a in confirm_bound(plan, settings.confirm, settings.repeat)}
+    started = (
+        _resume(files, plan, info, config, view, beyond) if settings.resume else _start(scan_id)
+    )
     if not settings.resume:
         # A pinned clock repeats scan ids by design; a new scan never appends to an old journal.
         files.journal.unlink(missing_ok=True)
@@ -117,12 +156,13 @@ def run_attempts(
             config=config_digests(config, started.salt),
         ),
     )
+    held.callback(journal.close)
     if settings.invocation and not settings.resume:
         write_invocation(files, settings.invocation)
     runner = _runner(target, inputs, settings, started.salt)
     say_what_cannot_apply(plan, runner.tools, view)
     scanning = f"{plan.mode} mode, {len(plan.attempts)} attempts, scan {started.scan_id}"
-    _announce(target, view, f"scanning {info.ref} ({scanning})")
+    _announce(target, view, f"scanning {target_text(info)} ({scanning})")
     cancel = threading.Event()
     progress = ProgressPrinter(view.err, quiet=view.quiet)
     progress.start()
@@ -132,7 +172,6 @@ def run_attempts(
                 plan, journal=journal, done=started.done, on_progress=progress, cancel=cancel
             )
     finally:
-        journal.close()
         progress.finish()
     return Execution(
         scan_id=started.scan_id,
@@ -143,6 +182,7 @@ def run_attempts(
         interrupted=Interrupted(received[0] if received else signal.SIGINT),
         requests_used=inputs.limiter.state.requests,
         judge_usage=_judge_usage(files, inputs),
+        rerun=Rerun(runner, journal, started.beyond, view) if settings.confirm else None,
     )
 
 
@@ -230,10 +270,15 @@ def _start(scan_id: str) -> _Journaled:
 
 
 def _resume(
-    files: ScanFiles, plan: Plan, info: TargetInfo, config: dict[str, Any], view: View
+    files: ScanFiles,
+    plan: Plan,
+    info: TargetInfo,
+    config: dict[str, Any],
+    view: View,
+    beyond: set[str],
 ) -> _Journaled:
     """The journal of the scan being resumed, checked to be this target's, this config's and
-    this plan's."""
+    this plan's; the attempts it holds of ``beyond`` (what --confirm may add) kept apart."""
     contents = read_journal(files.journal)
     header, done = contents.header, dict(contents.attempts)
     scan_id = files.directory.name
@@ -259,6 +304,7 @@ def _resume(
         )
     # The plan's attempts and the controls they may need (journaled beside them).
     planned = {a.attempt_id for a in [*plan.all_attempts, *plan.control_bound]}
+    kept = {k: done.pop(k) for k in sorted(set(done) & (beyond - planned))}
     foreign = sorted(set(done) - planned)
     for attempt_id in foreign:
         del done[attempt_id]
@@ -269,7 +315,9 @@ def _resume(
         )
     if warning:
         view.err.write(f"warning: {clean(warning)}\n")
-    return _Journaled(scan_id=scan_id, created_at=header.created_at, salt=salt, done=done)
+    return _Journaled(
+        scan_id=scan_id, created_at=header.created_at, salt=salt, done=done, beyond=kept
+    )
 
 
 @contextlib.contextmanager

@@ -1,8 +1,10 @@
 """Stage 4, finalise: the run's verdicts become the report, redacted, suppressed and signed.
 
 The order matters: nothing secret may reach the comparison or the signed bytes, and an
-accepted (suppressed) finding is not a new regression. Everything here happens before any
-bytes exist; the next stage writes them.
+accepted (suppressed) finding is not a new regression. ``--confirm N`` runs between the
+comparison and the signature (scan/confirm.py), and the report is compared again with their
+counts (:func:`reconsider`). Everything here happens before any bytes exist; the next stage
+writes them.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from probegate.benchmarks.agreement import agreement
 from probegate.clock import now, pinned
 from probegate.engine.assemble import ScanMeta, assemble
 from probegate.engine.plan import Plan
+from probegate.models.comparison import Confirmation
 from probegate.models.report import Budget, Engine, Mode, ScanReport, StopReason, TargetInfo
 from probegate.reports import FORMATS, FormatName
 from probegate.reports.redact import redact_report
@@ -38,7 +41,8 @@ def build_report(
     written_first: list[Path],
     store: Path,
 ) -> ScanReport:
-    """The report of the run, ready to be written.
+    """The report of the run, redacted, suppressed and compared with the baseline; ready to be
+    written once signed (:func:`sign`), after the confirm runs when there are any.
 
     ``written_first`` are the report files this scan writes, which a finding points at when no
     file of the repository defines the target (the demo, a target of flags).
@@ -113,17 +117,34 @@ def _anchored(info: TargetInfo, files: list[Path]) -> TargetInfo:
 
 
 def _seal(report: ScanReport, inputs: ScanInputs, settings: ReportSettings) -> ScanReport:
-    """Redact, suppress, compare, sign: in that order (see the module doc)."""
+    """Redact, suppress, compare: in that order (see the module doc); :func:`sign` last."""
     report = redact_report(report, inputs.secrets)
     report = apply_suppressions(report, inputs.suppressions, now().date())
-    if inputs.baseline is not None:
-        comparison = compare(
-            inputs.baseline,
-            report,
-            tolerance=settings.tolerance,
-            allow_mismatch=settings.allow_mismatch,
-        )
-        report = report.model_copy(update={"comparison": comparison})
+    return reconsider(report, inputs, settings)
+
+
+def reconsider(
+    report: ScanReport,
+    inputs: ScanInputs,
+    settings: ReportSettings,
+    confirmation: Confirmation | None = None,
+) -> ScanReport:
+    """The report compared with the baseline, its confirm runs' counts pooled with its own
+    (scan/confirm.py); as it is without a baseline."""
+    if inputs.baseline is None:
+        return report
+    comparison = compare(
+        inputs.baseline,
+        report,
+        tolerance=settings.tolerance,
+        allow_mismatch=settings.allow_mismatch,
+        confirmation=confirmation,
+    )
+    return report.model_copy(update={"comparison": comparison})
+
+
+def sign(report: ScanReport, inputs: ScanInputs) -> ScanReport:
+    """The report signed with the scan's secret or key, when it has one: the last change."""
     secret, key_pem = inputs.signing
     if secret is None and key_pem is None:
         return report

@@ -96,7 +96,10 @@ def prepare_scan(config: ScanConfig) -> Iterator[Prepared]:
     probes = library.select(asi=config.asi, patterns=config.probes)
     if not probes:
         raise UsageError("no probe matches --asi/--probes (see 'probegate probes list')")
-    baseline = load_report(config.baseline) if config.baseline is not None else None
+    # Only compared with (findings by fingerprint, scores): its transcripts are never shown.
+    baseline = (
+        load_report(config.baseline, transcripts=False) if config.baseline is not None else None
+    )
     if baseline is not None:
         check_comparable(
             baseline,

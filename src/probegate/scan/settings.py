@@ -44,6 +44,10 @@ class RunSettings:
     judge: str | None = None
     # The command line as data, kept with a new scan so ``--resume SCAN_ID`` needs nothing else.
     invocation: dict[str, Any] = field(default_factory=dict)
+    # ``--confirm N`` with a baseline (0: no confirm runs), and the plan's repeats, which
+    # number the confirm attempts (engine/plan.py, ``confirm_attempts``).
+    confirm: int = 0
+    repeat: int = 1
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,8 @@ def stage_settings(config: ScanConfig, formats: list[FormatName]) -> StageSettin
             resume=config.resume,
             judge=config.judge,
             invocation=dict(config.invocation),
+            confirm=config.confirm if config.baseline is not None else 0,
+            repeat=config.effective_repeat,
         ),
         report=ReportSettings(
             judge=config.judge,

@@ -5,8 +5,10 @@ from __future__ import annotations
 import base64
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from probegate.library.oracles.canary import find_canary
+from probegate.library.oracles.canary import _BLOBS, _strip, _stripped_text, _Views, find_canary
 
 CANARY = "PGSYS-0A1B2C3D4E5F"
 OTHER = "PGKEY-999988887777"
@@ -77,3 +79,55 @@ def test_spaced_offsets_cover_the_spelled_out_token() -> None:
     hit = find_canary(text, [CANARY])
     assert hit is not None and hit.encoding == "spaced"
     assert text[hit.start] == "P" and text[hit.end - 1] == "F"
+
+
+@given(
+    st.text(alphabet=st.characters(codec="utf-8"), max_size=60)
+    | st.sampled_from(["ΣΑΣ ΟΔΟΣ", "İstanbul", "P-G S\u200bY S", "ﬁle ǅ ß"])
+)
+def test_the_fast_separator_free_view_is_the_one_with_offsets(text: str) -> None:
+    """The sweep strips every place the agent wrote to with str.translate and works out the
+    offsets only on a hit: both must give the same characters, whatever the script."""
+    assert _stripped_text(text) == _strip(text)[0]
+
+
+def _every_blob(text: str) -> set[tuple[str, int, int]]:
+    """What the decoded views cover, found the plain way: each encoding over the whole text,
+    forwards and backwards."""
+    found = set()
+    for label, pattern, decode in _BLOBS:
+        for m in pattern.finditer(text):
+            if decode(m.group(0)):
+                found.add((label, m.start(), m.end()))
+        for m in pattern.finditer(text[::-1]):
+            if decode(m.group(0)):
+                found.add((f"{label}+reversed", len(text) - m.end(), len(text) - m.start()))
+    return found
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "UEdTWVMtMTIzNDU2",
+                "50475359532d",
+                "KBDVGWKT",
+                "ab",
+                "=",
+                " ",
+                "-",
+                "é",
+                "Z",
+                "9",
+                "\n",
+                "/",
+            ]
+        ),
+        max_size=30,
+    ).map("".join)
+)
+def test_the_decoded_views_read_every_blob_the_whole_text_holds(text: str) -> None:
+    """Blobs are looked for in runs of blob characters only: never one fewer than a scan of the
+    whole text finds."""
+    views = {(v.label.removeprefix("spaced+"), *v.span) for v in _Views(text)._decoded() if v.span}
+    assert _every_blob(text) <= views
