@@ -18,7 +18,7 @@ from probegate.errors import ReportError, UsageError
 from probegate.files import write_atomic
 from probegate.models.store_layout import ScanFiles
 from probegate.models.stored import load_report
-from probegate.reports import FORMATS, formats_help, parse_formats, write_outputs
+from probegate.reports import FORMATS, FormatName, formats_help, parse_formats, write_outputs
 from probegate.terminal import clean
 
 DEFAULT_STORE = ".probegate"
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     for note in report.import_notes:  # a report of the older field set, mapped
         print(f"note: {clean(note)}", file=sys.stderr)
     if args.json:  # machine output: the report itself, as scan.json holds it
-        sys.stdout.buffer.write(FORMATS["json"].render(report))  # terminal-safe as written
+        sys.stdout.buffer.write(FORMATS[FormatName.JSON].render(report))  # terminal-safe as written
         sys.stdout.flush()
         return 0
     if args.output_path is not None:

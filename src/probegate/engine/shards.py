@@ -171,7 +171,7 @@ def _sections(shards: list[ScanReport]) -> dict[str, Any]:
 def _tally(shards: list[ScanReport], unjudged: list[UnjudgedAttempt]) -> Tally:
     """The shards' counts added up: turns, attacker agents, spend, controls."""
     parts = [s.completeness for s in shards if s.completeness is not None]
-    controls = [s.controls for s in shards if s.controls is not None]
+    controls = [s.controls for s in shards]
     return Tally(
         completed=sum(c.turns_used for c in parts),
         cut_mid_attempt=sum(1 for u in unjudged if u.cause in CUT_SHORT),
@@ -212,8 +212,8 @@ def _meta(shards: list[ScanReport], tally: Tally, selected_all: bool) -> ScanMet
         selected_all=selected_all,
         shard=None,
         store_dir="",
-        # A shard without controls leaves the merged scan unchecked too.
-        controls=all(s.controls is not None and s.controls.enabled for s in shards),
+        # A shard scanned without controls leaves the merged scan unchecked too.
+        controls=all(s.controls.enabled for s in shards),
         judge=_judge(shards),
     )
 

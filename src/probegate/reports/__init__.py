@@ -1,20 +1,24 @@
 """Emitters: one module per format, each a pure ``render(report) -> bytes``.
 
-:data:`FORMATS` is the registry of output formats: adding one is its module and one line here.
-The ``--output`` help of ``scan``, ``report`` and ``merge`` (:func:`formats_help`), the formats
-table of docs/report-format.md, the README's table, the ``formats`` input of action.yml and the
-golden-file test all follow it (tests/reports/test_formats_registry.py). A format's module is
-imported when a report is rendered in it, so a scan that writes JSON alone never loads the
-SARIF object model, its schema checker or ReportLab. ``pdf`` needs the optional ``pdf`` extra
-(ReportLab): asking for the format without the extra is one usage error before any work starts.
+:data:`FORMATS` is the registry of output formats, keyed by :class:`FormatName`: adding one is
+its module, its member, its arm in :func:`emitter` (mypy holds that dispatch exhaustive) and
+one line here. The ``--output`` help of ``scan``, ``report`` and ``merge``
+(:func:`formats_help`), the formats table of docs/report-format.md, the README's table, the
+``formats`` input of action.yml and the golden-file test all follow it
+(tests/reports/test_formats_registry.py). A format's module is imported when a report is
+rendered in it, so a scan that writes JSON alone never loads the SARIF object model, its schema
+checker or ReportLab. ``pdf`` needs the optional ``pdf`` extra (ReportLab): asking for the
+format without the extra is one usage error before any work starts.
 """
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
+from typing import assert_never
 
 from probegate.errors import ReportError, UsageError
 from probegate.files import write_atomic
@@ -24,13 +28,23 @@ from probegate.perf import gc_paused
 from probegate.validation import did_you_mean
 
 
+class FormatName(StrEnum):
+    """What ``--output`` names a format: one member per line of :data:`FORMATS`."""
+
+    JSON = "json"
+    SARIF = "sarif"
+    JUNIT = "junit"
+    MD = "md"
+    HTML = "html"
+    PDF = "pdf"
+
+
 @dataclass(frozen=True)
 class Format:
     """One output format: ``--output NAME`` writes ``filename`` in the output directory."""
 
-    name: str
+    name: FormatName
     filename: str
-    module: str  # probegate.reports.<module>, whose render(report) -> bytes writes it
     purpose: str  # what it is for, one line (help, docs, the Action's input)
     # The same report gives the same bytes on every install (a golden file holds them); not so
     # for a format whose bytes belong to an optional library's version.
@@ -41,9 +55,38 @@ class Format:
         """The report in this format; its module is imported now, not when probegate starts."""
         if self.extra == "pdf":
             require_pdf()
-        emitter = importlib.import_module(f"probegate.reports.{self.module}")
-        data: bytes = emitter.render(report)
-        return data
+        return emitter(self.name)(report)
+
+
+def emitter(name: FormatName) -> Callable[[ScanReport], bytes]:
+    """The ``render`` of the format's module, imported on first use."""
+    match name:
+        case FormatName.JSON:
+            from probegate.reports import json_report
+
+            return json_report.render
+        case FormatName.SARIF:
+            from probegate.reports import sarif
+
+            return sarif.render
+        case FormatName.JUNIT:
+            from probegate.reports import junit
+
+            return junit.render
+        case FormatName.MD:
+            from probegate.reports import markdown
+
+            return markdown.render
+        case FormatName.HTML:
+            from probegate.reports import html_report
+
+            return html_report.render
+        case FormatName.PDF:
+            from probegate.reports import pdf_report
+
+            return pdf_report.render
+        case _:
+            assert_never(name)
 
 
 PDF_INSTALL_HINT = "pip install 'probegate[pdf]'"
@@ -57,18 +100,18 @@ def require_pdf() -> None:
         )
 
 
-FORMATS: dict[str, Format] = {
+FORMATS: dict[FormatName, Format] = {
     f.name: f
     for f in (
-        Format("json", REPORT_FILE, "json_report",
+        Format(FormatName.JSON, REPORT_FILE,
                "the signed record; every other format is derived from it"),
-        Format("sarif", "scan.sarif", "sarif",
+        Format(FormatName.SARIF, "scan.sarif",
                "GitHub code scanning and other SARIF consumers"),
-        Format("junit", "junit.xml", "junit", "CI test reporters"),
-        Format("md", "summary.md", "markdown", "`$GITHUB_STEP_SUMMARY`"),
-        Format("html", "report.html", "html_report",
+        Format(FormatName.JUNIT, "junit.xml", "CI test reporters"),
+        Format(FormatName.MD, "summary.md", "`$GITHUB_STEP_SUMMARY`"),
+        Format(FormatName.HTML, "report.html",
                "a developer reading findings and transcripts"),
-        Format("pdf", "report.pdf", "pdf_report",
+        Format(FormatName.PDF, "report.pdf",
                f"an auditor's file; needs the optional extra `{PDF_INSTALL_HINT}`",
                stable_bytes=False, extra="pdf"),
     )
@@ -81,26 +124,28 @@ def formats_help(default: str = "json") -> str:
     return f"report formats, a comma list or repeated: {names}; default {default}"
 
 
-def parse_formats(values: list[str] | None) -> list[str]:
+def parse_formats(values: list[str] | None) -> list[FormatName]:
     """``--output json,sarif --output md`` -> ordered unique names; unknown ones are exit 2."""
-    names: list[str] = []
-    for value in values or ["json"]:
+    names: list[FormatName] = []
+    for value in values or [FormatName.JSON]:
         for raw in value.split(","):
             name = raw.strip().lower()
             if not name:
                 continue
             if name not in FORMATS:
                 known = ", ".join(FORMATS)
-                hint = did_you_mean(name, FORMATS)
+                hint = did_you_mean(name, [str(f) for f in FORMATS])
                 raise UsageError(f"unknown output format {name!r}{hint} (choose from {known})")
             if name not in names:
-                names.append(name)
-    if "pdf" in names:
+                names.append(FormatName(name))
+    if any(FORMATS[name].extra == "pdf" for name in names):
         require_pdf()  # before the scan runs, not after an hour of it
-    return names or ["json"]
+    return names or [FormatName.JSON]
 
 
-def write_outputs(report: ScanReport, formats: list[str], output_dir: Path) -> dict[str, Path]:
+def write_outputs(
+    report: ScanReport, formats: list[FormatName], output_dir: Path
+) -> dict[FormatName, Path]:
     """Render every format first, then write: a format that fails leaves no partial file."""
     with gc_paused():  # the collector rescans a huge report over and over otherwise
         rendered = {name: FORMATS[name].render(report) for name in formats}
@@ -108,7 +153,7 @@ def write_outputs(report: ScanReport, formats: list[str], output_dir: Path) -> d
         output_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot create output directory {output_dir}: {exc}") from exc
-    written: dict[str, Path] = {}
+    written: dict[FormatName, Path] = {}
     for name, data in rendered.items():
         path = output_dir / FORMATS[name].filename
         write_atomic(path, data, error=ReportError)
