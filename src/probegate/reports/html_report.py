@@ -24,6 +24,7 @@ from probegate.models.taxonomy import ASI_TITLES, SEVERITY_RANK, Severity
 from probegate.models.transcript import Transcript, text_at
 from probegate.models.verdict import Evidence
 from probegate.perf import gc_paused
+from probegate.reports.agreement_html import section as agreement_section
 from probegate.reports.diff_html import section as comparison_section
 from probegate.reports.digest import authority_reasons, stop_text, unjudged_groups
 from probegate.reports.escape import html_text, number, truncate
@@ -156,6 +157,10 @@ def _document(report: ScanReport) -> list[str]:
     out += _header(report)
     out += _chart(report)
     out += comparison_section(report.comparison)
+    out += agreement_section(
+        report.agreement,
+        lambda transcript, evidence: _transcript(transcript, _marks_of(evidence), cached),
+    )
     out += _findings(report, cached)
     out += _results_table(report, cached)
     out += _guard(report)

@@ -23,6 +23,7 @@ from probegate.models.transcript import resolve_path
 from probegate.reports.agreement_text import (
     DIFFERENCES,
     HEADERS,
+    TITLE,
     agreement_heading,
     agreement_rows,
 )
@@ -344,7 +345,7 @@ def _findings_table(title: str, findings: list[Finding], limit: int) -> list[str
 def _agreement(agreement: Agreement) -> list[str]:
     """The agreement table and how many disagreements of each kind, with why."""
     lines = [
-        "### Agreement with AgentDojo's security checks",
+        f"### {TITLE}",
         "",
         md_text(agreement_heading(agreement)) + ".",
         "",

@@ -1,8 +1,9 @@
 """The PDF report (``--output pdf``, ``report.pdf``): the scan as a document an auditor files.
 
 Pages: the summary (score, band, authority and why, counts, what was scanned, the signature
-status of ``scan.json``), a bar chart of the per-ASI scores, every finding with its evidence and
-remediation, the unjudged attempts and the per-probe outcomes. Laid out with ReportLab, the
+status of ``scan.json``), a bar chart of the per-ASI scores, the agreement with AgentDojo's
+checks when the scan ran its suites, every finding with its evidence and remediation, the
+unjudged attempts and the per-probe outcomes. Laid out with ReportLab, the
 optional ``pdf`` extra (``pip install 'probegate[pdf]'``); :mod:`probegate.reports` imports this
 module only when a PDF is asked for, and says how to install the extra when it is missing.
 
@@ -55,6 +56,7 @@ from probegate.reports.headline import (
     surface_text,
     target_text,
 )
+from probegate.reports.pdf_agreement import section as agreement_section
 from probegate.reports.pdf_blocks import (
     FRAME_WIDTH,
     MARGIN,
@@ -153,6 +155,7 @@ def _story(report: ScanReport) -> list[Flowable]:
     story: list[Flowable] = []
     story += _summary(report)
     story += _chart(report)
+    story += agreement_section(report.agreement)
     story += _findings(report)
     story += _unjudged(report)
     story += _results(report)
