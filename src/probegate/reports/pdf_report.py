@@ -70,6 +70,8 @@ from probegate.reports.pdf_blocks import key_values as _key_values
 from probegate.reports.pdf_blocks import para as _p
 from probegate.reports.pdf_blocks import short_table as _table
 from probegate.reports.pdf_chart import category_chart
+from probegate.reports.peers_summary import TITLE as PEERS_TITLE
+from probegate.reports.peers_summary import peer_rows
 
 SUBJECT_MAX = 400
 # A real scan has at most one finding per probe (about 130 in the library today); a synthetic
@@ -160,6 +162,7 @@ def _story(report: ScanReport) -> list[Flowable]:
     story += _unjudged(report)
     story += _results(report)
     story += _guard(report)
+    story += _peers(report)
     story.append(
         _p(
             f"probegate {pdf_text(report.package_version)} · probe library "
@@ -458,3 +461,10 @@ def _guard(report: ScanReport) -> list[Flowable]:
         return []
     rows = [(pdf_text(k, limit=80), pdf_text(v, limit=200)) for k, v in guard_rows(report.guard)]
     return [_p("Runtime guard", "h2"), _key_values(rows)]
+
+
+def _peers(report: ScanReport) -> list[Flowable]:
+    if report.peers is None:
+        return []
+    rows = [(pdf_text(k, limit=80), pdf_text(v, limit=200)) for k, v in peer_rows(report.peers)]
+    return [_p(pdf_text(PEERS_TITLE), "h2"), _key_values(rows)]
