@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from probegate.models.agreement import Agreement
 from probegate.models.causes import Cause
 from probegate.models.comparison import Comparison
-from probegate.models.sections import GuardSummary, McpSummary, ProxySummary
+from probegate.models.sections import GuardSummary, McpSummary, PeersSummary, ProxySummary
 from probegate.models.taxonomy import ASI_IDS, SEVERITY_RANK, AsiId, Severity
 from probegate.models.transcript import Transcript
 from probegate.models.verdict import Evidence
@@ -460,6 +460,8 @@ class ScanReport(_Model):
     guard: GuardSummary | None = None
     mcp: McpSummary | None = None
     proxy: ProxySummary | None = None
+    # What the agent did with the A2A peers probegate served it (target.peers).
+    peers: PeersSummary | None = None
     # A scan of an external benchmark's suites (--suite agentdojo): probegate's verdicts against
     # the benchmark's own checks (models/agreement.py, docs/agentdojo.md).
     agreement: Agreement | None = None
@@ -481,6 +483,7 @@ class ScanReport(_Model):
             "guard",
             "mcp",
             "proxy",
+            "peers",
             "judge",
             "agreement",
         ):

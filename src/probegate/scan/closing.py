@@ -18,7 +18,6 @@ from probegate.config import DEFAULT_STORE
 from probegate.engine.runner import RunOutcome
 from probegate.errors import ExitCode, TargetError
 from probegate.gate import evaluate_gates
-from probegate.models.agreement import Difference
 from probegate.models.report import JudgeUsage, ScanReport, StopReason, most_severe_first
 from probegate.reports import FormatName
 from probegate.reports.agreement_text import (
@@ -26,6 +25,7 @@ from probegate.reports.agreement_text import (
     HEADERS,
     agreement_heading,
     agreement_rows,
+    difference_counts,
 )
 from probegate.reports.diff_sections import CONFIRM_HEADERS, confirm_heading, confirm_rows
 from probegate.reports.digest import (
@@ -294,12 +294,10 @@ def _agreement_lines(report: ScanReport, view: View) -> list[str]:
     lines = [f"{style('agreement:', 'bold')} {clean(agreement_heading(agreement))}"]
     for row in rows:
         lines.append("  " + "  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True)))
-    kinds: dict[Difference, int] = {}
-    for item in agreement.disagreements:
-        kinds[item.difference] = kinds.get(item.difference, 0) + 1
+    kinds = difference_counts(agreement)
     if kinds:
         lines.append(f"  disagreements: {len(agreement.disagreements)}, by why:")
-    for kind, count in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])):
+    for kind, count in kinds:
         lines.append(f"  {count:>5}  {kind}: {DIFFERENCES[kind]}")
     if view.verbose:
         for item in agreement.disagreements:

@@ -88,9 +88,11 @@ def build_report(
         outcome.controls,
         plan.not_run,
     )
-    section = target.report_section()
-    if section is not None:  # what the kind adds: e.g. what a guard evaluated, blocked, missed
-        report = report.model_copy(update={section.REPORT_FIELD: section})
+    # What the kind adds: e.g. what a guard evaluated, blocked, missed; what the MCP server,
+    # the model proxy or the A2A peers saw.
+    sections = {section.REPORT_FIELD: section for section in target.report_sections()}
+    if sections:
+        report = report.model_copy(update=sections)
     benchmark = inputs.benchmark
     if benchmark is not None:  # probegate's verdicts against AgentDojo's own checks
         found = agreement(

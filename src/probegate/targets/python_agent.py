@@ -53,6 +53,7 @@ from probegate.targets.base import (
     TargetSpec,
     TargetTraits,
     ToolDelivery,
+    present,
 )
 from probegate.targets.configured import target_info, tool_specs
 from probegate.targets.mcp_server import McpEndpoint, McpHost
@@ -213,8 +214,9 @@ class PythonTarget:
     def tools(self) -> list[ToolSpec]:
         return list(self._tools)
 
-    def report_section(self) -> KindSection | None:
-        return self.proxy.summary() if self.proxy is not None else self.mcp.summary()
+    def report_sections(self) -> list[KindSection]:
+        tools = self.proxy.summary() if self.proxy is not None else self.mcp.summary()
+        return present(tools, self.peers.summary() if self.peers is not None else None)
 
     def notices(self) -> list[Notice]:
         return self.proxy.notices() if self.proxy is not None else []
