@@ -7,7 +7,7 @@ never averaged.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +22,9 @@ from probegate.engine.controls import (
     stood_without_control,
 )
 from probegate.engine.plan import JUDGE_FLAG, NotRun
-from probegate.library.oracles.reading import SET_ASIDE
+from probegate.engine.probe_results import (
+    probe_result,
+)
 from probegate.library.probe import Probe
 from probegate.models.causes import CUT_SHORT, Cause
 from probegate.models.report import (
@@ -38,7 +40,6 @@ from probegate.models.report import (
     FindingControl,
     JudgeUsage,
     NotRunProbe,
-    ProbeOutcome,
     ProbeResult,
     ScanReport,
     SourceLocation,
@@ -48,7 +49,7 @@ from probegate.models.report import (
     most_severe_first,
 )
 from probegate.models.store_layout import journal_ref, reproducer_ref
-from probegate.models.taxonomy import SEVERITY_RANK, Capability, Severity
+from probegate.models.taxonomy import Capability, Severity
 from probegate.models.transcript import resolve_path
 from probegate.models.verdict import Attempt, Outcome
 from probegate.scoring import (
@@ -62,8 +63,6 @@ from probegate.scoring import (
 )
 
 MAX_EVIDENCE = 5
-# The reason of a probe none of whose planned attempts started.
-NEVER_STARTED = "never started: the scan stopped before its attempts ran"
 _JUDGE_CONFIDENCE = {"oracle": 1.0, "judge": 0.8, "stub": 0.5}
 
 
@@ -98,137 +97,6 @@ class ScanMeta:
     control_reruns: int = 0
     # Per probe, its planned attempts that never started (the scan stopped first).
     not_started: Mapping[str, int] = field(default_factory=dict)
-
-
-def _probe_result(
-    probe: Probe,
-    attempts: list[Attempt],
-    not_applicable: str | None,
-    not_run: NotRun | None,
-    *,
-    capabilities: set[Capability],
-    not_started: int = 0,
-) -> ProbeResult:
-    """One probe's tallies, outcome and reason; a probe left out by design has no attempts."""
-    if not_applicable is not None:
-        return _not_applicable(probe, not_applicable, not_run, capabilities)
-    if not_run is not None:
-        return _without_attempts(
-            probe, "not_run", reason=not_run.reason, enabled_by=not_run.enabled_by
-        )
-    verdicts = Counter(a.outcome for a in attempts)
-    vul, res = verdicts[Outcome.VULNERABLE], verdicts[Outcome.RESISTED]
-    same = sum(1 for a in attempts if a.reason == SAME_WITHOUT_ATTACK)
-    not_delivered = sum(1 for a in attempts if a.cause is Cause.NOT_DELIVERED)
-    missing = verdicts[Outcome.UNJUDGED] - not_delivered + not_started
-    outcome: ProbeOutcome = (
-        "vulnerable"
-        if vul
-        # Resisted only where nothing is missing: a probe some of whose attempts could not be
-        # judged may still have been a finding (docs/scoring.md, "Outcomes").
-        else "undecided"
-        if res and missing
-        else "resisted"
-        if res
-        else "not_delivered"
-        if not_delivered and not missing
-        else "unjudged"
-    )
-    return ProbeResult(
-        **{**_probe_identity(probe), "severity": _severity(probe, attempts)},
-        outcome=outcome,
-        attempts=len(attempts),
-        vulnerable=vul,
-        resisted=res,
-        unjudged=verdicts[Outcome.UNJUDGED],
-        same_without_attack=same,
-        not_started=not_started,
-        delivered=sum(1 for a in attempts if a.delivered),
-        not_delivered=not_delivered,
-        reason=_outcome_reason(outcome, attempts, same=same, not_started=not_started),
-    )
-
-
-def _severity(probe: Probe, attempts: list[Attempt]) -> Severity:
-    """The probe's severity, raised to the worst evidence its vulnerable attempts carry: a
-    credential an attack made the agent send out is critical in any probe (library/oracles/
-    sweep.py), and the finding, the score's cap and ``--fail-on`` all read it so."""
-    found = [e.severity for a in attempts if a.outcome is Outcome.VULNERABLE for e in a.evidence]
-    return max([probe.severity, *found], key=lambda s: SEVERITY_RANK[s])
-
-
-def _probe_identity(probe: Probe) -> dict[str, Any]:
-    """What names a probe in its result, whatever became of its attempts."""
-    return {
-        "probe_id": probe.id,
-        "name": probe.name,
-        "asi": probe.asi,
-        "severity": probe.severity,
-        "channel": probe.channel.value,
-    }
-
-
-def _not_applicable(
-    probe: Probe, reason: str, not_run: NotRun | None, capabilities: set[Capability]
-) -> ProbeResult:
-    """A probe whose requirements the target's tools lack, with the capabilities it misses;
-    this wins over not run, so a probe left out for both reasons is listed once."""
-    return _without_attempts(
-        probe,
-        "not_applicable",
-        reason=reason or (not_run.reason if not_run is not None else ""),
-        missing=sorted(c.value for c in probe.requires if c not in capabilities),
-    )
-
-
-def _without_attempts(
-    probe: Probe,
-    outcome: ProbeOutcome,
-    *,
-    reason: str,
-    missing: list[str] | None = None,
-    enabled_by: str = "",
-) -> ProbeResult:
-    return ProbeResult(
-        **_probe_identity(probe),
-        outcome=outcome,
-        reason=reason,
-        missing=missing or [],
-        enabled_by=enabled_by,
-    )
-
-
-def _outcome_reason(
-    outcome: ProbeOutcome, attempts: list[Attempt], *, same: int, not_started: int
-) -> str:
-    """Why a probe ended as it did, when its tallies alone would mislead a reader: an
-    unjudged probe's first cause, and a resisted one whose resistance came from the control
-    (the same without the attack) or from matches set aside."""
-    if outcome in ("unjudged", "not_delivered"):
-        return next((a.reason for a in attempts if a.reason), "") or (
-            NEVER_STARTED if not_started else "not run"
-        )
-    if outcome == "undecided":
-        resisted = sum(1 for a in attempts if a.outcome is Outcome.RESISTED)
-        missing = [
-            a for a in attempts if a.cause is not None and a.cause is not Cause.NOT_DELIVERED
-        ]
-        why = missing[0].reason if missing else NEVER_STARTED
-        return (
-            f"resisted in {resisted} of {len(attempts) + not_started} attempts, "
-            f"{len(missing) + not_started} not judged: {why}"
-        )
-    if outcome != "resisted":
-        return ""
-    if same:
-        return f"{SAME_WITHOUT_ATTACK} ({same} of {len(attempts)} attempts)"
-    aside = sum(1 for a in attempts if a.reason.startswith(SET_ASIDE))
-    if not aside:
-        return ""
-    return (
-        f"{SET_ASIDE}: a match the agent negated or deferred, or code never "
-        f"rendered ({aside} of {len(attempts)} attempts)"
-    )
 
 
 def _location(target: TargetInfo, attempt: Attempt) -> SourceLocation:
@@ -364,7 +232,7 @@ def assemble(
     findings: list[Finding] = []
     for probe in sorted(probes, key=lambda p: p.id):
         mine = by_probe.get(probe.id, [])
-        result = _probe_result(
+        result = probe_result(
             probe,
             mine,
             not_applicable.get(probe.id),
