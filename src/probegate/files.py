@@ -338,6 +338,23 @@ def write_atomic(
     directory created for it 0700; otherwise the umask decides, as for any file a tool writes.
     """
     payload = data.encode("utf-8") if isinstance(data, str) else data
+    write_atomic_pieces(
+        path, lambda write: write(payload), error=error, private=private, executable=executable
+    )
+
+
+def write_atomic_pieces(
+    path: Path,
+    produce: Callable[[Callable[[bytes], object]], object],
+    *,
+    error: type[UsageError] = UsageError,
+    private: bool = False,
+    executable: bool = False,
+) -> None:
+    """:func:`write_atomic` of the bytes ``produce`` hands to the ``write`` it is given, a piece
+    at a time, so a large file's whole text is never held. The file appears only once
+    ``produce`` has returned: if it raises, the temporary file is removed and nothing is
+    written."""
     mode = (0o777 if executable else 0o666) & (0o700 if private else 0o777)
     tmp: Path | None = None
     try:
@@ -345,13 +362,15 @@ def write_atomic(
             make_dirs(path.parent, private=private)
         fd, tmp = _exclusive(path, mode)
         with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
+            produce(handle.write)
         os.replace(tmp, path)
+        tmp = None
     except OSError as exc:
+        raise error(f"{path}: cannot write: {exc.strerror or exc}") from None
+    finally:
         if tmp is not None:
             with contextlib.suppress(OSError):
                 tmp.unlink(missing_ok=True)
-        raise error(f"{path}: cannot write: {exc.strerror or exc}") from None
 
 
 def _exclusive(path: Path, mode: int) -> tuple[int, Path]:

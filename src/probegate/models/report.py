@@ -471,9 +471,12 @@ class ScanReport(_Model):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form (docs/report-format.md); ``signatures`` omitted while unsigned."""
-        data = self.model_dump(mode="json", by_alias=True)
+    def to_dict(self, *, exclude: set[str] | None = None) -> dict[str, Any]:
+        """The JSON form (docs/report-format.md); ``signatures`` omitted while unsigned.
+
+        ``exclude``: fields left out (by name), which a writer dumps item by item instead.
+        """
+        data = self.model_dump(mode="json", by_alias=True, exclude=exclude)
         for optional in (
             "signatures",
             "comparison",

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from probegate.errors import ReportError, UsageError
-from probegate.files import write_atomic
+from probegate.files import write_atomic, write_atomic_pieces
 from probegate.models.report import ScanReport
 from probegate.models.store_layout import REPORT_FILE
 from probegate.perf import gc_paused
@@ -36,6 +37,8 @@ class Format:
     # for a format whose bytes belong to an optional library's version.
     stable_bytes: bool = True
     extra: str | None = None  # the optional dependency group the format needs
+    # Written a piece at a time: its module has ``write(report, sink)`` beside ``render``.
+    streams: bool = False
 
     def render(self, report: ScanReport) -> bytes:
         """The report in this format; its module is imported now, not when probegate starts."""
@@ -44,6 +47,21 @@ class Format:
         emitter = importlib.import_module(f"probegate.reports.{self.module}")
         data: bytes = emitter.render(report)
         return data
+
+    def write(self, report: ScanReport, sink: Callable[[bytes], object]) -> None:
+        """The bytes of :meth:`render`, handed to ``sink`` a piece at a time where the format
+        streams (a 10,000-finding JSON report is never held whole), else at once."""
+        if not self.streams:
+            sink(self.render(report))
+            return
+        emitter = importlib.import_module(f"probegate.reports.{self.module}")
+        emitter.write(report, sink)
+
+    def write_file(self, path: Path, report: ScanReport, *, private: bool = False) -> None:
+        """The report in this format at ``path``, atomically (:func:`write_atomic_pieces`)."""
+        write_atomic_pieces(
+            path, lambda sink: self.write(report, sink), error=ReportError, private=private
+        )
 
 
 PDF_INSTALL_HINT = "pip install 'probegate[pdf]'"
@@ -61,7 +79,7 @@ FORMATS: dict[str, Format] = {
     f.name: f
     for f in (
         Format("json", REPORT_FILE, "json_report",
-               "the signed record; every other format is derived from it"),
+               "the signed record; every other format is derived from it", streams=True),
         Format("sarif", "scan.sarif", "sarif",
                "GitHub code scanning and other SARIF consumers"),
         Format("junit", "junit.xml", "junit", "CI test reporters"),
@@ -101,16 +119,23 @@ def parse_formats(values: list[str] | None) -> list[str]:
 
 
 def write_outputs(report: ScanReport, formats: list[str], output_dir: Path) -> dict[str, Path]:
-    """Render every format first, then write: a format that fails leaves no partial file."""
+    """Render every format first, then write: a format that fails leaves no partial file.
+
+    A format that streams (JSON) is written a piece at a time once the others are rendered,
+    before any of them is written, into a temporary file renamed into place at its end.
+    """
     with gc_paused():  # the collector rescans a huge report over and over otherwise
-        rendered = {name: FORMATS[name].render(report) for name in formats}
+        rendered = {
+            name: FORMATS[name].render(report) for name in formats if not FORMATS[name].streams
+        }
     try:
         output_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot create output directory {output_dir}: {exc}") from exc
-    written: dict[str, Path] = {}
+    paths = {name: output_dir / FORMATS[name].filename for name in formats}
+    for name in formats:
+        if name not in rendered:
+            FORMATS[name].write_file(paths[name], report)
     for name, data in rendered.items():
-        path = output_dir / FORMATS[name].filename
-        write_atomic(path, data, error=ReportError)
-        written[name] = path
-    return written
+        write_atomic(paths[name], data, error=ReportError)
+    return paths

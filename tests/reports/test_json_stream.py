@@ -1,0 +1,118 @@
+"""The JSON report written a piece at a time is the report written whole, byte for byte.
+
+``json_report.write`` dumps the long lists (findings, per-probe results, unjudged attempts) one
+item at a time and escapes each piece, so a 10,000-finding report is never held as JSON values
+or as one text. The reference here is the whole-object writer it replaced: the layout of the
+report's whole ``to_dict()``, escaped as one text.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from probegate.canonical import pretty_bytes
+from probegate.cli import main
+from probegate.models.causes import Cause
+from probegate.models.report import ScanReport, UnjudgedAttempt
+from probegate.reports import FORMATS, json_report, write_outputs
+from probegate.reports.escape import json_bytes
+from tests.factories import make_finding, make_report
+from tests.reports.samples import golden_report
+
+# What agents write: a terminal's controls, bidi and line separators, DEL and C1, astral
+# characters, markup, text that reads like a small float; and plain words.
+_TEXTS = (
+    "Sure, sending it now.",
+    "café “quoted” — ok 😀",
+    "line\u2028separator\u2029and \u202eevil\u202c bidi",
+    "\x1b[31mred\x1b[0m \x7f \x9b C1 ::warning::x",
+    '<script>]]></script> & \\ " / \t tab',
+    "1e-05 0.00001 re-run 3e-7",
+    "\U0001f600" * 40 + "\u00e9" * 100,
+)
+
+
+def whole(report: ScanReport) -> bytes:
+    """The whole-object writer: the report's whole JSON form laid out, then escaped."""
+    return json_bytes(pretty_bytes(report.to_dict()))
+
+
+def generated(count: int, seed: int = 20261205) -> ScanReport:
+    rng = random.Random(seed)
+    findings = []
+    for i in range(count):
+        finding = make_finding(i, agent_text=rng.choice(_TEXTS) + f" {i}")
+        reliability = rng.choice([0.2065, 1e-05, 3.3e-7, 0.1, 1 / 3, 123456789.123, None])
+        findings.append(finding.model_copy(update={"pov_reliability": reliability}))
+    report = make_report(findings)
+    unjudged = [
+        UnjudgedAttempt(
+            attempt_id=f"{f.probe_id}#seed#{i}",
+            probe_id=f.probe_id,
+            reason=rng.choice(_TEXTS),
+            cause=Cause.TIMEOUT,
+        )
+        for i, f in enumerate(findings[::3])
+    ]
+    return report.model_copy(update={"unjudged": unjudged, "cost_usd": 4.2e-06})
+
+
+@pytest.mark.parametrize("chunk", [1, 4096, 1 << 20])
+def test_the_streamed_report_is_the_whole_one(chunk: int) -> None:
+    report = generated(300)
+    expected = whole(report)
+    # The escape's slow path and the floats json writes otherwise than orjson are both there.
+    assert b"\\u2028" in expected and b"\\u007f" in expected and b"3.3e-07" in expected
+    pieces: list[bytes] = []
+    json_report.write(report, pieces.append, chunk)
+    assert b"".join(pieces) == expected == json_report.render(report)
+    assert len(pieces) > (1 if chunk < 1 << 20 else 0)
+
+
+def test_the_golden_report_streams_to_its_golden_bytes() -> None:
+    golden = Path(__file__).resolve().parents[1] / "data" / "golden" / "scan.json"
+    pieces: list[bytes] = []
+    json_report.write(golden_report(), pieces.append, 256)
+    assert b"".join(pieces) == whole(golden_report()) == golden.read_bytes()
+
+
+def test_report_command_writes_the_whole_writers_bytes(
+    tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    """Each way ``probegate report`` writes JSON: the output directory, a path, stdout, --json."""
+    report = generated(1200)  # over a megabyte: several pieces at the default size
+    expected = whole(report)
+    assert len(expected) > 2 << 20
+    stored = tmp_path / "stored.json"
+    stored.write_bytes(expected)
+    assert main(["report", str(stored), "--output-dir", str(tmp_path / "out"), "-q"]) == 0
+    assert (tmp_path / "out" / "scan.json").read_bytes() == expected
+    path = tmp_path / "one.json"
+    assert main(["report", str(stored), "--output", "json", "--output-path", str(path)]) == 0
+    assert path.read_bytes() == expected
+    capsysbinary.readouterr()
+    assert main(["report", str(stored), "--output", "json", "--output-path", "-"]) == 0
+    assert capsysbinary.readouterr().out == expected
+    assert main(["report", str(stored), "--json"]) == 0
+    assert capsysbinary.readouterr().out == expected
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.json", "out", "stored.json"]
+
+
+def test_a_failing_format_leaves_no_json_file_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The streamed file appears at its end only: a writer that fails leaves no part of it."""
+
+    def broken(report: ScanReport, sink: object, chunk: int = 0) -> None:
+        assert callable(sink)
+        sink(b'{\n  "aivss": ')
+        raise RuntimeError("broken")
+
+    monkeypatch.setattr(json_report, "write", broken)
+    with pytest.raises(RuntimeError, match="broken"):
+        write_outputs(generated(2), ["md", "json"], tmp_path)
+    assert list(tmp_path.iterdir()) == []
+    assert FORMATS["json"].streams
