@@ -238,3 +238,32 @@ def write_pretty(
         out += b"\n  ]"
     out += b"\n}\n"
     write(bytes(out))
+
+
+def write_canonical(
+    obj: Mapping[str, Any], write: Callable[[bytes], object], chunk: int = 1 << 20
+) -> None:
+    """:func:`canonical_bytes` of a JSON object, handed to ``write`` a piece at a time, a top-level
+    :class:`Items` value item by item (what is signed, without the report's values held whole:
+    the value-by-value choice of encoder is :func:`_piece`'s)."""
+    out, between = bytearray(b"{"), b""
+    for key in sorted(obj):
+        value = obj[key]
+        out += between
+        between = b","
+        out += _piece(key)
+        out += b":"
+        if not isinstance(value, Items):
+            out += _piece(value)
+            continue
+        before = b"["
+        for item in value:
+            out += before
+            out += _piece(item)
+            before = b","
+            if len(out) >= chunk:
+                write(bytes(out))
+                out.clear()
+        out += b"]" if before == b"," else b"[]"
+    out += b"}"
+    write(bytes(out))

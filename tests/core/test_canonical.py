@@ -22,7 +22,14 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from probegate import canonical
-from probegate.canonical import Items, canonical_bytes, canonical_line, pretty_bytes, write_pretty
+from probegate.canonical import (
+    Items,
+    canonical_bytes,
+    canonical_line,
+    pretty_bytes,
+    write_canonical,
+    write_pretty,
+)
 from probegate.models.report import Budget, Completeness, Finding
 from probegate.models.transcript import GuardCheck
 from probegate.models.verdict import Evidence
@@ -225,3 +232,16 @@ def test_write_pretty_decides_the_encoder_value_by_value() -> None:
     write_pretty({**value, "items": Items(items, dict)}, pieces.append, chunk=64)
     assert len(pieces) > 10
     assert b"".join(pieces) == pretty_bytes(value) == old_pretty(value)
+
+
+@settings(max_examples=300)
+@given(st.dictionaries(_TEXT, _VALUES, max_size=6), st.integers(1, 200), st.booleans())
+def test_write_canonical_is_canonical_bytes_a_piece_at_a_time(
+    value: dict[str, Any], chunk: int, lazy: bool
+) -> None:
+    fields = {
+        k: Items(v, copy.deepcopy) if lazy and isinstance(v, list) else v for k, v in value.items()
+    }
+    pieces: list[bytes] = []
+    write_canonical(fields, pieces.append, chunk=chunk)
+    assert b"".join(pieces) == canonical_bytes(value) == by_json(value)

@@ -8,6 +8,7 @@ report's whole ``to_dict()``, escaped as one text.
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -19,6 +20,12 @@ from probegate.models.causes import Cause
 from probegate.models.report import ScanReport, UnjudgedAttempt
 from probegate.reports import FORMATS, json_report, write_outputs
 from probegate.reports.escape import json_bytes
+from probegate.reports.signing import (
+    generate_key_pair,
+    report_signatures,
+    sign_report,
+    verify_report,
+)
 from tests.factories import make_finding, make_report
 from tests.reports.samples import golden_report
 
@@ -116,3 +123,27 @@ def test_a_failing_format_leaves_no_json_file_behind(
         write_outputs(generated(2), ["md", "json"], tmp_path)
     assert list(tmp_path.iterdir()) == []
     assert FORMATS["json"].streams
+
+
+_SECRET = b"s" * 32
+
+
+@pytest.mark.parametrize("material", ["hmac", "ed25519", "both"])
+def test_signatures_from_the_fields_are_those_of_the_whole_report(material: str) -> None:
+    """What a scan and a merge sign, written a piece at a time, is what the whole dict signs;
+    the report written with them verifies."""
+    private_pem, public_pem = generate_key_pair()
+    secret = None if material == "ed25519" else _SECRET
+    key = None if material == "hmac" else private_pem
+    report = generated(200)
+    signatures = report_signatures(report.to_fields(), secret=secret, private_key_pem=key)
+    whole_signed = sign_report(report.to_dict(), secret=secret, private_key_pem=key)
+    assert signatures == whole_signed["signatures"]
+    signed = report.model_copy(update={"signatures": signatures})
+    assert json_report.render(signed) == whole(signed)
+    checked = verify_report(
+        json.loads(json_report.render(signed)),
+        secret=secret,
+        pinned_public_keys=[] if key is None else [public_pem],
+    )
+    assert checked.ok, checked.lines()

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from probegate.canonical import Items
 from probegate.models.agreement import Agreement
 from probegate.models.causes import Cause
 from probegate.models.comparison import Comparison
@@ -408,6 +409,14 @@ class Authority(_Model):
     reasons: list[str] = Field(default_factory=list)
 
 
+# The report's lists that grow with the scan, which :meth:`ScanReport.to_fields` keeps lazy.
+_LONG_LISTS = ("findings", "results", "unjudged")
+
+
+def _dump(model: BaseModel) -> Any:
+    return model.model_dump(mode="json", by_alias=True)
+
+
 class ScanReport(_Model):
     # None when the scan is too thin to score (band ``not_evaluated``; docs/scoring.md).
     aivss: int | None
@@ -470,6 +479,16 @@ class ScanReport(_Model):
     import_notes: list[str] = Field(default_factory=list, exclude=True)
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    def to_fields(self) -> dict[str, Any]:
+        """:meth:`to_dict` with the lists that grow with the scan (findings, per-probe results,
+        unjudged attempts) as :class:`~probegate.canonical.Items`, each item dumped only when a
+        writer reaches it (canonical.write_pretty, write_canonical): the JSON values of a
+        10,000-finding report are never all held at once."""
+        fields = self.to_dict(exclude=set(_LONG_LISTS))
+        for name in _LONG_LISTS:
+            fields[name] = Items(getattr(self, name), _dump)
+        return fields
 
     def to_dict(self, *, exclude: set[str] | None = None) -> dict[str, Any]:
         """The JSON form (docs/report-format.md); ``signatures`` omitted while unsigned.
