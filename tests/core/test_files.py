@@ -229,3 +229,20 @@ def test_a_file_written_in_pieces_appears_whole_or_not_at_all(tmp_path: Path) ->
         files.write_atomic_pieces(path, fails)
     assert path.read_bytes() == b"one two"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["scan.json"]
+
+
+def test_files_written_together_all_appear_or_none_does(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.json", tmp_path / "b.html"
+    first.write_bytes(b"old a")
+
+    def fails(write: Callable[[bytes], object]) -> None:
+        write(b"half")
+        raise ValueError("no more")
+
+    with pytest.raises(ValueError, match="no more"):
+        files.write_atomic_files([(first, lambda w: w(b"new a")), (second, fails)])
+    assert first.read_bytes() == b"old a"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json"]
+    files.write_atomic_files([(first, lambda w: w(b"new a")), (second, lambda w: w(b"b"))])
+    assert (first.read_bytes(), second.read_bytes()) == (b"new a", b"b")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.html"]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probegate.errors import ReportError, UsageError
-from probegate.files import write_atomic, write_atomic_pieces
+from probegate.files import Produce, write_atomic_files, write_atomic_pieces
 from probegate.models.report import ScanReport
 from probegate.models.store_layout import REPORT_FILE
 from probegate.perf import gc_paused
@@ -85,7 +85,7 @@ FORMATS: dict[str, Format] = {
         Format("junit", "junit.xml", "junit", "CI test reporters"),
         Format("md", "summary.md", "markdown", "`$GITHUB_STEP_SUMMARY`"),
         Format("html", "report.html", "html_report",
-               "a developer reading findings and transcripts"),
+               "a developer reading findings and transcripts", streams=True),
         Format("pdf", "report.pdf", "pdf_report",
                f"an auditor's file; needs the optional extra `{PDF_INSTALL_HINT}`",
                stable_bytes=False, extra="pdf"),
@@ -119,23 +119,27 @@ def parse_formats(values: list[str] | None) -> list[str]:
 
 
 def write_outputs(report: ScanReport, formats: list[str], output_dir: Path) -> dict[str, Path]:
-    """Render every format first, then write: a format that fails leaves no partial file.
+    """Render every format first, then write: a format that fails leaves no file changed.
 
-    A format that streams (JSON) is written a piece at a time once the others are rendered,
-    before any of them is written, into a temporary file renamed into place at its end.
+    A format that streams (JSON, HTML) is written a piece at a time into its temporary file,
+    after the others are rendered; every file is renamed into place once all are made.
     """
     with gc_paused():  # the collector rescans a huge report over and over otherwise
-        rendered = {
-            name: FORMATS[name].render(report) for name in formats if not FORMATS[name].streams
-        }
+        rendered = {n: FORMATS[n].render(report) for n in formats if not FORMATS[n].streams}
     try:
         output_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot create output directory {output_dir}: {exc}") from exc
     paths = {name: output_dir / FORMATS[name].filename for name in formats}
-    for name in formats:
-        if name not in rendered:
-            FORMATS[name].write_file(paths[name], report)
-    for name, data in rendered.items():
-        write_atomic(paths[name], data, error=ReportError)
+    write_atomic_files(
+        [(paths[name], _producer(report, name, rendered.get(name))) for name in formats],
+        error=ReportError,
+    )
     return paths
+
+
+def _producer(report: ScanReport, name: str, data: bytes | None) -> Produce:
+    """What writes format ``name``'s file: its rendered bytes, or its streaming writer."""
+    if data is not None:
+        return lambda sink: sink(data)
+    return lambda sink: FORMATS[name].write(report, sink)

@@ -1,9 +1,11 @@
-"""The JSON report written a piece at a time is the report written whole, byte for byte.
+"""Reports written a piece at a time are the reports written whole, byte for byte.
 
 ``json_report.write`` dumps the long lists (findings, per-probe results, unjudged attempts) one
 item at a time and escapes each piece, so a 10,000-finding report is never held as JSON values
 or as one text. The reference here is the whole-object writer it replaced: the layout of the
-report's whole ``to_dict()``, escaped as one text.
+report's whole ``to_dict()``, escaped as one text. The HTML page is written as its parts are
+made; its reference is all its parts joined. A signature made from the pieces is the one the
+whole dict gets.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from probegate.canonical import pretty_bytes
 from probegate.cli import main
 from probegate.models.causes import Cause
 from probegate.models.report import ScanReport, UnjudgedAttempt
-from probegate.reports import FORMATS, json_report, write_outputs
+from probegate.reports import FORMATS, html_report, json_report, write_outputs
 from probegate.reports.escape import json_bytes
 from probegate.reports.signing import (
     generate_key_pair,
@@ -86,6 +88,21 @@ def test_the_golden_report_streams_to_its_golden_bytes() -> None:
     assert b"".join(pieces) == whole(golden_report()) == golden.read_bytes()
 
 
+@pytest.mark.parametrize("chunk", [1, 4096, 1 << 20])
+def test_the_streamed_page_is_the_whole_one(chunk: int) -> None:
+    report = generated(300)
+    expected = "".join(html_report._document(report)).encode("utf-8")
+    assert "\u2028".encode() in expected and "😀".encode() in expected
+    pieces: list[bytes] = []
+    html_report.write(report, pieces.append, chunk)
+    assert b"".join(pieces) == expected == html_report.render(report)
+    assert len(pieces) > (1 if chunk < 1 << 20 else 0)
+    golden = Path(__file__).resolve().parents[1] / "data" / "golden" / "report.html"
+    pieces = []
+    html_report.write(golden_report(), pieces.append, 512)
+    assert b"".join(pieces) == golden.read_bytes()
+
+
 def test_report_command_writes_the_whole_writers_bytes(
     tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
 ) -> None:
@@ -106,23 +123,33 @@ def test_report_command_writes_the_whole_writers_bytes(
     assert main(["report", str(stored), "--json"]) == 0
     assert capsysbinary.readouterr().out == expected
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.json", "out", "stored.json"]
+    page = "".join(html_report._document(report)).encode("utf-8")
+    assert main(["report", str(stored), "--output", "html", "--output-path", "-"]) == 0
+    assert capsysbinary.readouterr().out == page
+    both = tmp_path / "both"
+    assert main(["report", str(stored), "--output", "html,json", "--output-dir", str(both)]) == 0
+    assert (both / "report.html").read_bytes() == page
+    assert (both / "scan.json").read_bytes() == expected
 
 
-def test_a_failing_format_leaves_no_json_file_behind(
+def test_a_format_that_fails_leaves_every_file_as_it_was(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The streamed file appears at its end only: a writer that fails leaves no part of it."""
+    """Streamed files appear at their end only, and all together: a writer that fails half-way
+    leaves no part of its file, and the formats made before it are not written either."""
 
     def broken(report: ScanReport, sink: object, chunk: int = 0) -> None:
         assert callable(sink)
         sink(b'{\n  "aivss": ')
         raise RuntimeError("broken")
 
+    (tmp_path / "report.html").write_bytes(b"an older page")
     monkeypatch.setattr(json_report, "write", broken)
     with pytest.raises(RuntimeError, match="broken"):
-        write_outputs(generated(2), ["md", "json"], tmp_path)
-    assert list(tmp_path.iterdir()) == []
-    assert FORMATS["json"].streams
+        write_outputs(generated(2), ["md", "html", "json"], tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == ["report.html"]
+    assert (tmp_path / "report.html").read_bytes() == b"an older page"
+    assert FORMATS["json"].streams and FORMATS["html"].streams
 
 
 _SECRET = b"s" * 32
