@@ -1,5 +1,8 @@
 """Emitters: one module per format, each a pure ``render(report) -> bytes``.
 
+A format marked ``streams`` (JSON, HTML) also has ``write(report, sink)``, which hands the same
+bytes to ``sink`` a piece at a time: its file is written without the whole text ever held.
+
 :data:`FORMATS` is the registry of output formats: adding one is its module and one line here.
 The ``--output`` help of ``scan``, ``report`` and ``merge`` (:func:`formats_help`), the formats
 table of docs/report-format.md, the README's table, the ``formats`` input of action.yml and the
