@@ -14,18 +14,22 @@ from typing import Any
 from probegate.models.report import (
     Authority,
     Budget,
+    CategoryState,
     Completeness,
+    Controls,
     Engine,
     Finding,
     ProbeResult,
     ScanReport,
     SourceLocation,
+    StopReason,
     Suppression,
     TargetInfo,
 )
 from probegate.models.taxonomy import ASI_IDS, Severity
 from probegate.models.transcript import ToolCall, Transcript, Turn
 from probegate.models.verdict import Evidence
+from probegate.scoring import missing_evidence
 
 CREATED = "2026-01-01T00:00:00Z"
 
@@ -119,7 +123,7 @@ def make_report(findings: list[Finding] | None = None, *, mode: str = "fast") ->
         )
         for f in findings
     ]
-    return ScanReport(
+    report = ScanReport.model_construct(
         aivss=42,
         aivss_formula_version="probegate-aivss-1",
         asi_scores={a: 50.0 for a in ASI_IDS},
@@ -148,7 +152,7 @@ def make_report(findings: list[Finding] | None = None, *, mode: str = "fast") ->
         probe_library_version="2026.11.1",
         scan_id="pg-synthetic0001",
         scoring_valid=True,
-        stopped_reason="completed",
+        stopped_reason=StopReason.COMPLETED,
         sub_scores={"asi_mean": 50.0},
         target=TargetInfo(
             kind="demo",
@@ -162,8 +166,44 @@ def make_report(findings: list[Finding] | None = None, *, mode: str = "fast") ->
         results=results,
         unjudged=[],
         not_applicable=[],
+        controls=Controls(enabled=True),
+        categories={},  # with_categories fills all ten, then validates the whole report
         seed=0,
     )
+    return with_categories(report)
+
+
+def with_categories(report: ScanReport) -> ScanReport:
+    """The report, validated, with all ten categories as its own scores, undertested list,
+    results and findings say them (a real report's come from the scoring): a test that
+    changes any of those gives its report back through here."""
+    by_asi: dict[str, list[ProbeResult]] = {asi: [] for asi in ASI_IDS}
+    for r in report.results:
+        by_asi.setdefault(r.asi, []).append(r)
+    categories = {}
+    for asi in ASI_IDS:
+        mine = by_asi[asi]
+        counts: dict[str, Any] = {
+            "probes": len(mine),
+            "unjudged": sum(
+                missing_evidence(r) for r in mine if r.outcome not in ("not_applicable", "not_run")
+            ),
+            "findings": sum(1 for f in report.findings if f.asi == asi),
+        }
+        if asi in report.asi_scores:
+            score = report.asi_scores[asi]
+            state = CategoryState(state="tested", score=score, value=score, **counts)
+        elif asi in report.undertested:
+            why = "too few of its probes could be judged"
+            state = CategoryState(state="undertested", reason=why, **counts)
+        elif mine:
+            why = "none of its probes applies to this target"
+            state = CategoryState(state="not_applicable", reason=why, **counts)
+        else:
+            why = "not in this scan's selection"
+            state = CategoryState(state="not_selected", reason=why, **counts)
+        categories[asi] = state
+    return ScanReport.model_validate({**dict(report), "categories": categories})
 
 
 # Reports a comparison and the gates read: resisted and unjudged results tell "fixed" from
@@ -209,14 +249,18 @@ def scan(
     extra = [_ran(pid, "resisted", resisted=1) for pid in resisted] + [
         _ran(pid, "unjudged", unjudged=1, reason="timeout") for pid in unjudged
     ]
-    return report.model_copy(
-        update={
-            "results": report.results + extra,
-            "aivss": aivss,
-            "probe_library_version": library,
-            "band": band,
-            "asi_scores": asi_scores if asi_scores is not None else dict.fromkeys(ASI_IDS, 50.0),
-        }
+    return with_categories(
+        report.model_copy(
+            update={
+                "results": report.results + extra,
+                "aivss": aivss,
+                "probe_library_version": library,
+                "band": band,
+                "asi_scores": asi_scores
+                if asi_scores is not None
+                else dict.fromkeys(ASI_IDS, 50.0),
+            }
+        )
     )
 
 

@@ -419,11 +419,6 @@ GATE_FLAGS = (BY_FIELD["fail_under"], BY_FIELD["fail_on"])
 SIGNING_FLAGS = (BY_FIELD["sign"], BY_FIELD["signing_key"])
 
 
-def flag_of(field: str) -> ScanFlag | None:
-    """The row that sets ``field``; None for a field no flag sets."""
-    return BY_FIELD.get(field)
-
-
 def path_fields() -> tuple[str, ...]:
     """The fields that name a file or directory (resolved against the config file there)."""
     return tuple(row.field for row in SCAN_FLAGS if row.path is not PathRule.NONE)

@@ -9,7 +9,6 @@ attempts count for nothing, neither safe nor vulnerable.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from probegate.models.report import Authority, Band, CategoryState, ProbeResult, ScanReport
@@ -376,55 +375,16 @@ def best_case(results: list[ProbeResult]) -> int | None:
 
 
 def category_of(report: ScanReport, asi: str) -> CategoryState:
-    """One category's state in a scored report: its own entry in ``categories``, or, for a
-    report written before reports had them (or by another tool), what its scores and results
-    say of it. Every format and the comparison read categories through here or through
-    :func:`categories_of`."""
-    state = report.categories.get(asi)
-    if state is not None:
-        return state
-    mine = [r for r in report.results if r.asi == asi]
-    return _derived(report, asi, mine, sum(1 for f in report.findings if f.asi == asi))
+    """One category's state in a scored report: its entry in ``categories``, which every
+    report holds for all ten (models/report.py; the stored-report reader fills them for a
+    mapped agentguardian-scan-v1 report). Every format and the comparison read categories
+    through here or through :func:`categories_of`."""
+    return report.categories[asi]
 
 
 def categories_of(report: ScanReport) -> dict[str, CategoryState]:
-    """:func:`category_of` of every ASI category, in ``ASI_IDS`` order. A report without
-    ``categories`` has its results and findings read once for all ten categories, not once
-    per category (a format shows all ten)."""
-    if all(asi in report.categories for asi in ASI_IDS):
-        return {asi: report.categories[asi] for asi in ASI_IDS}
-    by_asi: dict[str, list[ProbeResult]] = {asi: [] for asi in ASI_IDS}
-    for r in report.results:
-        by_asi.setdefault(r.asi, []).append(r)
-    findings = Counter(f.asi for f in report.findings)
-    out: dict[str, CategoryState] = {}
-    for asi in ASI_IDS:
-        state = report.categories.get(asi)
-        out[asi] = state if state is not None else _derived(report, asi, by_asi[asi], findings[asi])
-    return out
-
-
-def _derived(report: ScanReport, asi: str, mine: list[ProbeResult], findings: int) -> CategoryState:
-    """A category's state from a report's scores and its ``mine`` results and ``findings``."""
-    counts = {
-        "probes": len(mine),
-        "unjudged": sum(
-            missing_evidence(r) for r in mine if r.outcome not in ("not_applicable", "not_run")
-        ),
-        "findings": findings,
-    }
-    if asi in report.asi_scores:
-        score = report.asi_scores[asi]
-        return CategoryState(state="tested", score=score, value=score, **counts)
-    if asi in report.undertested:
-        return CategoryState(
-            state="undertested", reason="too few of its probes could be judged", **counts
-        )
-    if mine:
-        return CategoryState(
-            state="not_applicable", reason="none of its probes applies to this target", **counts
-        )
-    return CategoryState(state="not_selected", reason="not in this scan's selection", **counts)
+    """:func:`category_of` of every ASI category, in ``ASI_IDS`` order."""
+    return {asi: report.categories[asi] for asi in ASI_IDS}
 
 
 def _too_thin(scored: int, applicable: int, judged: int) -> str:

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from probegate.cli import main
-from probegate.engine.plan import build_plan
+from probegate.engine.plan import PlanRequest, build_plan
 from probegate.library.loader import load_library
+from probegate.models.report import Mode
 from tests.servers.configs import openai_config
 from tests.servers.openai_agent import OpenAIAgentServer
 
@@ -32,15 +33,15 @@ def _env() -> dict[str, str]:
 
 def test_variant_plans_exactly_that_attempt_with_the_same_payload() -> None:
     probe = load_library().get("asi01.direct-system-prompt-leak.v1")
-    full = build_plan([probe], set(), mode="full", seed=7, repeat=2)
-    only = build_plan([probe], set(), mode="full", seed=7, repeat=2, variant="base64")
+    full = build_plan([probe], set(), PlanRequest(Mode.FULL, seed=7, repeat=2))
+    only = build_plan([probe], set(), PlanRequest(Mode.FULL, seed=7, repeat=2, variant="base64"))
     assert [a.attempt_id for a in only.attempts] == [
         f"{probe.id}#base64#0",
         f"{probe.id}#base64#1",
     ]
     by_id = {a.attempt_id: a.payload for a in full.attempts}
     assert all(by_id[a.attempt_id] == a.payload for a in only.attempts)
-    smart = build_plan([probe], set(), mode="smart", seed=7, repeat=1, variant="rot13")
+    smart = build_plan([probe], set(), PlanRequest(Mode.SMART, seed=7, repeat=1, variant="rot13"))
     assert [a.attempt_id for a in smart.attempts] == [f"{probe.id}#rot13#0"]
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from probegate.engine.plan import build_plan
-from probegate.engine.runner import Runner
+from probegate.engine.plan import Exposure, PlanRequest, build_plan
+from probegate.engine.runner import Runner, RunRequest
 from probegate.judge.attempt import judge_attempt
 from probegate.judge.llm import STUB_RUN, StubJudge
 from probegate.library.loader import load_library
+from probegate.models.report import Mode
 from probegate.models.verdict import Outcome
 from probegate.targets.base import capabilities_of
 from probegate.targets.demo import DemoTarget
@@ -45,13 +46,15 @@ def _run_judge_probes(hardened: bool) -> list[tuple[str, Outcome, str]]:
     probes = [p for p in load_library().probes if p.needs_judge]
     target = DemoTarget(hardened)
     plan = build_plan(
-        probes, capabilities_of(target.tools()), mode="fast", seed=0, repeat=1, judge=True
+        probes,
+        capabilities_of(target.tools()),
+        PlanRequest(Mode.FAST, seed=0, repeat=1),
+        Exposure(judge=True),
     )
     runner = Runner(
         target,
         RequestLimiter(rps=None, max_requests=None, budget_usd=None),
-        seed=0,
-        concurrency=1,
+        RunRequest(seed=0, concurrency=1),
         llm_judge=StubJudge(),
     )
     attempts = [runner.run_one(planned) for planned in plan.attempts]

@@ -23,7 +23,7 @@ from probegate.models.stored import MAX_DEPTH, load_report, parse_report, parse_
 from probegate.models.transcript import ToolCall
 from probegate.reports import json_report
 from probegate.reports.signing import generate_key_pair, sign_report
-from tests.factories import make_finding, make_report
+from tests.factories import make_finding, make_report, scan, with_categories
 
 UPSTREAM = Path(__file__).parents[1] / "data" / "agentguardian_report.json"
 SECRET = "test-secret-0123456789abcdef"
@@ -329,3 +329,80 @@ def test_an_mcp_section_from_before_unauthenticated_traffic_was_counted_reads_as
     del data["mcp"]["unauthenticated"]
     report = parse_report(json.dumps(data).encode(), source="older.json")
     assert report.mcp == section
+
+
+@pytest.mark.parametrize(
+    ("dropped", "named"),
+    [
+        (("controls",), "controls"),
+        (("target", "declared_secrets"), "target.declared_secrets"),
+        (("target", "uses_sandbox"), "target.uses_sandbox"),
+    ],
+)
+def test_a_report_older_than_a_field_the_reader_cannot_work_out_is_refused_in_one_line(
+    dropped: tuple[str, ...], named: str
+) -> None:
+    """Its controls and surface are what the scan saw: neither is guessed from the rest of the
+    report. Every reading command gives the same line (exit 2)."""
+    data = json.loads(json_report.render(make_report()))
+    holder = data
+    for key in dropped[:-1]:
+        holder = holder[key]
+    del holder[dropped[-1]]
+    with pytest.raises(ReportError) as info:
+        parse_report(json.dumps(data).encode(), source="older.json")
+    assert info.value.message == (
+        f"older.json: a report of an earlier probegate ('0.1.0') without {named}, which this "
+        "version cannot work out from it; scan again to read the result with this version"
+    )
+
+
+def test_a_report_from_before_categories_reads_equal_to_one_with_them() -> None:
+    """An earlier probegate wrote no ``categories``: the reader works them out from the
+    report's scores, undertested list, results and findings, as the scoring gives them, so the
+    old report reads equal to the new one (every state, findings and missing evidence)."""
+    report = scan(
+        [make_finding(1, asi="ASI02")],
+        resisted=["asi01.r.v1"],
+        unjudged=["asi01.u.v1"],
+        asi_scores={"ASI02": 20.0},
+    )
+    report = with_categories(report.model_copy(update={"undertested": ["ASI01"]}))
+    new = json.loads(json_report.render(report))
+    assert {s["state"] for s in new["categories"].values()} == {
+        "tested",
+        "undertested",
+        "not_selected",
+    }
+    assert (new["categories"]["ASI01"]["unjudged"], new["categories"]["ASI02"]["findings"]) == (
+        1,
+        1,
+    )
+    old = {key: value for key, value in new.items() if key != "categories"}
+    read_old = parse_report(json.dumps(old).encode(), source="older.json")
+    assert read_old == parse_report(json.dumps(new).encode(), source="new.json")
+
+
+def test_a_report_without_a_category_is_invalid_whatever_its_age() -> None:
+    data = json.loads(json_report.render(make_report()))
+    del data["categories"]["ASI04"]
+    with pytest.raises(ReportError, match="every ASI category has its state; missing ASI04"):
+        parse_report(json.dumps(data).encode(), source="s.json")
+
+
+def test_an_upstream_report_gets_all_ten_categories_from_its_own_fields() -> None:
+    """agentguardian-scan-v1 has no categories: the reader says them from its scores, its
+    undertested list and its findings (it counts no unjudged attempt), and notes it."""
+    data = json.loads(UPSTREAM.read_text())
+    data["undertested"] = ["ASI07"]
+    report = parse_report(json.dumps(data).encode(), source="upstream.json")
+    states = {asi: state.state for asi, state in report.categories.items()}
+    assert len(states) == 10 and states["ASI07"] == "undertested"
+    for asi, score in report.asi_scores.items():
+        assert report.categories[asi].score == score and states[asi] == "tested"
+    found = {f.asi for f in report.findings}
+    assert all(report.categories[asi].findings for asi in found)
+    assert all(state.unjudged == 0 for state in report.categories.values())
+    assert report.controls.enabled is False
+    notes = " ".join(report.import_notes)
+    assert "categories were derived" in notes and "surface is not in" in notes

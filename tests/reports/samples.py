@@ -19,9 +19,8 @@ from probegate.models.report import (
 from probegate.models.taxonomy import Severity
 from probegate.models.transcript import ToolCall, Transcript, Turn
 from probegate.models.verdict import Evidence
-from probegate.reports.headline import category_states
 from probegate.scoring import enablers
-from tests.factories import make_finding, make_report
+from tests.factories import make_finding, make_report, with_categories
 
 # Everything an agent under attack might print to break out of a report format.
 HOSTILE = (
@@ -137,7 +136,7 @@ def golden_report() -> ScanReport:
     # Every state a category can be in: tested (ASI03 with an unjudged attempt beside its
     # score), undertested (ASI07), not applicable with what would bring probes in (ASI05),
     # not selected (ASI04, ASI10).
-    states = category_states(report)
+    states = dict(with_categories(report).categories)
     reason, enabled_by = enablers([["code_exec"]], [], 1)
     states["ASI05"] = states["ASI05"].model_copy(
         update={"reason": reason, "enabled_by": enabled_by}

@@ -7,9 +7,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-from probegate.models.taxonomy import ASI_IDS
 from probegate.reports import FORMATS
-from probegate.scoring import categories_of, category_of
 from tests.reports.pdfpages import read_pdf
 from tests.reports.samples import golden_report
 
@@ -69,22 +67,3 @@ def test_every_format_shows_all_ten_categories_each_with_its_state() -> None:
     }
     props = json.loads(_text("sarif"))["runs"][0]["properties"]
     assert len(props["asi_scores_shown"]) == 10 and props["asi_states"]["ASI05"]["reason"] == why
-
-
-def test_all_ten_categories_at_once_are_each_category_read_on_its_own() -> None:
-    """A report without stored ``categories`` (an older scan.json) has all ten derived in one
-    pass over its results and findings; each equals that category derived alone, whether
-    none, some or all of the states are stored."""
-    full = golden_report()
-    some = {asi: state for asi, state in full.categories.items() if asi in ("ASI03", "ASI05")}
-    for stored in ({}, some, full.categories):
-        report = full.model_copy(update={"categories": stored})
-        assert categories_of(report) == {asi: category_of(report, asi) for asi in ASI_IDS}
-    derived = categories_of(full.model_copy(update={"categories": {}}))
-    assert {s.state for s in derived.values()} == {
-        "tested",
-        "undertested",
-        "not_applicable",
-        "not_selected",
-    }
-    assert (derived["ASI02"].findings, derived["ASI03"].unjudged) == (2, 1)

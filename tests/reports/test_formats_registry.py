@@ -17,7 +17,7 @@ import yaml
 
 from probegate.cli import main
 from probegate.errors import UsageError
-from probegate.reports import FORMATS, formats_help, parse_formats
+from probegate.reports import FORMATS, FormatName, emitter, formats_help, parse_formats
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORTS = ROOT / "src" / "probegate" / "reports"
@@ -40,9 +40,20 @@ def test_the_report_format_docs_table_is_the_registry() -> None:
     assert [(r[0], r[1], r[3]) for r in rows] == [
         (f"`{f.name}`", f"`{f.filename}`", f.purpose) for f in FORMATS.values()
     ]
-    for row in rows:  # the module cell names the emitter's module or package
+    for row, name in zip(rows, FORMATS, strict=True):  # the module cell names the emitter's
         module = row[2].strip("`")
         assert (REPORTS / module).exists(), module
+        dispatched = emitter(name).__module__.removeprefix("probegate.reports.")
+        assert module in (f"{dispatched}.py", f"{dispatched}/"), (module, dispatched)
+
+
+def test_every_format_name_is_one_registry_line_and_keeps_its_value() -> None:
+    """``--output`` names are a contract (PRODUCT.md): the enum, its values and the registry's
+    keys are one list, in the registry's order."""
+    assert list(FORMATS) == list(FormatName)
+    assert all(FORMATS[name].name is name for name in FormatName)
+    assert [str(name) for name in FormatName] == ["json", "sarif", "junit", "md", "html", "pdf"]
+    assert parse_formats(["md,JSON", "md"]) == [FormatName.MD, FormatName.JSON]
 
 
 def test_the_readme_table_is_the_registry() -> None:

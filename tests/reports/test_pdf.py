@@ -21,9 +21,9 @@ from reportlab.platypus import SimpleDocTemplate
 
 from probegate.cli import main
 from probegate.models.report import ScanReport
-from probegate.reports import FORMATS, pdf_report
+from probegate.reports import FORMATS, pdf_blocks
 from probegate.reports.headline import category_coverage, coverage_text, out_of_100
-from probegate.reports.pdf_report import pdf_text as escape_for_pdf
+from probegate.reports.pdf_blocks import pdf_text as escape_for_pdf
 from probegate.reports.pdf_report import render
 from tests.reports.pdfpages import Page, pdf_text, read_pdf
 from tests.reports.samples import HOSTILE, golden_report, hostile_report, scan_to
@@ -142,12 +142,12 @@ def test_the_chart_shows_coverage_next_to_the_score(tmp_path: Path) -> None:
 def test_table_headers_keep_their_words_whatever_the_widths() -> None:
     """A column narrower than its header's longest word is widened from the open column: no
     header is broken inside a word ("Cate / gory")."""
-    table = pdf_report._table(
+    table = pdf_blocks.short_table(
         ["Probe", "Category", "Unjudged"], [["asi01.x.v1", "ASI01", "3"]], [None, 5 * mm, 5 * mm]
     )
     widths = table._colWidths
-    assert widths[1] >= pdf_report._header_width("Category") > 5 * mm
-    assert abs(sum(widths) - pdf_report.FRAME_WIDTH) < 0.01
+    assert widths[1] >= pdf_blocks.header_width("Category") > 5 * mm
+    assert abs(sum(widths) - pdf_blocks.FRAME_WIDTH) < 0.01
     story = [table]
     buffer = io.BytesIO()
     SimpleDocTemplate(buffer, pagesize=A4).build(story)

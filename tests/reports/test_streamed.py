@@ -20,7 +20,7 @@ from probegate.canonical import pretty_bytes
 from probegate.cli import main
 from probegate.models.causes import Cause
 from probegate.models.report import ScanReport, UnjudgedAttempt
-from probegate.reports import FORMATS, html_report, json_report, write_outputs
+from probegate.reports import FORMATS, html_report, json_report, streamer, write_outputs
 from probegate.reports.escape import json_bytes
 from probegate.reports.signing import (
     generate_key_pair,
@@ -150,6 +150,12 @@ def test_a_format_that_fails_leaves_every_file_as_it_was(
     assert [p.name for p in tmp_path.iterdir()] == ["report.html"]
     assert (tmp_path / "report.html").read_bytes() == b"an older page"
     assert FORMATS["json"].streams and FORMATS["html"].streams
+
+
+def test_a_format_streams_exactly_when_it_has_a_streaming_writer() -> None:
+    assert {n for n, f in FORMATS.items() if f.streams} == {
+        n for n in FORMATS if streamer(n) is not None
+    }
 
 
 _SECRET = b"s" * 32

@@ -29,6 +29,7 @@ from probegate.cli import main
 from probegate.errors import UsageError
 from probegate.models.canaries import make_canaries
 from probegate.models.probe import Fixtures, PeerAgent, PeerSkill
+from probegate.models.sections import McpUnauthenticated, PeerRejections
 from probegate.targets.a2a_peers import PeerConfig, PeerHost, peers_for
 from probegate.targets.a2a_peers import server as peer_server
 from probegate.targets.a2a_peers.host import MAX_MESSAGES_PER_CONVERSATION
@@ -193,8 +194,10 @@ def test_every_refusal_is_json_rpc_and_counted(host: PeerHost) -> None:
     assert deep.status_code == 400
     assert requests.post(url, data=b"{not json", timeout=10).json()["error"]["code"] == -32700
     summary = host.summary()
-    assert summary["unauthenticated"] == {"requests": 1}
-    assert summary["rejected"] == {"unknown_peer": 1, "malformed": 5, "oversized": 2}
+    assert summary is not None
+    assert summary.unauthenticated == McpUnauthenticated(requests=1)
+    assert summary.rejected == PeerRejections(unknown_peer=1, malformed=5, oversized=2)
+    assert (summary.conversations, summary.messages, summary.tasks) == (1, 0, 0)
     assert box.calls == []  # nothing refused reached the sandbox as an answered call
     endpoint.close()
     ended = rpc(url, "SendMessage", {"message": message("x")}, **v1).json()
@@ -228,6 +231,12 @@ def test_a_flood_of_messages_is_cut_and_recorded(host: PeerHost) -> None:
     assert all("result" in a for a in answers[:MAX_MESSAGES_PER_CONVERSATION])
     assert all(a["error"]["code"] == -32012 for a in answers[MAX_MESSAGES_PER_CONVERSATION:])
     assert len(box.calls) == MAX_MESSAGES_PER_CONVERSATION + 2
+    summary = host.summary()
+    assert summary is not None and summary.rejected == PeerRejections(flood=2)
+    assert (summary.messages, summary.tasks) == (
+        MAX_MESSAGES_PER_CONVERSATION + 2,
+        MAX_MESSAGES_PER_CONVERSATION,
+    )
     assert box.calls[-1].error and "too many messages" in box.calls[-1].error
 
 
@@ -319,6 +328,12 @@ def test_a_python_agent_calls_its_peers_at_context_a2a_url(tmp_path: Path, caref
     assert code == 0 and report["unjudged"] == []
     found = {f["probe_id"] for f in report["findings"]}
     assert found == (set() if careful else set(probes))
+    # The peers' section: counts only (no address, no text), each attempt's conversation one.
+    peers = report["peers"]
+    assert peers["conversations"] >= len(probes) and peers["cards"] > 0
+    assert peers["messages"] == peers["tasks"] > 0
+    assert set(peers["rejected"].values()) == set(peers["unauthenticated"].values()) == {0}
+    assert "127.0.0.1" not in json.dumps(peers)
 
 
 def test_a_peer_that_never_completes_is_a_timeout_for_an_agent_that_waits(

@@ -36,9 +36,9 @@ from probegate.targets.mcp_server import (
     _schema_problem,
     default_base,
     parse_advertise,
-    parse_listen,
 )
 from probegate.targets.sandbox import Sandbox
+from probegate.transport.addresses import parse_listen
 
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 

@@ -261,8 +261,8 @@ class EchoTarget:
     def open_session(self, sandbox: Sandbox, limiter: RequestLimiter) -> _EchoSession:
         return _EchoSession(self.prefix, limiter)
 
-    def report_section(self) -> KindSection | None:
-        return None
+    def report_sections(self) -> list[KindSection]:
+        return []
 
     def notices(self) -> list[Notice]:
         return []

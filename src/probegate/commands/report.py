@@ -17,7 +17,7 @@ from typing import Any
 from probegate.errors import UsageError
 from probegate.models.store_layout import ScanFiles
 from probegate.models.stored import load_report
-from probegate.reports import FORMATS, formats_help, parse_formats, write_outputs
+from probegate.reports import FORMATS, FormatName, formats_help, parse_formats, write_outputs
 from probegate.terminal import clean
 
 DEFAULT_STORE = ".probegate"
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     for note in report.import_notes:  # a report of the older field set, mapped
         print(f"note: {clean(note)}", file=sys.stderr)
     if args.json:  # machine output: the report itself, as scan.json holds it
-        FORMATS["json"].write(report, sys.stdout.buffer.write)  # terminal-safe as written
+        FORMATS[FormatName.JSON].write(report, sys.stdout.buffer.write)  # terminal-safe as written
         sys.stdout.flush()
         return 0
     if args.output_path is not None:

@@ -1,20 +1,23 @@
 """The plan: which attempts a scan will run, decided before anything is sent.
 
-A plan is a pure function of (library, target capabilities, mode, seed, repeat, shard), so
-``--dry-run`` shows exactly what a scan will do, shards split it deterministically and
-``--resume`` can check it is continuing the same scan.
+A plan is a pure function of the library, what the target exposes (its tools' capabilities,
+its :class:`Exposure`) and the :class:`PlanRequest` (mode, seed, repeat, shard, variant,
+controls), so ``--dry-run`` shows exactly what a scan will do, shards split it
+deterministically and ``--resume`` can check it is continuing the same scan.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, replace
+from typing import assert_never
 
 from probegate.engine.controls import CONTROL_VARIANT, control_id
 from probegate.library.controls import control_text
 from probegate.library.mutators import MUTATORS, SEED_VARIANT, mutate
 from probegate.library.probe import Probe
 from probegate.models.probe import PAYLOAD, Fixtures
+from probegate.models.report import Mode
 from probegate.models.shard import parse_shard
 from probegate.models.taxonomy import Capability
 
@@ -23,6 +26,7 @@ __all__ = [
     "Exposure",
     "NotRun",
     "Plan",
+    "PlanRequest",
     "PlannedAttempt",
     "applicability",
     "build_plan",
@@ -50,16 +54,33 @@ class NotRun:
 
 
 @dataclass(frozen=True)
+class PlanRequest:
+    """What a scan asks the plan for (scan/settings.py builds it from the config)."""
+
+    mode: Mode
+    seed: int
+    # How many times each attempt of the mode runs (the config's effective repeat).
+    repeat: int
+    # ``--shard K/N``: only the probes whose id falls in shard K of N.
+    shard: str | None = None
+    # ``--variant``: only that variant of each probe, with the ids the mode gives it.
+    variant: str | None = None
+    # Whether vulnerable verdicts are checked against controls (``--no-controls`` turns it off).
+    controls: bool = True
+
+
+@dataclass(frozen=True)
 class Exposure:
     """What the target lets probegate reach besides its tools' capabilities (its traits and
     config): whether its tool calls are answered by probegate's sandbox, whether probegate
-    plants secrets in what it controls, whether the user declared the agent's real secrets,
-    and whether an LLM judge is configured. A probe that needs something the target does not
-    expose is not run, with the setting that would expose it (docs/targets.md)."""
+    plants secrets in what it controls, how many of the agent's real secrets the user declared
+    (a count, never a value), and whether an LLM judge is configured. A probe that needs
+    something the target does not expose is not run, with the setting that would expose it
+    (docs/targets.md); the report's surface is the plan's exposure."""
 
     uses_sandbox: bool = True
     plants_secrets: bool = True
-    declared_secrets: bool = False
+    declared_secrets: int = 0
     judge: bool = False
 
 
@@ -105,15 +126,30 @@ class Plan:
     # sandbox, no secret to leak): id -> why and what enables them.
     not_run: dict[str, NotRun]
     fingerprint: str
-    mode: str
-    shard: str | None = None
-    notes: list[str] = field(default_factory=list)
-    # Whether vulnerable verdicts are checked against controls (``--no-controls`` turns it off).
-    controls: bool = True
-    # The scan's seed: the controls' benign texts are drawn from it.
-    seed: int = 0
-    # What the target's tools can do: the plan was drawn for it.
+    # What the plan was drawn for: the request, what the target's tools can do and what else
+    # it exposes.
+    request: PlanRequest
     capabilities: frozenset[Capability] = frozenset()
+    exposure: Exposure = Exposure()
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def mode(self) -> Mode:
+        return self.request.mode
+
+    @property
+    def seed(self) -> int:
+        """The scan's seed: the mutated payloads and the controls' benign texts are drawn
+        from it."""
+        return self.request.seed
+
+    @property
+    def shard(self) -> str | None:
+        return self.request.shard
+
+    @property
+    def controls(self) -> bool:
+        return self.request.controls
 
     @property
     def all_attempts(self) -> list[PlannedAttempt]:
@@ -175,7 +211,7 @@ def exposure_gap(probe: Probe, exposure: Exposure) -> NotRun | None:
             "(docs/agent-service.md)",
             SANDBOX_SETTING,
         )
-    if _blind(probe, exposure, declared=exposure.declared_secrets):
+    if _blind(probe, exposure, declared=exposure.declared_secrets > 0):
         if not _blind(probe, exposure, declared=True):
             return NotRun(
                 "nothing to leak: the agent holds no secret probegate planted or knows; "
@@ -212,43 +248,39 @@ def _mutators(probe: Probe) -> list[str]:
     return sorted(MUTATORS) if probe.payload is not None else []
 
 
-def _named_variant(
-    probe: Probe, variant: str, *, mode: str, seed: int, repeat: int
-) -> list[PlannedAttempt]:
-    """The attempts of one variant asked for by name, with the ids ``mode`` gives it: smart
+def _named_variant(probe: Probe, variant: str, request: PlanRequest) -> list[PlannedAttempt]:
+    """The attempts of one variant asked for by name, with the ids the mode gives it: smart
     mode's escalations run once, as repeat 0. None when the probe has no such variant."""
     if variant != SEED_VARIANT and variant not in _mutators(probe):
         return []
-    runs = 1 if mode == "smart" and variant != SEED_VARIANT else repeat
-    return [_variant(probe, variant, r, seed) for r in range(runs)]
+    once = request.mode is Mode.SMART and variant != SEED_VARIANT
+    return [_variant(probe, variant, r, request.seed) for r in range(1 if once else request.repeat)]
 
 
-def _mode_attempts(probe: Probe, mode: str, *, seed: int, repeat: int) -> list[PlannedAttempt]:
-    """The attempts ``mode`` plans up front: the seed ``repeat`` times, and in full mode every
+def _mode_attempts(probe: Probe, request: PlanRequest) -> list[PlannedAttempt]:
+    """The attempts the mode plans up front: the seed ``repeat`` times, and in full mode every
     mutated variant beside each repeat (smart mode's variants wait as escalations)."""
-    mutators = _mutators(probe) if mode not in ("fast", "smart") else []
+    match request.mode:
+        case Mode.FULL:
+            mutators = _mutators(probe)
+        case Mode.FAST | Mode.SMART:
+            mutators = []
+        case _:
+            assert_never(request.mode)
     return [
-        _variant(probe, variant, r, seed)
-        for r in range(repeat)
+        _variant(probe, variant, r, request.seed)
+        for r in range(request.repeat)
         for variant in [SEED_VARIANT, *mutators]
     ]
 
 
-def _fingerprint(
-    attempts: list[PlannedAttempt],
-    mode: str,
-    seed: int,
-    repeat: int,
-    shard: str | None,
-    variant: str | None,
-    *,
-    controls: bool,
-) -> str:
-    """What identifies the plan: its settings and its attempt ids, in order, so a resumed scan
+def _fingerprint(attempts: list[PlannedAttempt], request: PlanRequest) -> str:
+    """What identifies the plan: its request and its attempt ids, in order, so a resumed scan
     can tell it continues the same plan, and a pinned clock gives the same scan id."""
     digest = hashlib.sha256()
-    heading = [mode, str(seed), str(repeat), shard or ""] + ([variant] if variant else [])
-    heading += [] if controls else ["no-controls"]
+    heading = [str(request.mode), str(request.seed), str(request.repeat), request.shard or ""]
+    heading += [request.variant] if request.variant else []
+    heading += [] if request.controls else ["no-controls"]
     for item in heading + [a.attempt_id for a in attempts]:
         digest.update(item.encode() + b"\0")
     return digest.hexdigest()[:16]
@@ -257,36 +289,26 @@ def _fingerprint(
 def build_plan(
     probes: list[Probe],
     capabilities: set[Capability],
-    *,
-    mode: str,
-    seed: int,
-    repeat: int,
-    shard: str | None = None,
-    variant: str | None = None,
-    controls: bool = True,
-    judge: bool = False,
-    exposure: Exposure | None = None,
+    request: PlanRequest,
+    exposure: Exposure = Exposure(),
 ) -> Plan:
-    """The attempts of ``mode`` for the applicable probes; ``variant`` keeps only that variant.
+    """The attempts of the request's mode for the applicable probes (only its variant, when it
+    names one).
 
     A variant asked for by name is planned directly, with the attempt ids the mode gives it
     (smart mode's escalations run once, as repeat 0), so a finding's reproducer sends exactly
     the attempt that found it: same id, same mutated payload, same planted canaries.
-    ``judge``: an LLM judge is configured, so probes only it can decide are planned.
-    ``exposure``: what else the target exposes (sandbox, secrets); by default everything, as
-    an agent whose loop probegate runs does. ``controls``: vulnerable verdicts are checked
-    against controls (engine/controls.py).
+    ``exposure``: what else the target exposes (sandbox, secrets, an LLM judge for the probes
+    only it can decide); by default all but a judge, as an agent whose loop probegate runs
+    does.
     """
-    exposure = exposure or Exposure()
-    if judge:
-        exposure = replace(exposure, judge=True)
     attempts: list[PlannedAttempt] = []
     escalations: dict[str, tuple[PlannedAttempt, ...]] = {}
     not_applicable: dict[str, str] = {}
     not_run: dict[str, NotRun] = {}
     chosen: list[Probe] = []
     for probe in sorted(probes, key=lambda p: p.id):
-        if not _in_shard(probe.id, shard):
+        if not _in_shard(probe.id, request.shard):
             continue
         chosen.append(probe)
         reason = applicability(probe, capabilities)
@@ -297,24 +319,24 @@ def build_plan(
         if gap is not None:
             not_run[probe.id] = gap
             continue
-        if variant is not None:
-            attempts.extend(_named_variant(probe, variant, mode=mode, seed=seed, repeat=repeat))
+        if request.variant is not None:
+            attempts.extend(_named_variant(probe, request.variant, request))
             continue
-        attempts.extend(_mode_attempts(probe, mode, seed=seed, repeat=repeat))
-        if mode == "smart":
-            escalations[probe.id] = tuple(_variant(probe, m, 0, seed) for m in _mutators(probe))
+        attempts.extend(_mode_attempts(probe, request))
+        if request.mode is Mode.SMART:
+            escalations[probe.id] = tuple(
+                _variant(probe, m, 0, request.seed) for m in _mutators(probe)
+            )
     return Plan(
         attempts=tuple(attempts),
         escalations=escalations,
         not_applicable=not_applicable,
         probes=tuple(chosen),
         not_run=not_run,
-        fingerprint=_fingerprint(attempts, mode, seed, repeat, shard, variant, controls=controls),
-        mode=mode,
-        shard=shard,
-        controls=controls,
-        seed=seed,
+        fingerprint=_fingerprint(attempts, request),
+        request=request,
         capabilities=frozenset(capabilities),
+        exposure=exposure,
     )
 
 

@@ -152,28 +152,44 @@ def fill_fixtures(fixtures: Fixtures, payload: str | None, *, control: bool = Fa
     )
 
 
+@dataclass(frozen=True)
+class RunRequest:
+    """What a scan asks of the runner (scan/settings.py builds it from the config)."""
+
+    # The scan's seed: each attempt's canaries and the controls' benign texts are drawn from it.
+    seed: int
+    # Attempts at a time, for a target that waits on a network or a model.
+    concurrency: int
+    # Check every vulnerable verdict against a control (engine/controls.py).
+    controls: bool = True
+    # The agent's real secrets (target.canaries), looked for beside the planted canaries.
+    declared_canaries: tuple[str, ...] = ()
+    # ``--record DIR``: where each attempt's conversation is written for the replay target.
+    record: Path | None = None
+
+
 class Runner:
-    """Runs attempts against one target. Thread-safe ``run_one``; ``run`` drives a plan."""
+    """Runs attempts against one target. Thread-safe ``run_one``; ``run`` drives a plan.
+
+    ``llm_judge`` decides what only a judge can; ``redactor`` turns each attempt into its
+    stored form once it is judged; ``environments`` opens the environment of an attempt whose
+    probe brings its own (benchmarks/agentdojo/)."""
 
     def __init__(
         self,
         target: Target,
         limiter: RequestLimiter,
+        request: RunRequest,
         *,
-        seed: int,
-        concurrency: int,
-        declared_canaries: tuple[str, ...] = (),
         llm_judge: LlmJudge | None = None,
-        record_dir: Path | None = None,
         redactor: Redactor | None = None,
-        controls: bool = True,
         environments: Environments | None = None,
     ) -> None:
         self.target = target
         self.limiter = limiter
-        self.seed = seed
-        self.concurrency = concurrency
-        self.declared = declared_canaries
+        self.seed = request.seed
+        self.concurrency = request.concurrency
+        self.declared = request.declared_canaries
         self.llm_judge = llm_judge
         traits = target.traits()
         self.traits = traits
@@ -182,12 +198,11 @@ class Runner:
         # ride on fixtures (documents, tool results, memory, ...) can reach it at all.
         self.uses_sandbox = traits.uses_sandbox
         self.plants_secrets = traits.system_canaries
-        self.record_dir = record_dir
+        self.record_dir = request.record
         # Attempts are judged on the clear text, then kept (in memory, in the journal and in
         # recordings) only in the stored form of redaction: docs/architecture.md.
         self.redactor = redactor
-        # Check every vulnerable verdict against a control (engine/controls.py).
-        self.controls = controls
+        self.controls = request.controls
         self.tools = target.tools()
         self.tools_by_name = {t.name: t for t in self.tools}
         # Where an attempt whose probe brings its own environment (an AgentDojo task pair,

@@ -21,7 +21,7 @@ from probegate.engine.assemble import ScanMeta, Tally, summarise
 from probegate.errors import UsageError
 from probegate.models.causes import CUT_SHORT
 from probegate.models.report import Budget, JudgeUsage, ScanReport, StopReason, UnjudgedAttempt
-from probegate.models.sections import GuardSummary, McpSummary, ProxySummary
+from probegate.models.sections import GuardSummary, McpSummary, PeersSummary, ProxySummary
 from probegate.models.shard import Shard, parse_shard
 from probegate.models.stored import load_report
 
@@ -158,20 +158,22 @@ def merge_reports(
 
 def _sections(shards: list[ScanReport]) -> dict[str, Any]:
     """What the shards' reports add beside their results: suppressions, and the sections a
-    target kind writes (a guard's, the MCP server's, the model proxy's), each merged."""
+    target kind writes (a guard's, the MCP server's, the model proxy's, the A2A peers'), each
+    merged."""
     return {
         "stale_suppressions": sorted({x for s in shards for x in s.stale_suppressions}),
         "expired_suppressions": sorted({x for s in shards for x in s.expired_suppressions}),
         "guard": GuardSummary.merged([s.guard for s in shards if s.guard is not None]),
         "mcp": McpSummary.merged([s.mcp for s in shards if s.mcp is not None]),
         "proxy": ProxySummary.merged([s.proxy for s in shards if s.proxy is not None]),
+        "peers": PeersSummary.merged([s.peers for s in shards if s.peers is not None]),
     }
 
 
 def _tally(shards: list[ScanReport], unjudged: list[UnjudgedAttempt]) -> Tally:
     """The shards' counts added up: turns, attacker agents, spend, controls."""
     parts = [s.completeness for s in shards if s.completeness is not None]
-    controls = [s.controls for s in shards if s.controls is not None]
+    controls = [s.controls for s in shards]
     return Tally(
         completed=sum(c.turns_used for c in parts),
         cut_mid_attempt=sum(1 for u in unjudged if u.cause in CUT_SHORT),
@@ -212,8 +214,8 @@ def _meta(shards: list[ScanReport], tally: Tally, selected_all: bool) -> ScanMet
         selected_all=selected_all,
         shard=None,
         store_dir="",
-        # A shard without controls leaves the merged scan unchecked too.
-        controls=all(s.controls is not None and s.controls.enabled for s in shards),
+        # A shard scanned without controls leaves the merged scan unchecked too.
+        controls=all(s.controls.enabled for s in shards),
         judge=_judge(shards),
     )
 

@@ -29,7 +29,7 @@ from probegate.github.workflow import output_entry, workflow_command
 from probegate.models.comparison import Comparison
 from probegate.models.report import ScanReport
 from probegate.models.stored import load_comparison, load_report
-from probegate.reports import FORMATS
+from probegate.reports import FORMATS, FormatName
 from probegate.reports.diff_markdown import DIFF_HEADING
 from probegate.reports.escape import md_text
 from probegate.reports.headline import score_text
@@ -49,7 +49,7 @@ _EXIT_PRECEDENCE = (
 
 
 # The formats whose files the Action reads back and hands on as step outputs (action.yml).
-PUBLISHED_FORMATS = ("json", "sarif", "junit", "md")
+PUBLISHED_FORMATS = (FormatName.JSON, FormatName.SARIF, FormatName.JUNIT, FormatName.MD)
 
 # A scan stopped by Ctrl-C or SIGTERM (a cancelled job): no gate decided, and the Action says so
 # with the scan's own code rather than an internal error.
@@ -247,7 +247,7 @@ def _read_run(opts: FinishOptions) -> _Run:
         ExitCode.GATE_FAILED,
         ExitCode.UNDECIDED,
     ):
-        stored = opts.output_dir / FORMATS["json"].filename
+        stored = opts.output_dir / FORMATS[FormatName.JSON].filename
         run.notes.append(f"the scan wrote no {stored} (was --dry-run given?)")
     if opts.baseline and "diff_json" in run.files:
         try:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from probegate.errors import UsageError
 from probegate.files import MAX_INPUT_BYTES, MAX_REPORT_BYTES, read_text, write_atomic
@@ -25,6 +25,7 @@ from probegate.models.taxonomy import Capability
 from probegate.models.tools import ToolSpec
 from probegate.models.transcript import Transcript
 from probegate.models.verdict import Attempt
+from probegate.validation import describe
 
 MANIFEST = "recording.json"
 MANIFEST_KIND = "probegate-recording-v1"
@@ -153,8 +154,37 @@ class Recording:
     delivered: bool = False
 
 
+class _StoredTool(BaseModel):
+    """A tool as :func:`write_manifest` writes it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str
+    capabilities: list[Capability]
+    parameters: dict[str, Any]
+
+
+class _StoredManifest(BaseModel):
+    """The manifest as :func:`write_manifest` writes it: every key, none defaulted."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str
+    seed: int
+    target: TargetInfo
+    tools: list[_StoredTool]
+    tool_calls_visible: bool
+    uses_sandbox: bool
+    system_canaries: bool
+
+
 def read_manifest(directory: Path, *, shown_as: str) -> Manifest:
-    """Read ``directory``'s manifest; every problem is one usage-error line naming ``shown_as``."""
+    """Read ``directory``'s manifest; every problem is one usage-error line naming ``shown_as``.
+
+    The manifest is read as :func:`write_manifest` writes it, every key present: a recording
+    of an earlier probegate without one is refused, never read with a guess of what the
+    recorded target exposed."""
     manifest_path = directory / MANIFEST
     if not manifest_path.exists():
         raise UsageError(
@@ -168,24 +198,27 @@ def read_manifest(directory: Path, *, shown_as: str) -> Manifest:
     if not isinstance(manifest, dict) or manifest.get("kind") != MANIFEST_KIND:
         raise UsageError(f"{manifest_path}: not a {MANIFEST_KIND} manifest")
     try:
-        return Manifest(
-            target=TargetInfo.model_validate(manifest["target"]),
-            tools=tuple(
-                ToolSpec(
-                    name=str(t["name"]),
-                    description=str(t.get("description", "")),
-                    capabilities=frozenset(Capability(c) for c in t.get("capabilities", [])),
-                    parameters=dict(t.get("parameters") or {}),
-                )
-                for t in manifest["tools"]
-            ),
-            seed=int(manifest["seed"]),
-            tool_calls_visible=bool(manifest.get("tool_calls_visible", True)),
-            uses_sandbox=bool(manifest.get("uses_sandbox", True)),
-            system_canaries=bool(manifest.get("system_canaries", True)),
-        )
-    except (KeyError, TypeError, ValueError, ValidationError) as exc:
-        raise UsageError(f"{manifest_path}: invalid recording manifest: {exc}") from None
+        stored = _StoredManifest.model_validate(manifest)
+    except ValidationError as exc:
+        raise UsageError(
+            f"{manifest_path}: invalid recording manifest: {describe(exc, top='manifest')}"
+        ) from None
+    return Manifest(
+        target=stored.target,
+        tools=tuple(
+            ToolSpec(
+                name=t.name,
+                description=t.description,
+                capabilities=frozenset(t.capabilities),
+                parameters=t.parameters,
+            )
+            for t in stored.tools
+        ),
+        seed=stored.seed,
+        tool_calls_visible=stored.tool_calls_visible,
+        uses_sandbox=stored.uses_sandbox,
+        system_canaries=stored.system_canaries,
+    )
 
 
 _CAUSES = frozenset(c.value for c in Cause)

@@ -13,14 +13,14 @@ from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from probegate.canonical import Items
 from probegate.models.agreement import Agreement
 from probegate.models.causes import Cause
 from probegate.models.comparison import Comparison
-from probegate.models.sections import GuardSummary, McpSummary, ProxySummary
-from probegate.models.taxonomy import SEVERITY_RANK, AsiId, Severity
+from probegate.models.sections import GuardSummary, McpSummary, PeersSummary, ProxySummary
+from probegate.models.taxonomy import ASI_IDS, SEVERITY_RANK, AsiId, Severity
 from probegate.models.transcript import Transcript
 from probegate.models.verdict import Evidence
 
@@ -126,13 +126,14 @@ class TargetInfo(_Model):
     definition: SourceLocation | None = None
     tool_locations: dict[str, SourceLocation] = Field(default_factory=dict)
     prompt: SourceLocation | None = None  # the system-prompt file
-    # The rest of the agent's surface, as the scan saw it (None: a report of an older version).
+    # The rest of the agent's surface, as the scan saw it: the scan sets it from the plan's
+    # exposure (scan/planning.py, with_surface) before the report is written.
     # How many real secrets the config declares (target.canaries): a count, never a value.
-    declared_secrets: int | None = None
+    declared_secrets: int = 0
     # probegate planted synthetic secrets in what it controls (the system prompt, the tools).
-    planted_secrets: bool | None = None
+    planted_secrets: bool = False
     # The agent's tool calls were answered by probegate's sandbox (its loop, context or MCP).
-    uses_sandbox: bool | None = None
+    uses_sandbox: bool = True
 
 
 class Suppression(_Model):
@@ -451,13 +452,13 @@ class ScanReport(_Model):
     # additions
     authority: Authority
     results: list[ProbeResult]
-    controls: Controls | None = None
+    controls: Controls
     delivery: Delivery | None = None
     unjudged: list[UnjudgedAttempt]
     not_applicable: list[str]
     not_run: list[NotRunProbe] = Field(default_factory=list)
-    # Every ASI category with its state; absent from reports written before it existed.
-    categories: dict[AsiId, CategoryState] = Field(default_factory=dict)
+    # Every ASI category with its state: all ten, in every report (docs/scoring.md).
+    categories: dict[AsiId, CategoryState]
     seed: int
     shard: str | None = None
     # Set by a scan run with ``--baseline``: what changed against it (docs/gating.md).
@@ -468,6 +469,8 @@ class ScanReport(_Model):
     guard: GuardSummary | None = None
     mcp: McpSummary | None = None
     proxy: ProxySummary | None = None
+    # What the agent did with the A2A peers probegate served it (target.peers).
+    peers: PeersSummary | None = None
     # A scan of an external benchmark's suites (--suite agentdojo): probegate's verdicts against
     # the benchmark's own checks (models/agreement.py, docs/agentdojo.md).
     agreement: Agreement | None = None
@@ -502,12 +505,18 @@ class ScanReport(_Model):
             "guard",
             "mcp",
             "proxy",
-            "controls",
+            "peers",
             "judge",
             "agreement",
         ):
             if data.get(optional) is None:
                 data.pop(optional, None)
-        if not data.get("categories"):  # a report of an older version: its bytes unchanged
-            data.pop("categories", None)
         return data
+
+    @field_validator("categories")
+    @classmethod
+    def _every_category(cls, value: dict[str, CategoryState]) -> dict[str, CategoryState]:
+        missing = [asi for asi in ASI_IDS if asi not in value]
+        if missing:
+            raise ValueError(f"every ASI category has its state; missing {', '.join(missing)}")
+        return value

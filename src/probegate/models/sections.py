@@ -1,12 +1,14 @@
 """What a target kind adds to the scan report: one typed section per kind that has one.
 
-Three do today. ``guard`` reports what the runtime guard in front of the agent evaluated,
+Four do today. ``guard`` reports what the runtime guard in front of the agent evaluated,
 blocked and could not judge, how fast it answered, and its false positives on a benign control
 set (``ScanReport.guard``, docs/guard.md). ``mcp`` counts what an agent did through probegate's
 MCP server (``ScanReport.mcp``, docs/agent-service.md). ``proxy`` counts the model calls that
 passed through probegate's model-API proxy, and those it could not attribute to an attempt
-(``ScanReport.proxy``, docs/targets.md). The models read a stored report's section
-once, at the edge, so the emitters render typed values and never re-parse loose JSON.
+(``ScanReport.proxy``, docs/targets.md). ``peers`` counts what an agent did with the A2A peers
+probegate served it (``ScanReport.peers``, docs/scan-your-agent/a2a.md). The models read a
+stored report's section once, at the edge, so the emitters render typed values and never
+re-parse loose JSON.
 
 The JSON is the one documented in those docs, field for field: a section read from a stored
 report dumps to the same bytes it was read from (the signature covers them). That is why
@@ -270,5 +272,57 @@ class ProxySummary(_Section):
         return sections[0].model_copy(update=update)
 
 
+class PeerRejections(_Section):
+    """The agent's requests probegate's A2A peers refused with a JSON-RPC error, by reason."""
+
+    ended: int = 0  # to a conversation that had ended
+    unknown_peer: int = 0  # to a peer target.peers does not declare
+    # Not JSON, not an A2A request, a method or wire version the peer does not speak, a task
+    # it does not have.
+    malformed: int = 0
+    oversized: int = 0  # a request over the size limit, or nested too deep
+    flood: int = 0  # past the per-conversation message limit
+
+    def plus(self, other: PeerRejections) -> PeerRejections:
+        return PeerRejections(
+            **{name: getattr(self, name) + getattr(other, name) for name in type(self).model_fields}
+        )
+
+
+class PeersSummary(_Section):
+    """The report's ``peers`` section: what the agent did with the A2A peers probegate served.
+
+    Counts only (docs/scan-your-agent/a2a.md), no address and no text, so the same agent
+    scanned twice gives the same bytes. Traffic without a token probegate issued is counted
+    apart as the MCP server's is (``unauthenticated``): it is not the agent's.
+    """
+
+    REPORT_FIELD: ClassVar[str] = "peers"
+
+    conversations: int  # conversations the peers were opened for, one set of endpoints each
+    cards: int  # agent cards served
+    messages: int  # well-formed messages the agent sent to a peer (malformed ones: rejected)
+    tasks: int  # ... answered with a task (the others came past the flood limit)
+    rejected: PeerRejections
+    unauthenticated: McpUnauthenticated
+
+    @classmethod
+    def merged(cls, sections: list[PeersSummary]) -> PeersSummary | None:
+        """The section of a merged scan: the shards' counts summed."""
+        if not sections:
+            return None
+        merged = sections[0]
+        for other in sections[1:]:
+            merged = PeersSummary(
+                conversations=merged.conversations + other.conversations,
+                cards=merged.cards + other.cards,
+                messages=merged.messages + other.messages,
+                tasks=merged.tasks + other.tasks,
+                rejected=merged.rejected.plus(other.rejected),
+                unauthenticated=merged.unauthenticated.plus(other.unauthenticated),
+            )
+        return merged
+
+
 # Every section a target kind may add, one ``ScanReport`` field each (``REPORT_FIELD``).
-KindSection = GuardSummary | McpSummary | ProxySummary
+KindSection = GuardSummary | McpSummary | ProxySummary | PeersSummary

@@ -11,9 +11,13 @@ merge and the GitHub Action read it here, the same strict way, into a validated 
   (``1e999``), nested at most :data:`MAX_DEPTH` deep (what probegate itself can write), and
   text only: no ``\\ud800`` escape without its other half (a lone surrogate is no character;
   no encoder can write it back, so every format would fail on it);
-- ``probegate-scan-v1`` is validated as it is; an ``agentguardian-scan-v1`` report (the field
-  set probegate's report extends) is mapped onto it where the fields allow, recording what could
-  not be mapped in ``report.import_notes`` (docs/gating.md).
+- ``probegate-scan-v1`` is validated as it is, once a report of an earlier probegate is
+  upgraded to what this version writes (:func:`_upgrade`: the one place that knows a report's
+  age); one written before a field this reader cannot work out (the controls and the surface
+  the scan saw) is refused with one line saying so;
+- an ``agentguardian-scan-v1`` report (the field set probegate's report extends) is mapped
+  onto it where the fields allow, recording what could not be mapped in
+  ``report.import_notes`` (docs/gating.md).
 
 Signatures are not checked here: ``probegate verify`` does that on :func:`load_report_json`'s
 plain data, the exact object that was signed. A stored comparison (``compare --output json``,
@@ -25,6 +29,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -53,6 +58,7 @@ from probegate.models.report_json import (
     no_constant,
     read_in_one_pass,
 )
+from probegate.models.taxonomy import ASI_IDS
 from probegate.perf import gc_paused, share_field_sets
 from probegate.validation import describe
 
@@ -114,7 +120,9 @@ def _one_pass(read: Callable[[int], bytes], transcripts: bool) -> ScanReport | N
     """The report read in one pass (models/report_json.py), or None: it must be read whole.
 
     Returns only what reading it whole returns: the same checks pass, the same upgrade is made
-    (it never touches the lists read item by item), the same models are validated.
+    (it never touches the lists read item by item), the same models are validated. A report
+    without categories fails validation here and is read whole: its categories are worked out
+    from its raw results and findings (:func:`_categories`).
     """
     # pydantic's own validators: ``model_validate``'s Python wrapper costs 20,000 calls.
     finding = Finding.__pydantic_validator__.validate_python
@@ -123,9 +131,8 @@ def _one_pass(read: Callable[[int], bytes], transcripts: bool) -> ScanReport | N
         "results": ProbeResult.__pydantic_validator__.validate_python,
     }
     data = read_in_one_pass(read, items)
-    if data is None or data.get("schema") != SCHEMA:
-        return None
-    _upgrade(data)
+    if data is None or data.get("schema") != SCHEMA or _upgrade(data):
+        return None  # the whole read maps it, or refuses a report too old to read
     try:
         report = ScanReport.model_validate(data)
     except ValidationError:
@@ -190,9 +197,10 @@ def parse_report_json(raw: bytes, source: str = "report") -> dict[str, Any]:
 def report_from_data(data: dict[str, Any], *, source: str) -> ScanReport:
     """Validate parsed report data of either schema into a :class:`ScanReport`."""
     schema = data.get("schema")
+    unworkable: list[str] = []
     if schema == SCHEMA:
         notes: list[str] = []
-        _upgrade(data)
+        unworkable = _upgrade(data)
     elif schema == UPSTREAM_SCHEMA:
         data, notes = _map_upstream_report(data, source=source)
     else:
@@ -204,7 +212,11 @@ def report_from_data(data: dict[str, Any], *, source: str) -> ScanReport:
         with gc_paused():
             report = ScanReport.model_validate(data)
     except ValidationError as exc:
+        if unworkable and _only_missing(exc, unworkable):
+            raise _too_old(data, unworkable, source) from None
         raise ReportError(f"{source}: invalid report: {describe(exc, top='report')}") from None
+    if unworkable:
+        raise _too_old(data, unworkable, source)
     if notes:
         report = report.model_copy(update={"import_notes": notes})
     return report
@@ -255,6 +267,11 @@ def _map_upstream_report(data: dict[str, Any], *, source: str) -> tuple[dict[str
     target = out["target"]
     if isinstance(target, dict) and "definition" not in target:
         out["target"] = {**target, "definition": {"path": "probegate.yml", "line": 1}}
+    if isinstance(target, dict) and not set(_SURFACE) <= set(target):
+        notes.append(
+            f"the agent's surface is not in {UPSTREAM_SCHEMA} (secrets declared or planted, "
+            "probegate's sandbox): read as none declared and none planted"
+        )
     for key, model in _UPSTREAM_SUBOBJECTS.items():
         # Its sub-objects are subsets of ours; anything extra in them is dropped, not fatal.
         value = out.get(key)
@@ -268,6 +285,9 @@ def _map_upstream_report(data: dict[str, Any], *, source: str) -> tuple[dict[str
     out.setdefault("not_applicable", [])
     out.setdefault("seed", 0)
     out["authority"] = _upstream_authority(out)
+    categories = _categories(out)
+    if categories is not None:
+        out["categories"] = categories
     if converted:
         notes.append(
             f"{converted} {UPSTREAM_SCHEMA} finding(s) with success=false were read as resisted "
@@ -276,6 +296,10 @@ def _map_upstream_report(data: dict[str, Any], *, source: str) -> tuple[dict[str
     notes.append(
         "the report has no per-probe results: only probes listed in its findings are known "
         "to have run, so other probes cannot be matched against it"
+    )
+    notes.append(
+        "its categories were derived from its asi_scores, undertested list and findings "
+        "(it counts no unjudged attempt)"
     )
     notes.append(
         "finding fingerprints were derived from probe_id where absent; "
@@ -315,6 +339,8 @@ _UPSTREAM_DEFAULTS: dict[str, Any] = {
     "aivss_formula_version": "unknown",
     "asi_scores": {},
     "band": "not_evaluated",
+    # An upstream scan checks no verdict against a control.
+    "controls": {"enabled": False},
     "coverage": {},
     "coverage_grade": "F",
     "created_at": "",
@@ -442,14 +468,96 @@ def _upstream_authority(data: dict[str, Any]) -> dict[str, Any]:
     return {"authoritative": not failed, "failed": failed, "reasons": reasons}
 
 
+def _categories(data: dict[str, Any]) -> dict[str, Any] | None:
+    """All ten categories as a report's own scores, undertested list, results and findings say
+    them, for a report written without them (an earlier probegate, or agentguardian-scan-v1):
+    a score where it has one, else undertested where it says so, else not applicable where it
+    ran probes of the category, else not selected. A category's missing evidence is what the
+    scoring counts (scoring.py, missing_evidence); a report that counts none has none. None
+    when the results or findings are malformed: validation then names what is wrong."""
+    results, findings = data.get("results"), data.get("findings")
+    if not isinstance(results, list) or not isinstance(findings, list):
+        return None
+    if not all(isinstance(item, dict) for item in results + findings):
+        return None
+    scores = data.get("asi_scores")
+    scores = scores if isinstance(scores, dict) else {}
+    undertested = data.get("undertested")
+    undertested = undertested if isinstance(undertested, list) else []
+    probes = Counter(r.get("asi") for r in results)
+    found = Counter(f.get("asi") for f in findings)
+    missing: Counter[Any] = Counter()
+    for r in results:
+        if r.get("outcome") not in ("not_applicable", "not_run"):
+            counts = [r.get(k, 0) for k in ("unjudged", "not_delivered", "not_started")]
+            if all(isinstance(n, int) for n in counts):
+                missing[r.get("asi")] += counts[0] - counts[1] + counts[2]
+    out: dict[str, Any] = {}
+    for asi in ASI_IDS:
+        state: dict[str, Any]
+        if asi in scores:
+            state = {"state": "tested", "score": scores[asi], "value": scores[asi]}
+        elif asi in undertested:
+            state = {"state": "undertested", "reason": "too few of its probes could be judged"}
+        elif probes[asi]:
+            state = {
+                "state": "not_applicable",
+                "reason": "none of its probes applies to this target",
+            }
+        else:
+            state = {"state": "not_selected", "reason": "not in this scan's selection"}
+        out[asi] = {
+            **state,
+            "probes": probes[asi],
+            "unjudged": missing[asi],
+            "findings": found[asi],
+        }
+    return out
+
+
 # ------------------------------------------------- probegate reports older than a field
 
+# What a report says of the agent's surface (models/report.py TargetInfo): seen by the scan.
+_SURFACE = ("declared_secrets", "planted_secrets", "uses_sandbox")
 
-def _upgrade(data: dict[str, Any]) -> None:
+
+def _upgrade(data: dict[str, Any]) -> list[str]:
     """A report of an earlier probegate, in place, as this version writes it: the one place
-    that knows a report's age (nothing downstream branches on it)."""
+    that knows a report's age (nothing downstream branches on it). Returns the fields it lacks
+    that cannot be worked out from it, which are never guessed: the report is refused."""
     _upgrade_causes(data)
     _upgrade_mcp(data)
+    if "categories" not in data:
+        categories = _categories(data)
+        if categories is not None:
+            data["categories"] = categories
+    return _unworkable(data)
+
+
+def _unworkable(data: dict[str, Any]) -> list[str]:
+    """The fields of a report written before them that this reader cannot fill in: its
+    controls and its surface (what the scan saw; a guess would be a claim about the agent).
+    probegate was not released before it wrote them, so only a development build's report
+    lacks one."""
+    missing = ["controls"] if "controls" not in data else []
+    target = data.get("target")
+    if isinstance(target, dict):
+        missing += [f"target.{key}" for key in _SURFACE if key not in target]
+    return missing
+
+
+def _only_missing(exc: ValidationError, unworkable: list[str]) -> bool:
+    """The report is invalid only for lacking the fields an earlier probegate did not write."""
+    return all(e["type"] == "missing" and str(e["loc"][0]) in unworkable for e in exc.errors())
+
+
+def _too_old(data: dict[str, Any], unworkable: list[str], source: str) -> ReportError:
+    version = data.get("package_version")
+    return ReportError(
+        f"{source}: a report of an earlier probegate ({version!r}) without "
+        f"{', '.join(unworkable)}, which this version cannot work out from it; scan again to "
+        "read the result with this version"
+    )
 
 
 def _upgrade_mcp(data: dict[str, Any]) -> None:

@@ -1,24 +1,28 @@
 """Emitters: one module per format, each a pure ``render(report) -> bytes``.
 
 A format marked ``streams`` (JSON, HTML) also has ``write(report, sink)``, which hands the same
-bytes to ``sink`` a piece at a time: its file is written without the whole text ever held.
+bytes to ``sink`` a piece at a time (:func:`streamer`): its file is written without the whole
+text ever held.
 
-:data:`FORMATS` is the registry of output formats: adding one is its module and one line here.
-The ``--output`` help of ``scan``, ``report`` and ``merge`` (:func:`formats_help`), the formats
-table of docs/report-format.md, the README's table, the ``formats`` input of action.yml and the
-golden-file test all follow it (tests/reports/test_formats_registry.py). A format's module is
-imported when a report is rendered in it, so a scan that writes JSON alone never loads the
-SARIF object model, its schema checker or ReportLab. ``pdf`` needs the optional ``pdf`` extra
-(ReportLab): asking for the format without the extra is one usage error before any work starts.
+:data:`FORMATS` is the registry of output formats, keyed by :class:`FormatName`: adding one is
+its module, its member, its arm in :func:`emitter` (mypy holds that dispatch exhaustive) and
+one line here. The ``--output`` help of ``scan``, ``report`` and ``merge``
+(:func:`formats_help`), the formats table of docs/report-format.md, the README's table, the
+``formats`` input of action.yml and the golden-file test all follow it
+(tests/reports/test_formats_registry.py). A format's module is imported when a report is
+rendered in it, so a scan that writes JSON alone never loads the SARIF object model, its schema
+checker or ReportLab. ``pdf`` needs the optional ``pdf`` extra (ReportLab): asking for the
+format without the extra is one usage error before any work starts.
 """
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
+from typing import assert_never
 
 from probegate.errors import ReportError, UsageError
 from probegate.files import Produce, write_atomic_files, write_atomic_pieces
@@ -28,13 +32,23 @@ from probegate.perf import gc_paused
 from probegate.validation import did_you_mean
 
 
+class FormatName(StrEnum):
+    """What ``--output`` names a format: one member per line of :data:`FORMATS`."""
+
+    JSON = "json"
+    SARIF = "sarif"
+    JUNIT = "junit"
+    MD = "md"
+    HTML = "html"
+    PDF = "pdf"
+
+
 @dataclass(frozen=True)
 class Format:
     """One output format: ``--output NAME`` writes ``filename`` in the output directory."""
 
-    name: str
+    name: FormatName
     filename: str
-    module: str  # probegate.reports.<module>, whose render(report) -> bytes writes it
     purpose: str  # what it is for, one line (help, docs, the Action's input)
     # The same report gives the same bytes on every install (a golden file holds them); not so
     # for a format whose bytes belong to an optional library's version.
@@ -47,24 +61,69 @@ class Format:
         """The report in this format; its module is imported now, not when probegate starts."""
         if self.extra == "pdf":
             require_pdf()
-        emitter = importlib.import_module(f"probegate.reports.{self.module}")
-        data: bytes = emitter.render(report)
-        return data
+        return emitter(self.name)(report)
 
     def write(self, report: ScanReport, sink: Callable[[bytes], object]) -> None:
         """The bytes of :meth:`render`, handed to ``sink`` a piece at a time where the format
         streams (a 10,000-finding JSON report is never held whole), else at once."""
-        if not self.streams:
+        write = streamer(self.name) if self.streams else None
+        if write is None:
             sink(self.render(report))
             return
-        emitter = importlib.import_module(f"probegate.reports.{self.module}")
-        emitter.write(report, sink)
+        write(report, sink)
 
     def write_file(self, path: Path, report: ScanReport, *, private: bool = False) -> None:
         """The report in this format at ``path``, atomically (:func:`write_atomic_pieces`)."""
         write_atomic_pieces(
             path, lambda sink: self.write(report, sink), error=ReportError, private=private
         )
+
+
+def emitter(name: FormatName) -> Callable[[ScanReport], bytes]:
+    """The ``render`` of the format's module, imported on first use."""
+    match name:
+        case FormatName.JSON:
+            from probegate.reports import json_report
+
+            return json_report.render
+        case FormatName.SARIF:
+            from probegate.reports import sarif
+
+            return sarif.render
+        case FormatName.JUNIT:
+            from probegate.reports import junit
+
+            return junit.render
+        case FormatName.MD:
+            from probegate.reports import markdown
+
+            return markdown.render
+        case FormatName.HTML:
+            from probegate.reports import html_report
+
+            return html_report.render
+        case FormatName.PDF:
+            from probegate.reports import pdf_report
+
+            return pdf_report.render
+        case _:
+            assert_never(name)
+
+
+Stream = Callable[[ScanReport, Callable[[bytes], object]], None]
+
+
+def streamer(name: FormatName) -> Stream | None:
+    """The ``write(report, sink)`` of a format that streams, imported on first use."""
+    if name is FormatName.JSON:
+        from probegate.reports import json_report
+
+        return json_report.write
+    if name is FormatName.HTML:
+        from probegate.reports import html_report
+
+        return html_report.write
+    return None
 
 
 PDF_INSTALL_HINT = "pip install 'probegate[pdf]'"
@@ -78,18 +137,18 @@ def require_pdf() -> None:
         )
 
 
-FORMATS: dict[str, Format] = {
+FORMATS: dict[FormatName, Format] = {
     f.name: f
     for f in (
-        Format("json", REPORT_FILE, "json_report",
+        Format(FormatName.JSON, REPORT_FILE,
                "the signed record; every other format is derived from it", streams=True),
-        Format("sarif", "scan.sarif", "sarif",
+        Format(FormatName.SARIF, "scan.sarif",
                "GitHub code scanning and other SARIF consumers"),
-        Format("junit", "junit.xml", "junit", "CI test reporters"),
-        Format("md", "summary.md", "markdown", "`$GITHUB_STEP_SUMMARY`"),
-        Format("html", "report.html", "html_report",
+        Format(FormatName.JUNIT, "junit.xml", "CI test reporters"),
+        Format(FormatName.MD, "summary.md", "`$GITHUB_STEP_SUMMARY`"),
+        Format(FormatName.HTML, "report.html",
                "a developer reading findings and transcripts", streams=True),
-        Format("pdf", "report.pdf", "pdf_report",
+        Format(FormatName.PDF, "report.pdf",
                f"an auditor's file; needs the optional extra `{PDF_INSTALL_HINT}`",
                stable_bytes=False, extra="pdf"),
     )
@@ -102,26 +161,28 @@ def formats_help(default: str = "json") -> str:
     return f"report formats, a comma list or repeated: {names}; default {default}"
 
 
-def parse_formats(values: list[str] | None) -> list[str]:
+def parse_formats(values: list[str] | None) -> list[FormatName]:
     """``--output json,sarif --output md`` -> ordered unique names; unknown ones are exit 2."""
-    names: list[str] = []
-    for value in values or ["json"]:
+    names: list[FormatName] = []
+    for value in values or [FormatName.JSON]:
         for raw in value.split(","):
             name = raw.strip().lower()
             if not name:
                 continue
             if name not in FORMATS:
                 known = ", ".join(FORMATS)
-                hint = did_you_mean(name, FORMATS)
+                hint = did_you_mean(name, [str(f) for f in FORMATS])
                 raise UsageError(f"unknown output format {name!r}{hint} (choose from {known})")
             if name not in names:
-                names.append(name)
-    if "pdf" in names:
+                names.append(FormatName(name))
+    if any(FORMATS[name].extra == "pdf" for name in names):
         require_pdf()  # before the scan runs, not after an hour of it
-    return names or ["json"]
+    return names or [FormatName.JSON]
 
 
-def write_outputs(report: ScanReport, formats: list[str], output_dir: Path) -> dict[str, Path]:
+def write_outputs(
+    report: ScanReport, formats: list[FormatName], output_dir: Path
+) -> dict[FormatName, Path]:
     """Render every format first, then write: a format that fails leaves no file changed.
 
     A format that streams (JSON, HTML) is written a piece at a time into its temporary file,
@@ -141,7 +202,7 @@ def write_outputs(report: ScanReport, formats: list[str], output_dir: Path) -> d
     return paths
 
 
-def _producer(report: ScanReport, name: str, data: bytes | None) -> Produce:
+def _producer(report: ScanReport, name: FormatName, data: bytes | None) -> Produce:
     """What writes format ``name``'s file: its rendered bytes, or its streaming writer."""
     if data is not None:
         return lambda sink: sink(data)

@@ -7,7 +7,9 @@ gets the same explanation.
 
 from __future__ import annotations
 
-from probegate.models.agreement import Agreement, AgreementCounts, Difference
+from probegate.models.agreement import Agreement, AgreementCounts, Difference, Disagreement
+
+TITLE = "Agreement with AgentDojo's security checks"
 
 HEADERS = (
     "suite",
@@ -83,3 +85,17 @@ def agreement_heading(agreement: Agreement) -> str:
         f"({agreement.benchmark_version}) security checks; attack {agreement.attack}, "
         f"judge {agreement.judge}"
     )
+
+
+def difference_counts(agreement: Agreement) -> list[tuple[Difference, int]]:
+    """How many disagreements of each kind, the most frequent first (ties by name)."""
+    kinds: dict[Difference, int] = {}
+    for item in agreement.disagreements:
+        kinds[item.difference] = kinds.get(item.difference, 0) + 1
+    return sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def verdicts_text(item: Disagreement) -> str:
+    """What each side said of one attempt, in one line."""
+    said = "succeeded" if item.agentdojo else "failed"
+    return f"probegate {item.probegate}; AgentDojo's check: the attack {said}"

@@ -151,8 +151,6 @@ def not_evaluated_reason(report: ScanReport) -> str:
 def controls_text(report: ScanReport) -> str:
     """What the controls did, in one sentence (docs/scoring.md, "Controls")."""
     controls = report.controls
-    if controls is None:
-        return "Controls: not recorded in this report."
     if not controls.enabled:
         return (
             "Controls: off (--no-controls): no vulnerable verdict was checked against the same "
@@ -195,14 +193,12 @@ def surface_text(target: TargetInfo) -> str:
     ]
     caps = target.capabilities
     parts.append("capabilities " + ", ".join(caps) if caps else "no capabilities")
-    if target.uses_sandbox is False and tools:
+    if not target.uses_sandbox and tools:
         parts.append("the agent runs its own tools")
     secrets = []
     if target.planted_secrets:
         secrets.append("planted by probegate")
-    if target.declared_secrets is not None:
-        count = target.declared_secrets
-        secrets.append(f"{count} declared" if count else "none declared")
-    if secrets:
-        parts.append("secrets " + ", ".join(secrets))
+    count = target.declared_secrets
+    secrets.append(f"{count} declared" if count else "none declared")
+    parts.append("secrets " + ", ".join(secrets))
     return "; ".join(parts)

@@ -24,6 +24,7 @@ from probegate.models.taxonomy import ASI_TITLES, SEVERITY_RANK, Severity
 from probegate.models.transcript import Transcript, text_at
 from probegate.models.verdict import Evidence
 from probegate.perf import gc_paused
+from probegate.reports.agreement_html import section as agreement_section
 from probegate.reports.diff_html import section as comparison_section
 from probegate.reports.digest import authority_reasons, stop_text, unjudged_groups
 from probegate.reports.escape import html_text, number, truncate
@@ -43,6 +44,8 @@ from probegate.reports.headline import (
     surface_text,
     target_text,
 )
+from probegate.reports.peers_summary import TITLE as PEERS_TITLE
+from probegate.reports.peers_summary import peer_rows
 
 TEXT_MAX = 20_000  # per transcript string; a runaway reply must not make the file unusable
 
@@ -167,9 +170,14 @@ def _document(report: ScanReport) -> Iterator[str]:
     yield from _header(report)
     yield from _chart(report)
     yield from comparison_section(report.comparison)
+    yield from agreement_section(
+        report.agreement,
+        lambda transcript, evidence: _transcript(transcript, _marks_of(evidence), cached),
+    )
     yield from _findings(report, cached)
     yield from _results_table(report, cached)
     yield from _guard(report)
+    yield from _peers(report)
     yield from _unjudged(report)
     yield from _not_run(report)
     yield from _not_applicable(report)
@@ -577,10 +585,18 @@ def _results_table(report: ScanReport, esc: Escape) -> list[str]:
 
 
 def _guard(report: ScanReport) -> list[str]:
-    rows = guard_rows(report.guard) if report.guard is not None else []
+    return _rows("Runtime guard", guard_rows(report.guard) if report.guard is not None else [])
+
+
+def _peers(report: ScanReport) -> list[str]:
+    return _rows(PEERS_TITLE, peer_rows(report.peers)) if report.peers is not None else []
+
+
+def _rows(title: str, rows: list[tuple[str, str]]) -> list[str]:
+    """A section of label/value rows (the guard's, the A2A peers'); nothing without rows."""
     if not rows:
         return []
-    out = ['<h2>Runtime guard</h2>\n<div class="wide"><table>\n']
+    out = [f'<h2>{html_text(title)}</h2>\n<div class="wide"><table>\n']
     out += [f"<tr><th>{html_text(k)}</th><td>{html_text(v)}</td></tr>\n" for k, v in rows]
     out.append("</table></div>\n")
     return out

@@ -23,6 +23,7 @@ from probegate.models.transcript import resolve_path
 from probegate.reports.agreement_text import (
     DIFFERENCES,
     HEADERS,
+    TITLE,
     agreement_heading,
     agreement_rows,
 )
@@ -41,6 +42,8 @@ from probegate.reports.headline import (
     score_text,
     surface_text,
 )
+from probegate.reports.peers_summary import TITLE as PEERS_TITLE
+from probegate.reports.peers_summary import peer_rows
 
 MAX_BYTES = 900 * 1024  # GitHub's limit is 1 MiB per step; the Action may add a section
 TOP_FINDINGS = 10
@@ -73,6 +76,8 @@ def render_summary(
         out.add(_delivery(report.delivery))
     if report.guard is not None:
         out.add(_guard(report.guard))
+    if report.peers is not None:
+        out.add(_rows(PEERS_TITLE, peer_rows(report.peers)))
     if report.agreement is not None:
         out.add(_agreement(report.agreement))
 
@@ -344,7 +349,7 @@ def _findings_table(title: str, findings: list[Finding], limit: int) -> list[str
 def _agreement(agreement: Agreement) -> list[str]:
     """The agreement table and how many disagreements of each kind, with why."""
     lines = [
-        "### Agreement with AgentDojo's security checks",
+        f"### {TITLE}",
         "",
         md_text(agreement_heading(agreement)) + ".",
         "",
@@ -398,10 +403,14 @@ def _disagreement(index: int, item: Disagreement) -> list[str]:
 
 
 def _guard(guard: GuardSummary) -> list[str]:
-    rows = guard_rows(guard)
+    return _rows("Runtime guard", guard_rows(guard))
+
+
+def _rows(title: str, rows: list[tuple[str, str]]) -> list[str]:
+    """A section of label/value rows (the guard's, the A2A peers'); nothing without rows."""
     if not rows:
         return []
-    lines = ["### Runtime guard", "", "| | |", "|---|---|"]
+    lines = [f"### {title}", "", "| | |", "|---|---|"]
     lines += [f"| {md_text(label)} | {md_text(value)} |" for label, value in rows]
     return [*lines, ""]
 

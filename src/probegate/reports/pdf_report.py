@@ -1,8 +1,9 @@
 """The PDF report (``--output pdf``, ``report.pdf``): the scan as a document an auditor files.
 
 Pages: the summary (score, band, authority and why, counts, what was scanned, the signature
-status of ``scan.json``), a bar chart of the per-ASI scores, every finding with its evidence and
-remediation, the unjudged attempts and the per-probe outcomes. Laid out with ReportLab, the
+status of ``scan.json``), a bar chart of the per-ASI scores, the agreement with AgentDojo's
+checks when the scan ran its suites, every finding with its evidence and remediation, the
+unjudged attempts and the per-probe outcomes. Laid out with ReportLab, the
 optional ``pdf`` extra (``pip install 'probegate[pdf]'``); :mod:`probegate.reports` imports this
 module only when a PDF is asked for, and says how to install the extra when it is missing.
 
@@ -24,17 +25,11 @@ across pages.
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
-from xml.sax.saxutils import escape as _xml_escape
 
-from reportlab.lib import colors
-from reportlab.lib.enums import TA_LEFT
 from reportlab.lib.pagesizes import A4
-from reportlab.lib.styles import ParagraphStyle, getSampleStyleSheet
 from reportlab.lib.units import mm
-from reportlab.pdfbase.pdfmetrics import stringWidth
 from reportlab.pdfgen.canvas import Canvas
 from reportlab.platypus import (
     Flowable,
@@ -42,14 +37,12 @@ from reportlab.platypus import (
     Paragraph,
     SimpleDocTemplate,
     Spacer,
-    Table,
-    TableStyle,
 )
 
 from probegate.models.report import Finding, ScanReport, most_severe_first
 from probegate.models.taxonomy import ASI_TITLES, Severity
 from probegate.reports.digest import authority_reasons
-from probegate.reports.escape import clean_text, number, truncate
+from probegate.reports.escape import clean_text, number
 from probegate.reports.guard_summary import guard_rows
 from probegate.reports.headline import (
     category_states,
@@ -63,9 +56,23 @@ from probegate.reports.headline import (
     surface_text,
     target_text,
 )
+from probegate.reports.pdf_agreement import section as agreement_section
+from probegate.reports.pdf_blocks import (
+    FRAME_WIDTH,
+    MARGIN,
+    PAGE_WIDTH,
+    pdf_text,
+)
+from probegate.reports.pdf_blocks import MUTED as _MUTED
+from probegate.reports.pdf_blocks import STYLES as _STYLES
+from probegate.reports.pdf_blocks import code as _code
+from probegate.reports.pdf_blocks import key_values as _key_values
+from probegate.reports.pdf_blocks import para as _p
+from probegate.reports.pdf_blocks import short_table as _table
 from probegate.reports.pdf_chart import category_chart
+from probegate.reports.peers_summary import TITLE as PEERS_TITLE
+from probegate.reports.peers_summary import peer_rows
 
-TEXT_MAX = 2_000  # characters of one piece of agent text (summary, prompt, remediation)
 SUBJECT_MAX = 400
 # A real scan has at most one finding per probe (about 130 in the library today); a synthetic
 # or merged report may have thousands, which would be thousands of pages. The most severe are
@@ -74,9 +81,6 @@ FINDINGS_DETAILED_MAX = 200
 RESULT_ROWS_MAX = 1_000  # table rows (per-probe outcomes, further findings)
 UNJUDGED_MAX = 200
 
-PAGE_WIDTH, PAGE_HEIGHT = A4
-MARGIN = 18 * mm
-FRAME_WIDTH = PAGE_WIDTH - 2 * MARGIN
 
 _SEVERITY_COLOURS = {
     Severity.CRITICAL: "#82071e",
@@ -84,105 +88,6 @@ _SEVERITY_COLOURS = {
     Severity.MEDIUM: "#bc4c00",
     Severity.LOW: "#4d2d00",
 }
-_MUTED = colors.HexColor("#59636e")
-_LINE = colors.HexColor("#d1d9e0")
-_CARD = colors.HexColor("#f6f8fa")
-
-_BASE = getSampleStyleSheet()
-
-
-def _callout(name: str, *, background: str, border: str) -> ParagraphStyle:
-    """A boxed paragraph: whether the score is authoritative, a suppression."""
-    return ParagraphStyle(
-        name,
-        parent=_BASE["BodyText"],
-        fontSize=9.5,
-        leading=12.5,
-        borderPadding=5,
-        backColor=colors.HexColor(background),
-        borderColor=colors.HexColor(border),
-        borderWidth=0.5,
-        spaceBefore=6,
-        spaceAfter=8,
-    )
-
-
-_STYLES = {
-    "title": ParagraphStyle("pg-title", parent=_BASE["Title"], alignment=TA_LEFT, fontSize=18),
-    "h2": ParagraphStyle("pg-h2", parent=_BASE["Heading2"], spaceBefore=10),
-    "h3": ParagraphStyle("pg-h3", parent=_BASE["Heading3"], spaceBefore=10, spaceAfter=4),
-    "body": ParagraphStyle("pg-body", parent=_BASE["BodyText"], fontSize=9.5, leading=12.5),
-    "small": ParagraphStyle(
-        "pg-small", parent=_BASE["BodyText"], fontSize=8, leading=10, textColor=_MUTED
-    ),
-    "label": ParagraphStyle(
-        "pg-label",
-        parent=_BASE["BodyText"],
-        fontName="Helvetica-Bold",
-        fontSize=9.5,
-        spaceBefore=4,
-        spaceAfter=0,
-    ),
-    "mono": ParagraphStyle(
-        "pg-mono",
-        parent=_BASE["Code"],
-        fontSize=8,
-        leading=10,
-        backColor=_CARD,
-        borderPadding=4,
-        leftIndent=4,
-        rightIndent=4,
-        spaceBefore=8,
-        spaceAfter=8,
-    ),
-    "bullet": ParagraphStyle(
-        "pg-bullet",
-        parent=_BASE["BodyText"],
-        fontSize=9,
-        leading=12,
-        leftIndent=10,
-        bulletIndent=2,
-    ),
-    "score": ParagraphStyle("pg-score", parent=_BASE["BodyText"], fontSize=28, leading=34),
-    "warn": _callout("pg-warn", background="#ffebe9", border="#cf222e"),
-    "ok": _callout("pg-ok", background="#dafbe1", border="#1a7f37"),
-    "cell": ParagraphStyle("pg-cell", parent=_BASE["BodyText"], fontSize=8.5, leading=10.5),
-    # A table's header: words are never split (a column is made wide enough instead).
-    "head": ParagraphStyle(
-        "pg-head", parent=_BASE["BodyText"], fontSize=8.5, leading=10.5, splitLongWords=False
-    ),
-}
-_CELL_PADDING = 6  # ReportLab's default left and right padding of a table cell
-
-
-# --------------------------------------------------------------------------- escaping
-
-
-def pdf_text(text: str, *, limit: int | None = TEXT_MAX) -> str:
-    """Agent text as inert ReportLab paragraph markup in the standard fonts' character set.
-
-    Control characters, ANSI escapes and bidi overrides go first (``clean_text``); the text is
-    then cut, characters outside Windows-1252 become ``[U+XXXX]``, ``&``, ``<`` and ``>`` are
-    escaped so nothing in it is read as markup, and line breaks become ``<br/>``.
-    """
-    text = clean_text(text).replace("\t", " ")
-    if limit is not None:
-        text = truncate(text, limit)
-    shown = "".join(ch if _drawable(ch) else f"[U+{ord(ch):04X}]" for ch in text)
-    return "<br/>".join(_xml_escape(line) for line in shown.split("\n"))
-
-
-def _drawable(ch: str) -> bool:
-    if ch == "\n" or (" " <= ch <= "~"):  # the common case, without an encode per character
-        return True
-    if not ch.isprintable():
-        return False
-    try:
-        ch.encode("cp1252")
-    except UnicodeEncodeError:
-        return False
-    return True
-
 
 # --------------------------------------------------------------------------- document
 
@@ -252,10 +157,12 @@ def _story(report: ScanReport) -> list[Flowable]:
     story: list[Flowable] = []
     story += _summary(report)
     story += _chart(report)
+    story += agreement_section(report.agreement)
     story += _findings(report)
     story += _unjudged(report)
     story += _results(report)
     story += _guard(report)
+    story += _peers(report)
     story.append(
         _p(
             f"probegate {pdf_text(report.package_version)} · probe library "
@@ -265,76 +172,6 @@ def _story(report: ScanReport) -> list[Flowable]:
         )
     )
     return story
-
-
-# --------------------------------------------------------------------------- building blocks
-
-
-def _p(markup: str, style: str = "body") -> Paragraph:
-    """A paragraph from markup that is already escaped (only :func:`pdf_text` output inside)."""
-    return Paragraph(markup, _STYLES[style])
-
-
-def _code(markup: str) -> str:
-    return f"<font face='Courier'>{markup}</font>"
-
-
-def _key_values(rows: Sequence[tuple[str, str]]) -> Table:
-    data = [[_p(f"<b>{key}</b>", "cell"), _p(value, "cell")] for key, value in rows]
-    table = Table(data, colWidths=[38 * mm, FRAME_WIDTH - 38 * mm], hAlign="LEFT")
-    table.setStyle(
-        TableStyle(
-            [
-                ("GRID", (0, 0), (-1, -1), 0.4, _LINE),
-                ("BACKGROUND", (0, 0), (0, -1), _CARD),
-                ("VALIGN", (0, 0), (-1, -1), "TOP"),
-                ("TOPPADDING", (0, 0), (-1, -1), 2),
-                ("BOTTOMPADDING", (0, 0), (-1, -1), 2),
-            ]
-        )
-    )
-    return table
-
-
-def _table(header: list[str], rows: list[list[str]], widths: list[float | None]) -> Table:
-    """A table of short cells (markup already escaped) whose header repeats on every page.
-
-    A ``None`` width takes what the others leave of the frame.
-    """
-    # A header is never broken inside a word ("Cate / gory"): each column is at least as wide
-    # as its header's longest word, taken from the columns whose width is left open.
-    fixed = [
-        None if w is None else max(w, _header_width(h))
-        for w, h in zip(widths, header, strict=False)
-    ]
-    free = FRAME_WIDTH - sum(w for w in fixed if w is not None)
-    missing = sum(1 for w in fixed if w is None) or 1
-    resolved = [w if w is not None else free / missing for w in fixed]
-    resolved += [free / missing] * (len(header) - len(resolved))
-    data = [[_p(f"<b>{h}</b>", "head") for h in header]]
-    data += [[_p(cell, "cell") for cell in row] for row in rows]
-    table = Table(data, colWidths=resolved, repeatRows=1, hAlign="LEFT")
-    table.setStyle(
-        TableStyle(
-            [
-                ("GRID", (0, 0), (-1, -1), 0.4, _LINE),
-                ("BACKGROUND", (0, 0), (-1, 0), _CARD),
-                ("VALIGN", (0, 0), (-1, -1), "TOP"),
-                ("TOPPADDING", (0, 0), (-1, -1), 1.5),
-                ("BOTTOMPADDING", (0, 0), (-1, -1), 1.5),
-            ]
-        )
-    )
-    return table
-
-
-def _header_width(header: str) -> float:
-    """The width a header cell needs so that no word of it is split: its longest word, bold,
-    and the cell's padding."""
-    style = _STYLES["head"]
-    words = header.split() or [""]
-    longest = max(stringWidth(word, "Helvetica-Bold", style.fontSize) for word in words)
-    return longest + 2 * _CELL_PADDING + 1
 
 
 # --------------------------------------------------------------------------- sections
@@ -624,3 +461,10 @@ def _guard(report: ScanReport) -> list[Flowable]:
         return []
     rows = [(pdf_text(k, limit=80), pdf_text(v, limit=200)) for k, v in guard_rows(report.guard)]
     return [_p("Runtime guard", "h2"), _key_values(rows)]
+
+
+def _peers(report: ScanReport) -> list[Flowable]:
+    if report.peers is None:
+        return []
+    rows = [(pdf_text(k, limit=80), pdf_text(v, limit=200)) for k, v in peer_rows(report.peers)]
+    return [_p(pdf_text(PEERS_TITLE), "h2"), _key_values(rows)]

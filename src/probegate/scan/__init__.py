@@ -58,10 +58,10 @@ def execute_scan(
         settings, inputs, target = scan.settings, scan.inputs, scan.target
         plan = draw_plan(inputs.probes, target, settings.plan, judge=inputs.llm_judge is not None)
         if scan.dry_run:
-            surface = with_surface(target.info(), target, settings.plan.declared_secrets)
+            surface = with_surface(target.info(), plan.exposure)
             return dry_run(plan, scan.agent, out, surface, as_json=as_json, verbose=verbose)
         if not plan.attempts and not plan.escalations:
-            raise UsageError(nothing_to_run(plan, settings.plan.variant))
+            raise UsageError(nothing_to_run(plan, plan.request.variant))
         view = View(out, err, quiet=config.quiet, verbose=verbose, as_json=as_json)
         for note in inputs.notes:
             view.note(note)

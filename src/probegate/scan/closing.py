@@ -18,13 +18,14 @@ from probegate.config import DEFAULT_STORE
 from probegate.engine.runner import RunOutcome
 from probegate.errors import ExitCode, TargetError
 from probegate.gate import evaluate_gates
-from probegate.models.agreement import Difference
 from probegate.models.report import JudgeUsage, ScanReport, StopReason, most_severe_first
+from probegate.reports import FormatName
 from probegate.reports.agreement_text import (
     DIFFERENCES,
     HEADERS,
     agreement_heading,
     agreement_rows,
+    difference_counts,
 )
 from probegate.reports.diff_sections import CONFIRM_HEADERS, confirm_heading, confirm_rows
 from probegate.reports.digest import (
@@ -57,7 +58,7 @@ class Closing:
     """Everything the closing lines say, gathered before they are printed."""
 
     report: ScanReport
-    written: dict[str, Path]
+    written: dict[FormatName, Path]
     outcome: RunOutcome
     scan_id: str
     exit_code: int = 0
@@ -67,7 +68,7 @@ class Closing:
 
 def conclude(
     report: ScanReport,
-    written: dict[str, Path],
+    written: dict[FormatName, Path],
     run: Execution,
     gates: GateSettings,
     repro: ReproSettings,
@@ -76,7 +77,7 @@ def conclude(
     """Print the closing lines and return the exit code: an interrupt's, an undecided scan's
     (raised as a :class:`TargetError`), or the gates'."""
     outcome = run.outcome
-    report_path = written.get("json", run.files.report)
+    report_path = written.get(FormatName.JSON, run.files.report)
     closing = Closing(report, written, outcome, run.scan_id)
     if outcome.stopped_reason == StopReason.CANCELLED:
         closing.resume = resume_command(run.scan_id, repro)
@@ -187,7 +188,7 @@ def _headline(closing: Closing, style: Style) -> list[str]:
             f"{style('delivery:', 'bold')} the attack reached the agent in {delivery.delivered}"
             f" of {delivery.attempts} attempts (short: {per}); the rest are listed by cause"
         )
-    if report.controls is not None and (report.controls.run or not report.controls.enabled):
+    if report.controls.run or not report.controls.enabled:
         lines.append(clean(controls_text(report)))
     if report.judge is not None:
         lines.append(clean(judge_text(report.judge)))
@@ -221,7 +222,7 @@ def _finding_lines(closing: Closing, view: View) -> list[str]:
             f"  {sev}  {finding.probe_id:<{width}}  {one_line(evidence_text(finding), 110)}{mark}"
         )
     if len(ranked) > len(shown_findings):
-        where = closing.written.get("html") or closing.written.get("md")
+        where = closing.written.get(FormatName.HTML) or closing.written.get(FormatName.MD)
         lines.append(
             f"  … and {len(ranked) - len(shown_findings)} more (-v lists them"
             + (f"; {shown(where)} shows each with its transcript)" if where else ")")
@@ -293,12 +294,10 @@ def _agreement_lines(report: ScanReport, view: View) -> list[str]:
     lines = [f"{style('agreement:', 'bold')} {clean(agreement_heading(agreement))}"]
     for row in rows:
         lines.append("  " + "  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True)))
-    kinds: dict[Difference, int] = {}
-    for item in agreement.disagreements:
-        kinds[item.difference] = kinds.get(item.difference, 0) + 1
+    kinds = difference_counts(agreement)
     if kinds:
         lines.append(f"  disagreements: {len(agreement.disagreements)}, by why:")
-    for kind, count in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])):
+    for kind, count in kinds:
         lines.append(f"  {count:>5}  {kind}: {DIFFERENCES[kind]}")
     if view.verbose:
         for item in agreement.disagreements:
@@ -354,7 +353,7 @@ def _closing_json(closing: Closing, view: View) -> dict[str, Any]:
             asi: state.model_dump(mode="json") for asi, state in category_states(report).items()
         },
         "not_run": [n.probe_id for n in report.not_run],
-        "controls": report.controls.model_dump() if report.controls is not None else None,
+        "controls": report.controls.model_dump(),
         "judge": report.judge.model_dump() if report.judge is not None else None,
         "agreement": _agreement_json(report),
         "confirm": [

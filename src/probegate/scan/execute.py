@@ -161,7 +161,7 @@ def run_attempts(
         write_invocation(files, settings.invocation)
     runner = _runner(target, inputs, settings, started.salt)
     say_what_cannot_apply(plan, runner.tools, view)
-    scanning = f"{settings.mode} mode, {len(plan.attempts)} attempts, scan {started.scan_id}"
+    scanning = f"{plan.mode} mode, {len(plan.attempts)} attempts, scan {started.scan_id}"
     _announce(target, view, f"scanning {target_text(info)} ({scanning})")
     cancel = threading.Event()
     progress = ProgressPrinter(view.err, quiet=view.quiet)
@@ -201,13 +201,9 @@ def _runner(target: Target, inputs: ScanInputs, settings: RunSettings, salt: str
     return Runner(
         target,
         inputs.limiter,
-        seed=settings.seed,
-        concurrency=settings.concurrency,
-        declared_canaries=settings.declared_canaries,
-        record_dir=settings.record,
+        settings.engine,
         llm_judge=inputs.llm_judge,
         redactor=Redactor(inputs.secrets, key=stored_key(salt, inputs.secrets)),
-        controls=settings.controls,
         # --suite agentdojo: each attempt's tools act on AgentDojo's environment.
         environments=inputs.benchmark,
     )
@@ -252,7 +248,7 @@ def effective_config(
         "target": target.info().ref,
         "tools": tools,
         "capabilities": sorted(str(c) for c in plan.capabilities),
-        "canaries": sorted(settings.declared_canaries),
+        "canaries": sorted(settings.engine.declared_canaries),
         "mode": plan.mode,
         "seed": plan.seed,
         "controls": plan.controls,

@@ -19,7 +19,7 @@ from probegate.engine.assemble import ScanMeta, assemble
 from probegate.engine.plan import Plan
 from probegate.models.comparison import Confirmation
 from probegate.models.report import Budget, Engine, Mode, ScanReport, StopReason, TargetInfo
-from probegate.reports import FORMATS
+from probegate.reports import FORMATS, FormatName
 from probegate.reports.redact import redact_report
 from probegate.reports.signing import report_signatures
 from probegate.scan.execute import Execution
@@ -51,8 +51,8 @@ def build_report(
     meta = ScanMeta(
         scan_id=run.scan_id,
         created_at=run.created_at,
-        mode=settings.mode,
-        seed=settings.seed,
+        mode=plan.mode,
+        seed=plan.seed,
         duration_seconds=0.0 if pinned() else outcome.duration_seconds,
         stopped_reason=outcome.stopped_reason,
         planned=outcome.planned,
@@ -61,14 +61,10 @@ def build_report(
         unstarted_probes=frozenset(outcome.cut_probes),
         not_started=dict(outcome.not_started),
         library_version=inputs.library_version,
-        target=with_surface(
-            _anchored(run.info, [run.files.report, *written_first]),
-            target,
-            settings.declared_secrets,
-        ),
+        target=with_surface(_anchored(run.info, [run.files.report, *written_first]), plan.exposure),
         engine=Engine(
             commander="probegate",
-            attacker="library+mutators" if settings.mode != Mode.FAST else "library",
+            attacker="library+mutators" if plan.mode != Mode.FAST else "library",
             evaluator=settings.judge or "oracle",
         ),
         budget=Budget(
@@ -78,9 +74,9 @@ def build_report(
             finalise_truncated=outcome.stopped_reason == StopReason.BUDGET,
         ),
         selected_all=settings.selected_all,
-        shard=settings.shard,
+        shard=plan.shard,
         store_dir=shown(store),
-        controls=settings.controls,
+        controls=plan.controls,
         judge=run.judge_usage,
         control_reruns=outcome.control_reruns,
     )
@@ -92,9 +88,11 @@ def build_report(
         outcome.controls,
         plan.not_run,
     )
-    section = target.report_section()
-    if section is not None:  # what the kind adds: e.g. what a guard evaluated, blocked, missed
-        report = report.model_copy(update={section.REPORT_FIELD: section})
+    # What the kind adds: e.g. what a guard evaluated, blocked, missed; what the MCP server,
+    # the model proxy or the A2A peers saw.
+    sections = {section.REPORT_FIELD: section for section in target.report_sections()}
+    if sections:
+        report = report.model_copy(update=sections)
     benchmark = inputs.benchmark
     if benchmark is not None:  # probegate's verdicts against AgentDojo's own checks
         found = agreement(
@@ -108,7 +106,7 @@ def build_report(
     return _seal(report, inputs, settings)
 
 
-def report_files(formats: list[str], output_dir: Path) -> list[Path]:
+def report_files(formats: list[FormatName], output_dir: Path) -> list[Path]:
     """The report files a scan asked for these formats writes, in order."""
     return [output_dir / FORMATS[name].filename for name in formats]
 

@@ -12,20 +12,20 @@ from pathlib import Path
 
 from probegate.models.report import ScanReport
 from probegate.models.store_layout import ScanFiles
-from probegate.reports import FORMATS, write_outputs
+from probegate.reports import FORMATS, FormatName, write_outputs
 
 
 def write_report_files(
-    report: ScanReport, files: ScanFiles, formats: list[str], output_dir: Path
-) -> dict[str, Path]:
+    report: ScanReport, files: ScanFiles, formats: list[FormatName], output_dir: Path
+) -> dict[FormatName, Path]:
     """The stored report, then each format's file; returns the files written by format."""
-    FORMATS["json"].write_file(files.report, report, private=True)
+    FORMATS[FormatName.JSON].write_file(files.report, report, private=True)
     written = write_outputs(report, formats, output_dir)
     _remove_stale_outputs(output_dir, written)
     return written
 
 
-def _remove_stale_outputs(output_dir: Path, written: dict[str, Path]) -> None:
+def _remove_stale_outputs(output_dir: Path, written: dict[FormatName, Path]) -> None:
     """Report files of formats this scan did not write are an older scan's: remove them.
 
     Only probegate's own file names are touched, so the folder holds one scan's reports and a

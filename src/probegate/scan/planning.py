@@ -1,9 +1,10 @@
 """Stage 2, plan: which attempts run, and what the user is told before the first request.
 
-The plan itself is the engine's (engine/plan.py); this stage draws it from the stage
-settings and says, before any request, what the plan cannot cover: probes left for a judge,
-probes that cannot apply to the target's tools, probes the target cannot be given or judged
-on. A dry run ends here, with the plan and an estimate of its cost.
+The plan itself is the engine's (engine/plan.py); this stage draws it for the engine's
+:class:`~probegate.engine.plan.PlanRequest` against what the target exposes, and says, before
+any request, what the plan cannot cover: probes left for a judge, probes that cannot apply to
+the target's tools, probes the target cannot be given or judged on. A dry run ends here, with
+the plan and an estimate of its cost.
 """
 
 from __future__ import annotations
@@ -62,34 +63,25 @@ def exposure_of(target: Target, settings: PlanSettings, *, judge: bool) -> Expos
     return Exposure(
         uses_sandbox=traits.uses_sandbox,
         plants_secrets=traits.system_canaries,
-        declared_secrets=settings.declared_secrets > 0,
+        declared_secrets=settings.declared_secrets,
         judge=judge,
     )
 
 
 def draw_plan(probes: list[Probe], target: Target, settings: PlanSettings, *, judge: bool) -> Plan:
-    return build_plan(
-        probes,
-        capabilities_of(target.tools()),
-        mode=settings.mode,
-        seed=settings.seed,
-        repeat=settings.repeat,
-        shard=settings.shard,
-        variant=settings.variant,
-        controls=settings.controls,
-        exposure=exposure_of(target, settings, judge=judge),
-    )
+    """The engine's plan of the request, for this target's tools and what else it exposes."""
+    exposure = exposure_of(target, settings, judge=judge)
+    return build_plan(probes, capabilities_of(target.tools()), settings.request, exposure)
 
 
-def with_surface(info: TargetInfo, target: Target, declared_secrets: int) -> TargetInfo:
-    """The target's info with the rest of its surface: what probegate can reach of it (its
-    secrets as a count, never a value)."""
-    traits = target.traits()
+def with_surface(info: TargetInfo, exposure: Exposure) -> TargetInfo:
+    """The target's info with the rest of its surface, as the plan was drawn against it: what
+    probegate can reach of it (its secrets as a count, never a value)."""
     return info.model_copy(
         update={
-            "declared_secrets": declared_secrets,
-            "planted_secrets": traits.system_canaries,
-            "uses_sandbox": traits.uses_sandbox,
+            "declared_secrets": exposure.declared_secrets,
+            "planted_secrets": exposure.plants_secrets,
+            "uses_sandbox": exposure.uses_sandbox,
         }
     )
 

@@ -2,7 +2,11 @@
 
 :func:`stage_settings` is the one place after :mod:`probegate.scan.prepare` that reads a
 :class:`~probegate.config.ScanConfig`: every later stage takes only its own typed settings, so a
-reader follows a setting from the flag to the stage that uses it in two steps.
+reader follows a setting from the flag to the stage that uses it in two steps. What the engine
+takes is the engine's own type (:class:`~probegate.engine.plan.PlanRequest`,
+:class:`~probegate.engine.runner.RunRequest`), built here and handed on whole; the types here
+hold only what the scan itself adds around it (the journal, the report, the reproducers, the
+gates).
 """
 
 from __future__ import annotations
@@ -12,37 +16,30 @@ from pathlib import Path
 from typing import Any
 
 from probegate.config import ScanConfig
-from probegate.models.report import Mode
+from probegate.engine.plan import PlanRequest
+from probegate.engine.runner import RunRequest
 from probegate.models.taxonomy import Severity
+from probegate.reports import FormatName
 from probegate.targets.base import TargetConfig, TargetSettings
 
 
 @dataclass(frozen=True)
 class PlanSettings:
-    """How the plan is drawn (engine/plan.py)."""
+    """How the plan is drawn: the engine's request, and what the config says the target
+    exposes besides its traits."""
 
-    mode: Mode
-    seed: int
-    repeat: int
-    shard: str | None
-    variant: str | None
-    controls: bool
+    request: PlanRequest
     # How many real secrets the config declares (target.canaries): a count, never the values.
     declared_secrets: int = 0
 
 
 @dataclass(frozen=True)
 class RunSettings:
-    """How attempts run, and where their journal lives."""
+    """How attempts run (the engine's request), and where their journal lives."""
 
-    mode: Mode
-    seed: int
-    concurrency: int
-    controls: bool
+    engine: RunRequest
     store: Path
     resume: str | None
-    record: Path | None
-    declared_canaries: tuple[str, ...]
     # The judge's spec: it decides verdicts, so a resumed scan must keep it (scan/execute.py).
     judge: str | None = None
     # The command line as data, kept with a new scan so ``--resume SCAN_ID`` needs nothing else.
@@ -55,21 +52,16 @@ class RunSettings:
 
 @dataclass(frozen=True)
 class ReportSettings:
-    """What the report says about how the scan was run, and how it compares to a baseline."""
+    """What the report says about how the scan was run beyond its plan (mode, seed, shard and
+    controls are the plan's), and how it compares to a baseline."""
 
-    mode: Mode
-    seed: int
     judge: str | None
     budget_usd: float | None
     max_requests: int | None
-    controls: bool
-    shard: str | None
     # Every probe of the library was selected (no --asi, --probes or --shard).
     selected_all: bool
     tolerance: float
     allow_mismatch: bool
-    # How many real secrets the config declares: the report states the count, never a value.
-    declared_secrets: int = 0
 
 
 @dataclass(frozen=True)
@@ -102,48 +94,47 @@ class StageSettings:
     report: ReportSettings
     repro: ReproSettings
     gates: GateSettings
-    formats: list[str]
+    formats: list[FormatName]
     output_dir: Path
 
 
-def stage_settings(config: ScanConfig, formats: list[str]) -> StageSettings:
+def stage_settings(config: ScanConfig, formats: list[FormatName]) -> StageSettings:
     """Every later stage's settings, from the one validated config."""
+    declared = config.target.declared_canaries()
     return StageSettings(
         plan=PlanSettings(
-            mode=config.mode,
-            seed=config.seed,
-            repeat=config.effective_repeat,
-            shard=config.shard,
-            variant=config.variant,
-            controls=config.controls,
-            declared_secrets=len(config.target.declared_canaries()),
+            PlanRequest(
+                mode=config.mode,
+                seed=config.seed,
+                repeat=config.effective_repeat,
+                shard=config.shard,
+                variant=config.variant,
+                controls=config.controls,
+            ),
+            declared_secrets=len(declared),
         ),
         run=RunSettings(
-            mode=config.mode,
-            seed=config.seed,
-            concurrency=config.concurrency,
-            controls=config.controls,
+            RunRequest(
+                seed=config.seed,
+                concurrency=config.concurrency,
+                controls=config.controls,
+                declared_canaries=declared,
+                record=config.record,
+            ),
             store=config.store,
             resume=config.resume,
-            record=config.record,
-            declared_canaries=config.target.declared_canaries(),
             judge=config.judge,
             invocation=dict(config.invocation),
             confirm=config.confirm if config.baseline is not None else 0,
             repeat=config.effective_repeat,
         ),
         report=ReportSettings(
-            mode=config.mode,
-            seed=config.seed,
             judge=config.judge,
             budget_usd=config.budget_usd,
             max_requests=config.max_requests,
-            controls=config.controls,
-            shard=config.shard,
             selected_all=not config.asi and not config.probes and config.shard is None,
             tolerance=config.tolerance,
             allow_mismatch=config.allow_mismatch,
-            declared_secrets=len(config.target.declared_canaries()),
         ),
         repro=ReproSettings(
             target=config.target,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from probegate.canonical import pretty_bytes
 from probegate.reports import FORMATS as SCAN_FORMATS
+from probegate.reports import FormatName
 from probegate.reports.escape import json_bytes
 from probegate.scenarios import html_report, junit, markdown
 from probegate.scenarios.agenticassure_format import to_agenticassure
@@ -49,11 +50,11 @@ def _agenticassure(runs: list[RunResult], regressions: list[Regression]) -> Rend
 
 
 def _junit(runs: list[RunResult], regressions: list[Regression]) -> Rendered:
-    return [(SCAN_FORMATS["junit"].filename, junit.render(runs))]
+    return [(SCAN_FORMATS[FormatName.JUNIT].filename, junit.render(runs))]
 
 
 def _markdown(runs: list[RunResult], regressions: list[Regression]) -> Rendered:
-    return [(SCAN_FORMATS["md"].filename, markdown.render(runs, regressions))]
+    return [(SCAN_FORMATS[FormatName.MD].filename, markdown.render(runs, regressions))]
 
 
 def _html(runs: list[RunResult], regressions: list[Regression]) -> Rendered:

@@ -59,6 +59,7 @@ from probegate.targets.base import (
     ToolDelivery,
     env_value,
     header_secret_env,
+    present,
 )
 from probegate.targets.configured import http_client, target_info, tool_specs
 from probegate.targets.mcp_server import McpEndpoint, McpHost, require_sdk
@@ -199,8 +200,8 @@ class A2aTarget:
     def tools(self) -> list[ToolSpec]:
         return list(self._tools)
 
-    def report_section(self) -> KindSection | None:
-        return self.mcp.summary()
+    def report_sections(self) -> list[KindSection]:
+        return present(self.mcp.summary(), self.peers.summary() if self.peers is not None else None)
 
     def notices(self) -> list[Notice]:
         return []

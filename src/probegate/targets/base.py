@@ -174,8 +174,9 @@ class Target(Protocol):
         """A new conversation; every request to the agent must pass ``limiter.acquire()``."""
         ...
 
-    def report_section(self) -> KindSection | None:
-        """What this kind adds to the scan report, read once the attempts have run."""
+    def report_sections(self) -> list[KindSection]:
+        """What this kind adds to the scan report (models/sections.py, one field each), read
+        once the attempts have run."""
         ...
 
     def notices(self) -> list[Notice]:
@@ -183,6 +184,11 @@ class Target(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+def present(*sections: KindSection | None) -> list[KindSection]:
+    """The report sections a target has, leaving out those it has nothing for."""
+    return [section for section in sections if section is not None]
 
 
 def capabilities_of(tools: list[ToolSpec]) -> set[Capability]:

@@ -51,6 +51,7 @@ from probegate.targets.base import (
     ToolDelivery,
     env_value,
     header_secret_env,
+    present,
 )
 from probegate.targets.configured import http_client, script_text, target_info, tool_specs
 from probegate.targets.mcp_server import McpEndpoint, McpHost, require_sdk
@@ -287,8 +288,9 @@ class HttpTarget:
     def tools(self) -> list[ToolSpec]:
         return list(self._tools)
 
-    def report_section(self) -> KindSection | None:
-        return self.proxy.summary() if self.proxy is not None else self.mcp.summary()
+    def report_sections(self) -> list[KindSection]:
+        tools = self.proxy.summary() if self.proxy is not None else self.mcp.summary()
+        return present(tools, self.peers.summary() if self.peers is not None else None)
 
     def notices(self) -> list[Notice]:
         return self.proxy.notices() if self.proxy is not None else []

@@ -58,6 +58,7 @@ from probegate.targets.mcp_connections import (
 )
 from probegate.targets.sandbox import Sandbox, is_peer_tool
 from probegate.targets.wire import tool_reply
+from probegate.transport.addresses import parse_listen
 
 if TYPE_CHECKING:
     import jsonschema
@@ -106,15 +107,6 @@ def require_sdk(what: str) -> None:
         raise UsageError(
             f"{what} needs probegate's MCP server, and the mcp package is missing; {EXTRA_HINT}"
         )
-
-
-def parse_listen(value: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) -> (host, port); port 0 picks a free one."""
-    host, sep, port = value.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"expected HOST:PORT (e.g. 127.0.0.1:8765), got {value!r}")
-    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    return host, int(port)
 
 
 def parse_advertise(value: str) -> str:

@@ -178,8 +178,8 @@ class ModelTarget:
     def open_session(self, sandbox: Sandbox, limiter: RequestLimiter) -> ModelSession:
         return ModelSession(self, sandbox, limiter)
 
-    def report_section(self) -> KindSection | None:
-        return None
+    def report_sections(self) -> list[KindSection]:
+        return []
 
     def notices(self) -> list[Notice]:
         return []

@@ -31,7 +31,13 @@ from typing import Any, Literal
 from pydantic import Field
 
 from probegate.errors import UsageError
-from probegate.inprocess import agent_entry, call_with_timeout, describe_exception, load_attribute
+from probegate.inprocess import (
+    Outcome,
+    agent_entry,
+    call_with_timeout,
+    describe_exception,
+    load_attribute,
+)
 from probegate.models.bounds import text_of
 from probegate.models.causes import Cause
 from probegate.models.report import TargetInfo
@@ -47,6 +53,7 @@ from probegate.targets.base import (
     TargetSpec,
     TargetTraits,
     ToolDelivery,
+    present,
 )
 from probegate.targets.configured import target_info, tool_specs
 from probegate.targets.mcp_server import McpEndpoint, McpHost
@@ -207,8 +214,9 @@ class PythonTarget:
     def tools(self) -> list[ToolSpec]:
         return list(self._tools)
 
-    def report_section(self) -> KindSection | None:
-        return self.proxy.summary() if self.proxy is not None else self.mcp.summary()
+    def report_sections(self) -> list[KindSection]:
+        tools = self.proxy.summary() if self.proxy is not None else self.mcp.summary()
+        return present(tools, self.peers.summary() if self.peers is not None else None)
 
     def notices(self) -> list[Notice]:
         return self.proxy.notices() if self.proxy is not None else []
@@ -290,7 +298,24 @@ class PythonSession:
         if conversation is not None:
             # The message carries the conversation's mark, so the proxy knows its model calls.
             text = conversation.begin(text)
-        context = AgentContext(
+        try:
+            outcome = self._call(text, self._context(message))
+        finally:
+            end = conversation.end(self.limiter) if conversation else None
+        self._raise_failures(outcome)
+        fault = end.fault(conversation.proxy.address_url) if end and conversation else None
+        if fault is not None:
+            raise fault
+        refused = self.sandbox.over - over + (end.over if end else 0)
+        stopped = end.stopped if end else []
+        turn = self._to_turn(outcome.value, self.sandbox.calls_since(mark), refused, stopped)
+        self.history.append({"role": "user", "content": text})
+        self.history.append({"role": "assistant", "content": turn.content})
+        return turn
+
+    def _context(self, message: Turn) -> AgentContext:
+        """What the agent's ``run(input, context)`` is given for ``message``."""
+        return AgentContext(
             tools=[
                 {
                     "name": spec.name,
@@ -310,17 +335,22 @@ class PythonSession:
             _a2a=self.a2a_urls,
             model_base_url=self.target.proxy.base_url if self.target.proxy is not None else None,
         )
+
+    def _call(self, text: str, context: AgentContext) -> Outcome:
+        """The agent's function called once, cut at --timeout or the scan's deadline."""
         run = self.run
         timeout = self.target.settings.timeout
         remaining = self.limiter.remaining()  # the scan's deadline comes first when it is nearer
-        try:
-            outcome = call_with_timeout(
-                (lambda: run(text, context)) if self.target.with_context else (lambda: run(text)),
-                timeout if remaining is None else min(timeout, remaining),
-                self.limiter.when_closed,
-            )
-        finally:
-            end = conversation.end(self.limiter) if conversation else None
+        return call_with_timeout(
+            (lambda: run(text, context)) if self.target.with_context else (lambda: run(text)),
+            timeout if remaining is None else min(timeout, remaining),
+            self.limiter.when_closed,
+        )
+
+    def _raise_failures(self, outcome: Outcome) -> None:
+        """Raise what keeps the reply from being evidence: a setup problem the agent's code
+        met (exit 2), the agent's own failure or timeout, or a sandbox server that could not
+        record every call (what it recorded would not be what the agent did)."""
         if self._failure is not None:
             raise self._failure
         if outcome.error is not None:
@@ -333,7 +363,6 @@ class PythonSession:
                 )
             raise TransportError(f"agent raised {outcome.error}", cause=Cause.AGENT_ERROR)
         if self.endpoint is not None and self.endpoint.undelivered is not None:
-            # A call may be missing from the sandbox: what it recorded is not what the agent did.
             raise TransportError(
                 f"probegate's MCP server: {self.endpoint.undelivered}", cause=Cause.TOOL_SERVER
             )
@@ -341,16 +370,6 @@ class PythonSession:
             raise TransportError(
                 f"probegate's A2A peers: {self.peers.undelivered}", cause=Cause.TOOL_SERVER
             )
-        fault = end.fault(conversation.proxy.address_url) if end and conversation else None
-        if fault is not None:
-            raise fault
-        result = outcome.value
-        refused = self.sandbox.over - over + (end.over if end else 0)
-        stopped = end.stopped if end else []
-        turn = self._to_turn(result, self.sandbox.calls_since(mark), refused, stopped)
-        self.history.append({"role": "user", "content": text})
-        self.history.append({"role": "assistant", "content": turn.content})
-        return turn
 
     def _to_turn(
         self, result: Any, recorded: list[ToolCall], refused: int, stopped: list[str]

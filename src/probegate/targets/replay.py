@@ -93,8 +93,8 @@ class ReplayTarget:
     def traits(self) -> TargetTraits:
         return self._traits
 
-    def report_section(self) -> KindSection | None:
-        return None
+    def report_sections(self) -> list[KindSection]:
+        return []
 
     def notices(self) -> list[Notice]:
         return []

@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 
 from probegate.cli import main
-from probegate.engine.plan import build_plan
-from probegate.engine.runner import Runner
+from probegate.engine.plan import Exposure, PlanRequest, build_plan
+from probegate.engine.runner import Runner, RunRequest
 from probegate.library.loader import load_library
 from probegate.library.probe import Probe
+from probegate.models.report import Mode
 from probegate.models.taxonomy import ASI_IDS
 from probegate.models.transcript import resolve_path
 from probegate.models.verdict import Attempt, Outcome
@@ -138,11 +139,13 @@ def test_hardened_smart_scan_has_no_findings(tmp_path: Path) -> None:
 def _hardened_attempts() -> dict[str, list[Attempt]]:
     target = DemoTarget(hardened=True)
     plan = build_plan(
-        list(PROBES), capabilities_of(target.tools()), mode="full", seed=11, repeat=1, judge=True
+        list(PROBES),
+        capabilities_of(target.tools()),
+        PlanRequest(Mode.FULL, seed=11, repeat=1),
+        Exposure(judge=True),
     )
-    runner = Runner(
-        target, RequestLimiter(rps=None, max_requests=None, budget_usd=None), seed=11, concurrency=1
-    )
+    limiter = RequestLimiter(rps=None, max_requests=None, budget_usd=None)
+    runner = Runner(target, limiter, RunRequest(seed=11, concurrency=1))
     by_probe: dict[str, list[Attempt]] = {}
     for planned in plan.attempts:
         by_probe.setdefault(planned.probe.id, []).append(runner.run_one(planned))

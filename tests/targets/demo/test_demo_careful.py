@@ -16,11 +16,12 @@ from typing import Any
 import pytest
 
 from probegate.cli import main
-from probegate.engine.plan import build_plan
-from probegate.engine.runner import Runner
+from probegate.engine.plan import PlanRequest, build_plan
+from probegate.engine.runner import Runner, RunRequest
 from probegate.library.loader import load_library
 from probegate.library.oracles.reading import SET_ASIDE
 from probegate.library.probe import Probe
+from probegate.models.report import Mode
 from probegate.models.verdict import Attempt, Outcome
 from probegate.targets.base import capabilities_of
 from probegate.targets.demo import DemoTarget
@@ -75,14 +76,12 @@ def _careful_attempts() -> dict[str, list[Attempt]]:
     """Every variant of every deterministic probe, judged without controls: raw verdicts."""
     target = DemoTarget(hardened=True, careful=True)
     plan = build_plan(
-        list(DETERMINISTIC), capabilities_of(target.tools()), mode="full", seed=5, repeat=1
+        list(DETERMINISTIC), capabilities_of(target.tools()), PlanRequest(Mode.FULL, 5, 1)
     )
     runner = Runner(
         target,
         RequestLimiter(rps=None, max_requests=None, budget_usd=None),
-        seed=5,
-        concurrency=1,
-        controls=False,
+        RunRequest(seed=5, concurrency=1, controls=False),
     )
     by_probe: dict[str, list[Attempt]] = {}
     for planned in plan.attempts:

@@ -68,8 +68,8 @@ class ScriptedTarget:
         # Its calls go through probegate's sandbox, as a python agent's context calls do.
         return TargetTraits.of(ToolDelivery.CONTEXT, tool_calls_visible=True, system_canaries=False)
 
-    def report_section(self) -> KindSection | None:
-        return None
+    def report_sections(self) -> list[KindSection]:
+        return []
 
     def notices(self) -> list[Notice]:
         return []

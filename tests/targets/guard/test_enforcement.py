@@ -57,8 +57,7 @@ def guard_config(cfg: ScanConfig) -> GuardConfig:
 
 def section(wrapped: GuardTarget) -> dict[str, Any]:
     """The report's ``guard`` section as it is written to scan.json."""
-    summary = wrapped.report_section()
-    assert summary is not None
+    (summary,) = wrapped.report_sections()
     return summary.model_dump(mode="json")
 
 

@@ -118,5 +118,5 @@ def _run_properties(report: ScanReport) -> dict[str, Any]:
         "findings_summary": dict(report.findings_summary),
         "unjudged": len(report.unjudged),
         "not_run": [clean_text(n.probe_id) for n in report.not_run],
-        "controls": report.controls.model_dump() if report.controls is not None else None,
+        "controls": report.controls.model_dump(),
     }

@@ -32,10 +32,10 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import urlsplit
 
 from probegate.errors import UsageError
+from probegate.models.sections import McpUnauthenticated, PeerRejections, PeersSummary
 from probegate.models.tools import ToolSpec
 from probegate.targets.a2a_peers import wire
 from probegate.targets.a2a_peers.config import PeerConfig, peer_tool
@@ -49,10 +49,11 @@ from probegate.targets.a2a_peers.server import (
     rpc_error_bytes,
 )
 from probegate.targets.a2a_peers.wire import TaskView
-from probegate.targets.mcp_server import default_base, parse_listen
+from probegate.targets.mcp_server import default_base
 from probegate.targets.sandbox import Sandbox
 from probegate.transport import a2a
 from probegate.transport.a2a import State
+from probegate.transport.addresses import parse_listen
 from probegate.transport.sse import CONTENT_TYPE, encode_events
 
 DEFAULT_LISTEN = "127.0.0.1:0"
@@ -138,6 +139,7 @@ class _Stats:
     conversations: int = 0
     cards: int = 0
     messages: int = 0
+    tasks: int = 0
     rejected: dict[str, int] = field(default_factory=dict)
     unauthenticated: dict[str, int] = field(default_factory=dict)
 
@@ -235,17 +237,20 @@ class PeerHost:
         with self._lock:
             return self._records.get(sandbox)
 
-    def summary(self) -> dict[str, Any]:
-        """The counts, as the MCP server keeps its own (for tests and the bench)."""
+    def summary(self) -> PeersSummary | None:
+        """The report's ``peers`` section; None when no conversation opened the peers."""
         with self._lock:
             stats = self._stats
-            return {
-                "conversations": stats.conversations,
-                "cards": stats.cards,
-                "messages": stats.messages,
-                "rejected": dict(stats.rejected),
-                "unauthenticated": dict(stats.unauthenticated),
-            }
+            if not stats.conversations:
+                return None
+            return PeersSummary(
+                conversations=stats.conversations,
+                cards=stats.cards,
+                messages=stats.messages,
+                tasks=stats.tasks,
+                rejected=PeerRejections(**stats.rejected),
+                unauthenticated=McpUnauthenticated(**stats.unauthenticated),
+            )
 
     def unauthenticated(self, what: str) -> None:
         with self._lock:
@@ -447,6 +452,8 @@ class PeerHost:
             endpoint.tasks[view.task_id] = _Task(peer.name, view)
         carried = sandbox.supplies(tool) or (fixture is not None and state is not State.COMPLETED)
         self._note(endpoint, peer.name, card=False, carried=carried)
+        with self._lock:
+            self._stats.tasks += 1
         return view
 
 

@@ -96,8 +96,8 @@ class DemoTarget:
             hardened=self.hardened, careful=self.careful, sandbox=sandbox, limiter=limiter
         )
 
-    def report_section(self) -> KindSection | None:
-        return None
+    def report_sections(self) -> list[KindSection]:
+        return []
 
     def notices(self) -> list[Notice]:
         return []

@@ -98,17 +98,7 @@ class GuardConfig(TargetConfig):
         own = {k: v for k, v in data.items() if k in _OWN_KEYS}
         rest = {k: v for k, v in data.items() if k not in _OWN_KEYS}
         behind = own.get("behind") or DEFAULT_BEHIND
-        spec = table.spec(behind) if isinstance(behind, str) else None
-        if spec is None or not spec.live or spec.wraps:
-            guardable = [
-                k for k in table.kinds() if (s := table.spec(k)) and s.live and not s.wraps
-            ]
-            raise config_error(
-                ("behind",),
-                f"a guard stands in front of one of {', '.join(guardable)}, not {behind!r}"
-                + (did_you_mean(behind, guardable) if isinstance(behind, str) else ""),
-                behind,
-            )
+        spec = _guardable(table, behind)
         if "api_key_env" in rest and "api_key_env" not in spec.config.yaml_keys():
             own["api_key_env"] = rest.pop("api_key_env")
         return {**own, "behind": behind, "agent": table.parse({**rest, "kind": behind})}
@@ -137,6 +127,20 @@ class GuardConfig(TargetConfig):
                 "agent": self.agent.without_secrets(),
             }
         )
+
+
+def _guardable(table: KindTable, behind: Any) -> TargetSpec[Any]:
+    """The spec of the kind a guard stands in front of: a live agent that wraps none."""
+    spec = table.spec(behind) if isinstance(behind, str) else None
+    if spec is None or not spec.live or spec.wraps:
+        guardable = [k for k in table.kinds() if (s := table.spec(k)) and s.live and not s.wraps]
+        raise config_error(
+            ("behind",),
+            f"a guard stands in front of one of {', '.join(guardable)}, not {behind!r}"
+            + (did_you_mean(behind, guardable) if isinstance(behind, str) else ""),
+            behind,
+        )
+    return spec
 
 
 SPEC = TargetSpec(

@@ -97,14 +97,15 @@ class GuardTarget:
     def notices(self) -> list[Notice]:
         return self.inner.notices()
 
-    def report_section(self) -> KindSection | None:
+    def report_sections(self) -> list[KindSection]:
         """The scan report's ``guard`` section (docs/guard.md)."""
-        return self.stats.summary(
+        summary = self.stats.summary(
             url=public_url(self.url),
             behind=self.behind,
             http_status=dict(self.http.stats.by_status),
             benign=self.benign.outcome,
         )
+        return [summary]
 
     def close(self) -> None:
         self.inner.close()

@@ -2,36 +2,19 @@
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Literal, Self
 from urllib.parse import SplitResult, urlsplit
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
+from probegate.transport.addresses import is_loopback, parse_listen
 from probegate.transport.http import public_url
 
 Api = Literal["openai-chat", "openai-responses", "anthropic-messages"]
 # The key that lets the proxy listen where other machines can reach it: named for what it is.
 UNSAFE_LISTEN = "unsafe_listen_beyond_loopback"
-
-
-def parse_listen(value: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) -> (host, port); port 0 picks a free one."""
-    host, sep, port = value.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"expected HOST:PORT (e.g. 127.0.0.1:8790), got {value!r}")
-    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    return host, int(port)
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names this machine only: a loopback address, or ``localhost``."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # a name: it may resolve to anything
+# The proxy's default address, as its listen errors show it.
+LISTEN_EXAMPLE = "127.0.0.1:8790"
 
 
 class ModelProxyConfig(BaseModel):
@@ -55,7 +38,7 @@ class ModelProxyConfig(BaseModel):
     @field_validator("listen")
     @classmethod
     def _listen(cls, value: str) -> str:
-        parse_listen(value)
+        parse_listen(value, example=LISTEN_EXAMPLE)
         return value
 
     @field_validator("upstream")
@@ -80,7 +63,7 @@ class ModelProxyConfig(BaseModel):
 
     @model_validator(mode="after")
     def _reachable_from_here_only(self) -> Self:
-        host, _port = parse_listen(self.listen)
+        host, _port = parse_listen(self.listen, example=LISTEN_EXAMPLE)
         if not is_loopback(host) and not self.unsafe_listen_beyond_loopback:
             raise ValueError(
                 f"listen {self.listen} can be reached from other machines, and the proxy "

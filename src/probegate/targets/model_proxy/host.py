@@ -42,17 +42,13 @@ from probegate.models.taxonomy import Capability
 from probegate.models.tools import ToolSpec
 from probegate.models.transcript import ToolCall
 from probegate.targets.base import Notice, TargetSettings, env_value
-from probegate.targets.model_proxy.config import (
-    UNSAFE_LISTEN,
-    ModelProxyConfig,
-    is_loopback,
-    parse_listen,
-)
+from probegate.targets.model_proxy.config import UNSAFE_LISTEN, ModelProxyConfig
 from probegate.targets.model_proxy.marks import marked, new_token, strip_marks, unmarked
 from probegate.targets.model_proxy.routes import Gate
 from probegate.targets.model_proxy.server import ProxyServer, Reply, Request
 from probegate.targets.sandbox import Sandbox, reads_memory
 from probegate.targets.wire import parse_arguments, tool_reply
+from probegate.transport.addresses import is_loopback, parse_listen
 from probegate.transport.http import Forwarded, HttpClient
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.model_apis import APIS, Completion, ModelApi
