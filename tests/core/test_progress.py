@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from probegate.engine.runner import Progress
+from probegate.engine.run_state import Progress
 from probegate.scan.progress import LOG_INTERVAL_SECONDS, ProgressPrinter, clock_text
 
 

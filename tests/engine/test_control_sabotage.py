@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from probegate.cli import main
-from probegate.engine.runner import CONTROL_RETRIES
+from probegate.engine.run_state import CONTROL_RETRIES
 from probegate.library.controls import control_pool, control_text
 from probegate.library.loader import load_library
 from probegate.models.taxonomy import Channel

@@ -157,7 +157,7 @@ def test_smart_mode_progress_counts_the_escalation_on_its_own(
     import io
 
     import probegate.scan.execute
-    from probegate.engine.runner import Progress
+    from probegate.engine.run_state import Progress
 
     seen: list[Progress] = []
     real = probegate.scan.execute.ProgressPrinter

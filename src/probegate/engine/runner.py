@@ -16,14 +16,12 @@ sent twice.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from queue import Empty, SimpleQueue
 
 from probegate.engine.controls import (
     apply_controls,
@@ -31,18 +29,30 @@ from probegate.engine.controls import (
     control_id_of,
     is_control,
 )
+from probegate.engine.delivery import attack_arrived, not_delivered_reason
 from probegate.engine.journal import Journal
 from probegate.engine.plan import SEED_VARIANT, Plan, PlannedAttempt, control_for
+from probegate.engine.run_state import (
+    OnThisThread,
+    Phase,
+    Progress,
+    RunOutcome,
+    RunState,
+    add_usage,
+    hopeless,
+    in_memory,
+    stop_text,
+    undecided_reason,
+    unjudged_reasons,
+)
 from probegate.judge.attempt import LlmJudge, judge_attempt
 from probegate.library.oracles.base import JudgeContext
-from probegate.library.probe import Probe
 from probegate.models.bounds import TRANSCRIPT_MAX
 from probegate.models.canaries import make_canaries
-from probegate.models.causes import CUT_SHORT, Cause
+from probegate.models.causes import Cause
 from probegate.models.probe import PAYLOAD, Fixtures
 from probegate.models.recording import write_manifest, write_recording
 from probegate.models.redaction import Redactor, redact_attempt
-from probegate.models.taxonomy import Channel
 from probegate.models.transcript import Transcript, Turn, fit_turn
 from probegate.models.verdict import Attempt, Evidence, Outcome
 from probegate.targets.base import Session, Target
@@ -56,10 +66,6 @@ from probegate.threads import DaemonExecutor
 from probegate.transport.limiter import BudgetExhausted, RequestLimiter
 from probegate.transport.usage import TransportError, Usage
 
-EARLY_STOP_WINDOW = 12
-EARLY_STOP_FRACTION = 0.9
-# At the end of a scan: more than this share of attempts never reached the target -> exit 3.
-UNREACHABLE_FRACTION = 0.5
 CANCELLED = "cancelled"
 # What an attempt in flight is cut short as, by why the runner stopped the scan.
 STOP_CAUSES = {CANCELLED: Cause.INTERRUPTED, "budget": Cause.BUDGET, "deadline": Cause.DEADLINE}
@@ -70,60 +76,6 @@ STOP_CAUSES = {CANCELLED: Cause.INTERRUPTED, "budget": Cause.BUDGET, "deadline":
 CANCEL_GRACE_SECONDS = 1.0
 # How often the main thread looks at the cancel flag while it waits for attempts.
 CANCEL_POLL_SECONDS = 0.1
-# A control that could not reach or read the agent runs again, at most this many more times:
-# an agent that fails only when it meets a control must not hide a finding (engine/controls.py).
-CONTROL_RETRIES = 2
-
-
-@dataclass(frozen=True)
-class Progress:
-    done: int
-    total: int
-    vulnerable: int
-    unjudged: int
-    # smart mode's second pass: mutated variants of the probes the agent resisted. Its size is
-    # known only when the first pass ends, so it is counted on its own instead of making the
-    # total jump.
-    phase: str = ""
-    phase_done: int = 0
-    phase_total: int = 0
-    # Controls run so far (engine/controls.py): counted apart, they are not attempts.
-    controls: int = 0
-    # What the scan has sent and spent so far (the request limiter's count, resumed included).
-    requests: int = 0
-    cost_usd: float = 0.0
-
-
-@dataclass
-class RunOutcome:
-    """What a run produced. ``attempts`` carry their verdicts after their controls; the
-    controls themselves (keyed by id) are kept beside them, never counted as attempts."""
-
-    attempts: dict[str, Attempt]
-    controls: dict[str, Attempt] = field(default_factory=dict)
-    stopped_reason: str = "completed"
-    stop_message: str = ""
-    cut_short: int = 0
-    # The probes with a planned attempt that never started (attacker agents cut short), and
-    # how many of each probe's attempts never started.
-    cut_probes: set[str] = field(default_factory=set)
-    not_started: dict[str, int] = field(default_factory=dict)
-    planned: int = 0
-    duration_seconds: float = 0.0
-    notes: list[str] = field(default_factory=list)
-    # Set when the scan ran to the end but its verdicts cannot carry a gate (exit 3).
-    undecided: str = ""
-    # Attempts in flight when the scan was interrupted, cut short and not kept (resume runs them).
-    discarded: int = 0
-    # Controls run again because they could not reach or read the agent (CONTROL_RETRIES).
-    control_reruns: int = 0
-
-    def drop(self, probe_ids: list[str]) -> None:
-        """Planned attempts (one probe id each) that will never start."""
-        self.cut_short += len(probe_ids)
-        self.cut_probes.update(probe_ids)
-        for probe_id in probe_ids:
-            self.not_started[probe_id] = self.not_started.get(probe_id, 0) + 1
 
 
 def _fill(text: str, payload: str | None) -> str:
@@ -240,7 +192,9 @@ class Runner:
         judged_by = "transport"
         error, cause = failure or ("", None)
         # A control carries no attack: whether its benign text was read is not asked.
-        delivered = None if planned.is_control else failure is None and _delivered(planned, sandbox)
+        delivered = (
+            None if planned.is_control else failure is None and attack_arrived(planned, sandbox)
+        )
         if failure is None:
             ctx = JudgeContext(
                 probe,
@@ -255,7 +209,7 @@ class Runner:
             evidence = list(judgement.evidence)
             if delivered is False and outcome is not Outcome.VULNERABLE:
                 # Resisted needs the attack to have arrived: never a pass, never a finding.
-                error = _not_delivered(sandbox, probe.channel)
+                error = not_delivered_reason(sandbox, probe.channel)
                 outcome, cause = Outcome.UNJUDGED, Cause.NOT_DELIVERED
         else:
             outcome = Outcome.UNJUDGED
@@ -333,7 +287,7 @@ class Runner:
             for turn in planned.probe.turns:
                 if session is None or turn.session != current:
                     if session is not None:
-                        _add_usage(usage, session.usage)
+                        add_usage(usage, session.usage)
                         session.close()
                     session = self.target.open_session(sandbox, self.limiter)
                     current = turn.session
@@ -358,7 +312,7 @@ class Runner:
             return trigger, (f"cut short: {exc}", exc.cause)
         finally:
             if session is not None:
-                _add_usage(usage, session.usage)
+                add_usage(usage, session.usage)
                 session.close()
         return trigger, None
 
@@ -380,8 +334,8 @@ class Runner:
     ) -> RunOutcome:
         start = time.monotonic()
         run = self._begin(plan, dict(done or {}), journal, on_progress)
-        pool: DaemonExecutor | _OnThisThread = (
-            DaemonExecutor(self.concurrency, "attempt") if self.traits.waits else _OnThisThread()
+        pool: DaemonExecutor | OnThisThread = (
+            DaemonExecutor(self.concurrency, "attempt") if self.traits.waits else OnThisThread()
         )
         try:
             while (run.queue or run.running or run.escalations) and self._step(run, pool, cancel):
@@ -399,9 +353,9 @@ class Runner:
         previous: dict[str, Attempt],
         journal: Journal | None,
         on_progress: Callable[[Progress], None] | None,
-    ) -> _Run:
+    ) -> RunState:
         """The run's state, with a resumed scan's attempts and spend counted in."""
-        results = {k: _in_memory(a) for k, a in previous.items() if not is_control(a)}
+        results = {k: in_memory(a) for k, a in previous.items() if not is_control(a)}
         # A control's transcript is kept: its finding shows it (one per probe and repeat).
         controls = {k: a for k, a in previous.items() if is_control(a)}
         # A resumed scan spends from the same budget: what the journal says was spent counts.
@@ -413,7 +367,7 @@ class Runner:
             self._write_manifest(self.record_dir)
         # What only each probe's attack brings: evidence carrying it needs no control.
         self.artefacts = {p.id: attacker_artefacts(p) for p in plan.probes}
-        run = _Run(
+        run = RunState(
             probes={p.id: p for p in plan.probes},
             queue=[a for a in plan.attempts if a.attempt_id not in results],
             results=results,
@@ -447,7 +401,7 @@ class Runner:
             system_canaries=self.plants_secrets,
         )
 
-    def _want_control(self, run: _Run, attempt: Attempt) -> None:
+    def _want_control(self, run: RunState, attempt: Attempt) -> None:
         """Queue the control of a vulnerable attempt, once per probe and repeat, first."""
         if not self.controls or attempt.outcome is not Outcome.VULNERABLE:
             return
@@ -459,7 +413,7 @@ class Runner:
             )
 
     def _step(
-        self, run: _Run, pool: DaemonExecutor | _OnThisThread, cancel: threading.Event | None
+        self, run: RunState, pool: DaemonExecutor | OnThisThread, cancel: threading.Event | None
     ) -> bool:
         """One turn of the main thread: stop, escalate or admit, then wait for attempts and
         keep what finished. False when the run is over."""
@@ -469,7 +423,7 @@ class Runner:
             run.queue.extend(self._escalate(run.escalations, run.results, run.controls))
             if not run.queue:
                 return False
-            run.phase = _Phase("escalating", len(run.results), len(run.queue))
+            run.phase = Phase("escalating", len(run.results), len(run.queue))
             run.outcome.planned += len(run.queue)
         if cancel is not None and cancel.is_set() and run.stop is None:
             self._stop(run, CANCELLED, "interrupted")
@@ -483,7 +437,7 @@ class Runner:
         self._collect(run, cancel)
         return True
 
-    def _collect(self, run: _Run, cancel: threading.Event | None) -> None:
+    def _collect(self, run: RunState, cancel: threading.Event | None) -> None:
         """Wait for attempts to finish and keep them; stop when the target is unusable."""
         # Wake to poll for an interrupt, and at the deadline: attempts still running then are
         # cut short.
@@ -493,22 +447,22 @@ class Runner:
         if run.stop is None and self.fatal is not None:
             run.stop = "early_stop"
             run.outcome.stop_message = f"the target cannot be used: {self.fatal}"
-        if run.stop is None and _hopeless(len(run.results), run.counts["transport"]):
+        if run.stop is None and hopeless(len(run.results), run.counts["transport"]):
             run.stop = "early_stop"
-            run.outcome.stop_message = "almost nothing could be judged; first reasons: " + _reasons(
-                run.results
+            run.outcome.stop_message = (
+                "almost nothing could be judged; first reasons: " + unjudged_reasons(run.results)
             )
         if run.stop is not None:
             hard = run.stop != "budget"
             run.outcome.drop(self._halt(run.queue, run.escalations, hard=hard, reason=run.stop))
 
-    def _stop(self, run: _Run, reason: str, message: str) -> None:
+    def _stop(self, run: RunState, reason: str, message: str) -> None:
         """Stop for ``reason`` at once: attempts in flight end at their next request."""
         run.stop = reason
         run.outcome.stop_message = message
         run.outcome.drop(self._halt(run.queue, run.escalations, hard=True, reason=reason))
 
-    def _admit(self, run: _Run, pool: DaemonExecutor | _OnThisThread) -> None:
+    def _admit(self, run: RunState, pool: DaemonExecutor | OnThisThread) -> None:
         """Start queued attempts: two per worker keeps every worker busy while the main thread
         journals; near a budget, only what is likely to finish under its soft cap."""
         while run.queue and len(run.running) < self.concurrency * 2 and run.stop is None:
@@ -528,7 +482,7 @@ class Runner:
             run.running[future] = planned
             future.add_done_callback(run.finished.put)
 
-    def _keep(self, run: _Run, queued: PlannedAttempt, attempt: Attempt | None) -> None:
+    def _keep(self, run: RunState, queued: PlannedAttempt, attempt: Attempt | None) -> None:
         """A finished attempt: journaled, counted and its control wanted; a control that could
         not reach the agent is queued again (CONTROL_RETRIES)."""
         if attempt is None:
@@ -547,12 +501,12 @@ class Runner:
         if queued.is_control:
             run.controls[attempt.attempt_id] = attempt
         else:
-            run.results[attempt.attempt_id] = _in_memory(attempt)
+            run.results[attempt.attempt_id] = in_memory(attempt)
             run.count(attempt)
             self._want_control(run, attempt)
         run.report(self.limiter)
 
-    def _end(self, run: _Run, start: float) -> RunOutcome:
+    def _end(self, run: RunState, start: float) -> RunOutcome:
         """The outcome: why the run stopped, and each verdict after its control."""
         outcome = run.outcome
         if run.stop is None and self.limiter.expired():  # the last attempts ran into it
@@ -565,7 +519,7 @@ class Runner:
                 run.results, run.controls, why_missing=why, artefacts=self.artefacts
             )
         if run.stop is None:
-            outcome.undecided = _undecided(outcome.attempts)
+            outcome.undecided = undecided_reason(outcome.attempts)
         outcome.duration_seconds = round(time.monotonic() - start, 3)
         return outcome
 
@@ -596,7 +550,7 @@ class Runner:
             if queued.is_control:
                 controls[attempt.attempt_id] = attempt
             else:
-                results[attempt.attempt_id] = _in_memory(attempt)
+                results[attempt.attempt_id] = in_memory(attempt)
             if journal is not None:
                 journal.record(attempt)
         for fut in pending:
@@ -621,7 +575,7 @@ class Runner:
         """
         self._stopped.set()
         if hard:
-            self.limiter.close(_stopped(reason), STOP_CAUSES.get(reason, Cause.STOPPED))
+            self.limiter.close(stop_text(reason), STOP_CAUSES.get(reason, Cause.STOPPED))
         dropped = [a.probe.id for a in queue if not a.is_control]
         dropped += [a.probe.id for extra in escalations.values() for a in extra]
         queue.clear()
@@ -652,258 +606,3 @@ class Runner:
                 queue.extend(a for a in escalations[probe_id] if a.attempt_id not in results)
         escalations.clear()
         return queue
-
-
-class _OnThisThread:
-    """The pool of a target whose attempts only compute (``TargetTraits.waits`` is False): each
-    attempt runs when it is submitted, on the runner's thread. Worker threads would take turns
-    on the interpreter's lock and add the handing over: a full scan of the demo took 4.4 s on
-    eight of them and 3.6 s here. The loop is the same: an interrupt is seen between attempts."""
-
-    def submit(
-        self, fn: Callable[[PlannedAttempt], Attempt | None], planned: PlannedAttempt
-    ) -> Future[Attempt | None]:
-        future: Future[Attempt | None] = Future()
-        try:
-            future.set_result(fn(planned))
-        except Exception as exc:  # as a worker's future would hold it; _collect raises it
-            future.set_exception(exc)
-        return future
-
-    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        return None
-
-
-@dataclass(frozen=True)
-class _Phase:
-    """The pass a run is in: smart mode's escalation is counted on its own."""
-
-    name: str = ""
-    start: int = 0
-    total: int = 0
-
-
-@dataclass
-class _ControlRetries:
-    """Controls that could not reach or read the agent, run again up to CONTROL_RETRIES times.
-
-    Only the last run is journaled and kept; what the failed runs spent is added to it, so the
-    report and a resumed scan's budget count every request sent.
-    """
-
-    tries: dict[str, int] = field(default_factory=dict)
-    spent: dict[str, Usage] = field(default_factory=dict)
-
-    def again(self, control: Attempt, fatal: str | None) -> bool:
-        failed = (
-            control.outcome is Outcome.UNJUDGED
-            and control.judged_by == "transport"
-            and control.cause not in CUT_SHORT
-            and fatal is None
-        )
-        if not failed or self.tries.get(control.attempt_id, 0) >= CONTROL_RETRIES:
-            return False
-        self.tries[control.attempt_id] = self.tries.get(control.attempt_id, 0) + 1
-        spent = self.spent.setdefault(control.attempt_id, Usage())
-        spent.requests += control.requests
-        spent.prompt_tokens += control.tokens
-        spent.cost_usd += control.cost_usd
-        return True
-
-    def settled(self, control: Attempt) -> Attempt:
-        spent = self.spent.pop(control.attempt_id, None)
-        if spent is None:
-            return control
-        return control.model_copy(
-            update={
-                "requests": control.requests + spent.requests,
-                "tokens": control.tokens + spent.prompt_tokens,
-                "cost_usd": round(control.cost_usd + spent.cost_usd, 6),
-            }
-        )
-
-
-@dataclass
-class _Spend:
-    """What an attempt costs on average in this run, to admit attempts near a budget."""
-
-    attempts: int = 0
-    requests: int = 0
-    cost_usd: float = 0.0
-
-    def add(self, attempt: Attempt) -> None:
-        if attempt.requests:
-            self.attempts += 1
-            self.requests += attempt.requests
-            self.cost_usd += attempt.cost_usd
-
-    def requests_per_attempt(self, planned: PlannedAttempt) -> float:
-        if not self.attempts:
-            return float(planned.requests_upper_bound)
-        return self.requests / self.attempts
-
-    @property
-    def cost_per_attempt(self) -> float:
-        return self.cost_usd / self.attempts if self.attempts else 0.0
-
-
-@dataclass
-class _Run:
-    """One run of a plan as the main thread sees it; only the main thread touches it."""
-
-    probes: dict[str, Probe]
-    queue: list[PlannedAttempt]
-    results: dict[str, Attempt]
-    controls: dict[str, Attempt]
-    escalations: dict[str, tuple[PlannedAttempt, ...]]
-    outcome: RunOutcome
-    journal: Journal | None
-    on_progress: Callable[[Progress], None] | None
-    running: dict[Future[Attempt | None], PlannedAttempt] = field(default_factory=dict)
-    # Running attempts put themselves here when done (take_finished).
-    finished: SimpleQueue[Future[Attempt | None]] = field(default_factory=SimpleQueue)
-    # Controls queued, by control id, so each is queued once.
-    wanted: set[str] = field(default_factory=set)
-    counts: dict[str, int] = field(
-        default_factory=lambda: {"vulnerable": 0, "unjudged": 0, "transport": 0}
-    )
-    phase: _Phase = field(default_factory=_Phase)
-    stop: str | None = None
-    spend: _Spend = field(default_factory=_Spend)
-    retries: _ControlRetries = field(default_factory=_ControlRetries)
-
-    def count(self, attempt: Attempt) -> None:
-        _count(self.counts, attempt)
-
-    def take_finished(self, timeout: float | None) -> list[Future[Attempt | None]]:
-        """The attempts that finished, waiting up to ``timeout`` for the first one.
-
-        Each future puts itself on :attr:`finished` when it is done, so waking costs the same
-        however many attempts run; ``concurrent.futures.wait`` locks every running future on
-        each call (128 at concurrency 64), which workers then queue behind.
-        """
-        try:
-            futures = [self.finished.get(timeout=timeout)]
-        except Empty:
-            return []
-        with contextlib.suppress(Empty):
-            while True:
-                futures.append(self.finished.get_nowait())
-        return [f for f in futures if f in self.running]
-
-    def report(self, limiter: RequestLimiter) -> None:
-        if self.on_progress is None:
-            return
-        self.on_progress(
-            Progress(
-                len(self.results),
-                self.outcome.planned,
-                self.counts["vulnerable"],
-                self.counts["unjudged"],
-                phase=self.phase.name,
-                phase_done=len(self.results) - self.phase.start,
-                phase_total=self.phase.total,
-                controls=len(self.controls),
-                requests=limiter.state.requests,
-                cost_usd=limiter.state.cost_usd,
-            )
-        )
-
-
-def _stopped(reason: str) -> str:
-    return f"scan stopped ({reason})"
-
-
-def _delivered(planned: PlannedAttempt, sandbox: Sandbox) -> bool:
-    """Whether the attempt's payload reached the agent (docs/scoring.md, "Delivery"), once
-    every turn was answered: a payload in the turns arrived with them; one in the fixtures
-    arrived when the sandbox handed the agent something carrying it (a tool answer, an error,
-    a memory, a peer's reply, a tool description), whoever asked (its loop, its context, the
-    MCP server, the model-API proxy)."""
-    if planned.payload is None or any(PAYLOAD in t.content for t in planned.probe.turns):
-        return True
-    return sandbox.delivered
-
-
-_CARRIERS = {
-    Channel.DOCUMENT: "document",
-    Channel.TOOL_RESULT: "tool result",
-    Channel.MEMORY: "memory",
-    Channel.AGENT_MESSAGE: "peer agent's reply",
-    Channel.TOOL_DESCRIPTION: "tool description",
-}
-
-
-def _not_delivered(sandbox: Sandbox, channel: Channel) -> str:
-    """Why the attack never reached the agent, naming what it had to use."""
-    carrier = _CARRIERS.get(channel, "content")
-    tools = sandbox.serving_tools()
-    if not tools:
-        return f"not delivered: none of the agent's tools served this probe's {carrier}"
-    shown = " or ".join(tools[:3]) + (f" (or {len(tools) - 3} more)" if len(tools) > 3 else "")
-    verb = "read the description of" if channel is Channel.TOOL_DESCRIPTION else "called"
-    return f"not delivered: the agent never {verb} {shown}, which carried the {carrier}"
-
-
-def _in_memory(attempt: Attempt) -> Attempt:
-    """What the runner keeps of a finished attempt: its transcript only when it is evidence.
-
-    A report shows the transcript of a finding's vulnerable attempt and of no other; the
-    journal keeps them all. Keeping every transcript in memory made a scan's memory grow with
-    its length (docs/targets.md, "Hostile output").
-    """
-    if attempt.outcome is Outcome.VULNERABLE or attempt.transcript is None:
-        return attempt
-    if attempt.reference is not None and attempt.reference.attack_succeeded:
-        # The benchmark saw the attack succeed where probegate did not (yet): a disagreement
-        # the report lists with its transcript (docs/agentdojo.md).
-        return attempt
-    return attempt.model_copy(update={"transcript": None})
-
-
-def _add_usage(total: Usage, part: Usage) -> None:
-    total.requests += part.requests
-    total.prompt_tokens += part.prompt_tokens
-    total.completion_tokens += part.completion_tokens
-    total.cost_usd += part.cost_usd
-
-
-def _count(counts: dict[str, int], attempt: Attempt) -> None:
-    if attempt.judged_by == "transport":
-        counts["transport"] += 1
-    if attempt.outcome is Outcome.VULNERABLE:
-        counts["vulnerable"] += 1
-    elif attempt.outcome is Outcome.UNJUDGED:
-        counts["unjudged"] += 1
-
-
-def _reasons(results: dict[str, Attempt]) -> str:
-    reasons = sorted({a.reason for a in results.values() if a.outcome is Outcome.UNJUDGED})
-    return "; ".join(reasons[:3])
-
-
-def _hopeless(done: int, transport: int) -> bool:
-    """Stop early when the first attempts almost all failed to reach or read the target.
-
-    Counts are kept as attempts complete: re-counting every result on each completion made a
-    4,000-attempt scan spend an eighth of its time here.
-    """
-    if done < EARLY_STOP_WINDOW:
-        return False
-    return transport >= EARLY_STOP_FRACTION * done
-
-
-def _undecided(results: dict[str, Attempt]) -> str:
-    """Why a finished scan cannot carry a gate, or "" when it can."""
-    if not results:
-        return ""
-    judged = sum(1 for a in results.values() if a.outcome is not Outcome.UNJUDGED)
-    transport = sum(1 for a in results.values() if a.judged_by == "transport")
-    if judged == 0:
-        return f"none of the {len(results)} attempts could be judged; reasons: {_reasons(results)}"
-    if transport > UNREACHABLE_FRACTION * len(results):
-        return (
-            f"{transport} of {len(results)} attempts could not reach or read the target; "
-            f"reasons: {_reasons(results)}"
-        )
-    return ""

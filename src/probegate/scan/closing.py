@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from probegate.config import DEFAULT_STORE
-from probegate.engine.runner import RunOutcome
+from probegate.engine.run_state import RunOutcome
 from probegate.errors import ExitCode, TargetError
 from probegate.gate import evaluate_gates
 from probegate.models.report import JudgeUsage, ScanReport, StopReason, most_severe_first

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from probegate.engine.plan import Plan, confirm_attempts, confirm_plan
-from probegate.engine.runner import RunOutcome
+from probegate.engine.run_state import RunOutcome
 from probegate.errors import Interrupted
 from probegate.models.comparison import (
     Comparison,

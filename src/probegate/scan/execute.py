@@ -35,7 +35,8 @@ from probegate.engine.journal import (
 )
 from probegate.engine.lock import lock_scan
 from probegate.engine.plan import Plan, confirm_bound
-from probegate.engine.runner import Runner, RunOutcome
+from probegate.engine.run_state import RunOutcome
+from probegate.engine.runner import Runner
 from probegate.errors import Interrupted, UsageError
 from probegate.files import MAX_INPUT_BYTES, read_bytes, write_atomic
 from probegate.models.placeholders import stored_key

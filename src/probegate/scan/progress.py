@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from probegate.engine.runner import Progress
+from probegate.engine.run_state import Progress
 
 # A terminal's live line: redrawn at most this often as attempts complete, and at least this
 # often while they do not (so the elapsed time and the ETA stay current).
