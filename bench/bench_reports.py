@@ -18,7 +18,9 @@ from probegate.models.causes import Cause
 from probegate.models.report import (
     Authority,
     Budget,
+    CategoryState,
     Completeness,
+    Controls,
     Engine,
     Finding,
     ProbeResult,
@@ -193,6 +195,13 @@ def synthetic_report(count: int = FINDINGS) -> ScanReport:
         unjudged=unjudged,
         not_applicable=[],
         seed=0,
+        controls=Controls(enabled=True),
+        categories={
+            asi: CategoryState(state="undertested", reason="too few of its probes could be judged")
+            if asi == "ASI08"
+            else CategoryState(state="tested", score=10.0 * i, value=10.0 * i)
+            for i, asi in enumerate(ASI_IDS)
+        },
     )
 
 

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Generic, TypeVar
 
 import orjson
 
@@ -54,6 +54,7 @@ _PROBES: tuple[Any, ...] = (
 # forms, starting the text or after ":", ",", "[" or the layout's spaces.
 _OTHERWISE = re.compile(rb"(?:^|[:,\[ ])-?(?:0\.0000|[0-9]+(?:\.[0-9]+)?e-)")
 _DIGITS = frozenset(b"0123456789")
+_T = TypeVar("_T")
 
 
 def _may_differ(data: bytes) -> bool:
@@ -167,3 +168,102 @@ def _items(out: bytearray, items: list[Any], encode: Encode, before: bytes, end:
         out += encode(item)
         out += b","
     out[-1:] = end
+
+
+def _piece(obj: Any) -> bytes:
+    """One value's canonical bytes, as :func:`_written` would write them inside a whole text.
+
+    orjson's bytes are json's unless it refuses the value or they hold a marker
+    :func:`_may_differ` looks for, and the markers of a text are those of its values (the
+    layout's own bytes hold no digit): so deciding value by value gives the very bytes of the
+    text written whole, where one marker anywhere has json write everything.
+    """
+    if not _ORJSON_AGREES:
+        return _json(obj)
+    try:
+        data = _fast(obj)
+    except orjson.JSONEncodeError:
+        return _json(obj)
+    return _json(obj) if _may_differ(data) else data
+
+
+class Items(Generic[_T]):
+    """A top-level list for :func:`write_pretty` whose items become JSON values one at a time
+    (``dump``, a model's dump), so the values of the whole list never exist at once."""
+
+    __slots__ = ("_dump", "_items")
+
+    def __init__(self, items: Sequence[_T], dump: Callable[[_T], Any]) -> None:
+        self._items = items
+        self._dump = dump
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[Any]:
+        return map(self._dump, self._items)
+
+
+def write_pretty(
+    obj: Mapping[str, Any], write: Callable[[bytes], object], chunk: int = 1 << 20
+) -> None:
+    """:func:`pretty_bytes` of a JSON object, handed to ``write`` a piece at a time.
+
+    The pieces join into the very bytes :func:`pretty_bytes` writes; each holds whole values
+    and is about ``chunk`` bytes (a 10,000-finding report written whole held its values, its
+    layout buffer and the copy of it at once: 90 MB over the report itself). A top-level value
+    that is :class:`Items` is written item by item, each dumped as it is reached.
+    """
+    if not obj:
+        write(pretty_bytes({}))
+        return
+    out, between = bytearray(), b"{\n  "
+    for key in sorted(obj):
+        value = obj[key]
+        out += between
+        between = b",\n  "
+        out += _piece(key)
+        out += b": "
+        if not isinstance(value, (list, Items)) or not len(value):
+            out += _piece([] if isinstance(value, Items) else value)
+            continue
+        before = b"[\n    "
+        for item in value:
+            out += before
+            out += _piece(item)
+            before = b",\n    "
+            if len(out) >= chunk:
+                write(bytes(out))
+                out.clear()
+        out += b"\n  ]"
+    out += b"\n}\n"
+    write(bytes(out))
+
+
+def write_canonical(
+    obj: Mapping[str, Any], write: Callable[[bytes], object], chunk: int = 1 << 20
+) -> None:
+    """:func:`canonical_bytes` of a JSON object, handed to ``write`` a piece at a time, a top-level
+    :class:`Items` value item by item (what is signed, without the report's values held whole:
+    the value-by-value choice of encoder is :func:`_piece`'s)."""
+    out, between = bytearray(b"{"), b""
+    for key in sorted(obj):
+        value = obj[key]
+        out += between
+        between = b","
+        out += _piece(key)
+        out += b":"
+        if not isinstance(value, Items):
+            out += _piece(value)
+            continue
+        before = b"["
+        for item in value:
+            out += before
+            out += _piece(item)
+            before = b","
+            if len(out) >= chunk:
+                write(bytes(out))
+                out.clear()
+        out += b"]" if before == b"," else b"[]"
+    out += b"}"
+    write(bytes(out))

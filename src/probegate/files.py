@@ -338,20 +338,60 @@ def write_atomic(
     directory created for it 0700; otherwise the umask decides, as for any file a tool writes.
     """
     payload = data.encode("utf-8") if isinstance(data, str) else data
+    write_atomic_pieces(
+        path, lambda write: write(payload), error=error, private=private, executable=executable
+    )
+
+
+Produce = Callable[[Callable[[bytes], object]], object]
+
+
+def write_atomic_pieces(
+    path: Path,
+    produce: Produce,
+    *,
+    error: type[UsageError] = UsageError,
+    private: bool = False,
+    executable: bool = False,
+) -> None:
+    """:func:`write_atomic` of the bytes ``produce`` hands to the ``write`` it is given, a piece
+    at a time, so a large file's whole text is never held. The file appears only once
+    ``produce`` has returned: if it raises, the temporary file is removed and nothing is
+    written."""
+    write_atomic_files([(path, produce)], error=error, private=private, executable=executable)
+
+
+def write_atomic_files(
+    files: list[tuple[Path, Produce]],
+    *,
+    error: type[UsageError] = UsageError,
+    private: bool = False,
+    executable: bool = False,
+) -> None:
+    """:func:`write_atomic_pieces` of several files, each produced into its temporary file in
+    turn and all renamed into place only once every one is produced: one that fails to be made
+    leaves every file as it was (the output formats of one report)."""
     mode = (0o777 if executable else 0o666) & (0o700 if private else 0o777)
-    tmp: Path | None = None
+    staged: list[tuple[Path, Path]] = []
+    path = files[0][0] if files else Path()
     try:
-        if path.parent != Path():
-            make_dirs(path.parent, private=private)
-        fd, tmp = _exclusive(path, mode)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
-        os.replace(tmp, path)
+        for path, produce in files:
+            if path.parent != Path():
+                make_dirs(path.parent, private=private)
+            fd, tmp = _exclusive(path, mode)
+            staged.append((tmp, path))
+            with os.fdopen(fd, "wb") as handle:
+                produce(handle.write)
+        while staged:
+            tmp, path = staged[0]
+            os.replace(tmp, path)
+            staged.pop(0)
     except OSError as exc:
-        if tmp is not None:
+        raise error(f"{path}: cannot write: {exc.strerror or exc}") from None
+    finally:
+        for tmp, _ in staged:
             with contextlib.suppress(OSError):
                 tmp.unlink(missing_ok=True)
-        raise error(f"{path}: cannot write: {exc.strerror or exc}") from None
 
 
 def _exclusive(path: Path, mode: int) -> tuple[int, Path]:

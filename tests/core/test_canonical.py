@@ -7,6 +7,7 @@ json on every kind of value a report carries and on the values where the two enc
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import random
@@ -21,7 +22,14 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from probegate import canonical
-from probegate.canonical import canonical_bytes, canonical_line, pretty_bytes
+from probegate.canonical import (
+    Items,
+    canonical_bytes,
+    canonical_line,
+    pretty_bytes,
+    write_canonical,
+    write_pretty,
+)
 from probegate.models.report import Budget, Completeness, Finding
 from probegate.models.transcript import GuardCheck
 from probegate.models.verdict import Evidence
@@ -118,6 +126,9 @@ def test_values_orjson_refuses_are_written_by_json(value: Any) -> None:
     assert canonical_bytes(value) == by_json(value)
     assert canonical_line(value) == by_json(value) + b"\n"
     assert pretty_bytes({"v": value}) == old_pretty({"v": value})
+    pieces: list[bytes] = []
+    write_pretty({"v": [1, value]}, pieces.append, chunk=1)
+    assert b"".join(pieces) == old_pretty({"v": [1, value]})
 
 
 def test_deep_nesting_orjson_refuses_is_written_by_json() -> None:
@@ -194,3 +205,43 @@ def test_an_orjson_that_writes_a_probe_otherwise_is_not_used(
     assert canonical_bytes(value) == by_json(value)
     assert canonical_line(value) == by_json(value) + b"\n"
     assert pretty_bytes(value) == old_pretty(value)
+
+
+@settings(max_examples=300)
+@given(st.dictionaries(_TEXT, _VALUES, max_size=6), st.integers(1, 200), st.booleans())
+def test_write_pretty_is_pretty_bytes_a_piece_at_a_time(
+    value: dict[str, Any], chunk: int, lazy: bool
+) -> None:
+    """Whatever the pieces, they join into the whole layout, lists given whole or as Items."""
+    fields = {
+        k: Items(v, copy.deepcopy) if lazy and isinstance(v, list) else v for k, v in value.items()
+    }
+    pieces: list[bytes] = []
+    write_pretty(fields, pieces.append, chunk=chunk)
+    assert b"".join(pieces) == old_pretty(value)
+    assert all(pieces)
+
+
+def test_write_pretty_decides_the_encoder_value_by_value() -> None:
+    """One item orjson writes otherwise (or refuses) among many it writes as json: the joined
+    pieces are still json's whole text, the others written by orjson."""
+    items: list[Any] = [{"n": i, "t": "café \u2028"} for i in range(50)]
+    items[17] = {"tiny": 1e-05, "huge": 2**64}
+    value = {"items": items, "cost": 2.5e-7, "name": "x"}
+    pieces: list[bytes] = []
+    write_pretty({**value, "items": Items(items, dict)}, pieces.append, chunk=64)
+    assert len(pieces) > 10
+    assert b"".join(pieces) == pretty_bytes(value) == old_pretty(value)
+
+
+@settings(max_examples=300)
+@given(st.dictionaries(_TEXT, _VALUES, max_size=6), st.integers(1, 200), st.booleans())
+def test_write_canonical_is_canonical_bytes_a_piece_at_a_time(
+    value: dict[str, Any], chunk: int, lazy: bool
+) -> None:
+    fields = {
+        k: Items(v, copy.deepcopy) if lazy and isinstance(v, list) else v for k, v in value.items()
+    }
+    pieces: list[bytes] = []
+    write_canonical(fields, pieces.append, chunk=chunk)
+    assert b"".join(pieces) == canonical_bytes(value) == by_json(value)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -206,3 +207,42 @@ def test_a_directory_that_cannot_be_written_is_found_before_anything_is_made(
     )
     files.check_writable_dir(tmp_path / "new" / "deep", what="output directory")
     assert not (tmp_path / "new").exists()
+
+
+def test_a_file_written_in_pieces_appears_whole_or_not_at_all(tmp_path: Path) -> None:
+    path = tmp_path / "scan.json"
+    path.write_bytes(b"old")
+
+    def produce(write: Callable[[bytes], object]) -> None:
+        write(b"one ")
+        write(b"two")
+
+    files.write_atomic_pieces(path, produce, private=True)
+    assert path.read_bytes() == b"one two"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+    def fails(write: Callable[[bytes], object]) -> None:
+        write(b"half")
+        raise ValueError("no more")
+
+    with pytest.raises(ValueError, match="no more"):
+        files.write_atomic_pieces(path, fails)
+    assert path.read_bytes() == b"one two"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scan.json"]
+
+
+def test_files_written_together_all_appear_or_none_does(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.json", tmp_path / "b.html"
+    first.write_bytes(b"old a")
+
+    def fails(write: Callable[[bytes], object]) -> None:
+        write(b"half")
+        raise ValueError("no more")
+
+    with pytest.raises(ValueError, match="no more"):
+        files.write_atomic_files([(first, lambda w: w(b"new a")), (second, fails)])
+    assert first.read_bytes() == b"old a"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json"]
+    files.write_atomic_files([(first, lambda w: w(b"new a")), (second, lambda w: w(b"b"))])
+    assert (first.read_bytes(), second.read_bytes()) == (b"new a", b"b")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.html"]

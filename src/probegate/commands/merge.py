@@ -20,7 +20,7 @@ from probegate.library.loader import load_library
 from probegate.models.taxonomy import Severity
 from probegate.reports import formats_help, parse_formats, write_outputs
 from probegate.reports.headline import out_of_100
-from probegate.reports.signing import sign_report, signing_material
+from probegate.reports.signing import report_signatures, signing_material
 from probegate.scan_flags import GATE_FLAGS, SIGNING_FLAGS
 from probegate.terminal import clean, json_text
 
@@ -68,8 +68,8 @@ def run(args: argparse.Namespace) -> int:
     merged = merge_reports(shards, library_probe_ids={p.id for p in library.probes})
     secret, key_pem = signing_material(args.sign, args.signing_key)
     if secret is not None or key_pem is not None:
-        signed = sign_report(merged.to_dict(), secret=secret, private_key_pem=key_pem)
-        merged = merged.model_copy(update={"signatures": signed.get("signatures")})
+        signed = report_signatures(merged.to_fields(), secret=secret, private_key_pem=key_pem)
+        merged = merged.model_copy(update={"signatures": signed})
     written = write_outputs(merged, formats, Path(args.output_dir))
     result = evaluate_gates(
         merged,

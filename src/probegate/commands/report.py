@@ -14,8 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from probegate.errors import ReportError, UsageError
-from probegate.files import write_atomic
+from probegate.errors import UsageError
 from probegate.models.store_layout import ScanFiles
 from probegate.models.stored import load_report
 from probegate.reports import FORMATS, FormatName, formats_help, parse_formats, write_outputs
@@ -67,18 +66,17 @@ def run(args: argparse.Namespace) -> int:
     for note in report.import_notes:  # a report of the older field set, mapped
         print(f"note: {clean(note)}", file=sys.stderr)
     if args.json:  # machine output: the report itself, as scan.json holds it
-        sys.stdout.buffer.write(FORMATS[FormatName.JSON].render(report))  # terminal-safe as written
+        FORMATS[FormatName.JSON].write(report, sys.stdout.buffer.write)  # terminal-safe as written
         sys.stdout.flush()
         return 0
     if args.output_path is not None:
         if len(formats) != 1:
             raise UsageError("--output-path takes exactly one --output format")
-        data = FORMATS[formats[0]].render(report)
         if args.output_path == "-":
-            sys.stdout.buffer.write(data)
+            FORMATS[formats[0]].write(report, sys.stdout.buffer.write)
             sys.stdout.flush()
             return 0
-        write_atomic(Path(args.output_path), data, error=ReportError)
+        FORMATS[formats[0]].write_file(Path(args.output_path), report)
         print(args.output_path)
         return 0
     for path in write_outputs(report, formats, Path(args.output_dir)).values():

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from probegate.canonical import Items
 from probegate.models.agreement import Agreement
 from probegate.models.causes import Cause
 from probegate.models.comparison import Comparison
@@ -409,6 +410,14 @@ class Authority(_Model):
     reasons: list[str] = Field(default_factory=list)
 
 
+# The report's lists that grow with the scan, which :meth:`ScanReport.to_fields` keeps lazy.
+_LONG_LISTS = ("findings", "results", "unjudged")
+
+
+def _dump(model: BaseModel) -> Any:
+    return model.model_dump(mode="json", by_alias=True)
+
+
 class ScanReport(_Model):
     # None when the scan is too thin to score (band ``not_evaluated``; docs/scoring.md).
     aivss: int | None
@@ -474,9 +483,22 @@ class ScanReport(_Model):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form (docs/report-format.md); ``signatures`` omitted while unsigned."""
-        data = self.model_dump(mode="json", by_alias=True)
+    def to_fields(self) -> dict[str, Any]:
+        """:meth:`to_dict` with the lists that grow with the scan (findings, per-probe results,
+        unjudged attempts) as :class:`~probegate.canonical.Items`, each item dumped only when a
+        writer reaches it (canonical.write_pretty, write_canonical): the JSON values of a
+        10,000-finding report are never all held at once."""
+        fields = self.to_dict(exclude=set(_LONG_LISTS))
+        for name in _LONG_LISTS:
+            fields[name] = Items(getattr(self, name), _dump)
+        return fields
+
+    def to_dict(self, *, exclude: set[str] | None = None) -> dict[str, Any]:
+        """The JSON form (docs/report-format.md); ``signatures`` omitted while unsigned.
+
+        ``exclude``: fields left out (by name), which a writer dumps item by item instead.
+        """
+        data = self.model_dump(mode="json", by_alias=True, exclude=exclude)
         for optional in (
             "signatures",
             "comparison",

@@ -1,5 +1,9 @@
 """Emitters: one module per format, each a pure ``render(report) -> bytes``.
 
+A format marked ``streams`` (JSON, HTML) also has ``write(report, sink)``, which hands the same
+bytes to ``sink`` a piece at a time (:func:`streamer`): its file is written without the whole
+text ever held.
+
 :data:`FORMATS` is the registry of output formats, keyed by :class:`FormatName`: adding one is
 its module, its member, its arm in :func:`emitter` (mypy holds that dispatch exhaustive) and
 one line here. The ``--output`` help of ``scan``, ``report`` and ``merge``
@@ -21,7 +25,7 @@ from pathlib import Path
 from typing import assert_never
 
 from probegate.errors import ReportError, UsageError
-from probegate.files import write_atomic
+from probegate.files import Produce, write_atomic_files, write_atomic_pieces
 from probegate.models.report import ScanReport
 from probegate.models.store_layout import REPORT_FILE
 from probegate.perf import gc_paused
@@ -50,12 +54,29 @@ class Format:
     # for a format whose bytes belong to an optional library's version.
     stable_bytes: bool = True
     extra: str | None = None  # the optional dependency group the format needs
+    # Written a piece at a time: its module has ``write(report, sink)`` beside ``render``.
+    streams: bool = False
 
     def render(self, report: ScanReport) -> bytes:
         """The report in this format; its module is imported now, not when probegate starts."""
         if self.extra == "pdf":
             require_pdf()
         return emitter(self.name)(report)
+
+    def write(self, report: ScanReport, sink: Callable[[bytes], object]) -> None:
+        """The bytes of :meth:`render`, handed to ``sink`` a piece at a time where the format
+        streams (a 10,000-finding JSON report is never held whole), else at once."""
+        write = streamer(self.name) if self.streams else None
+        if write is None:
+            sink(self.render(report))
+            return
+        write(report, sink)
+
+    def write_file(self, path: Path, report: ScanReport, *, private: bool = False) -> None:
+        """The report in this format at ``path``, atomically (:func:`write_atomic_pieces`)."""
+        write_atomic_pieces(
+            path, lambda sink: self.write(report, sink), error=ReportError, private=private
+        )
 
 
 def emitter(name: FormatName) -> Callable[[ScanReport], bytes]:
@@ -89,6 +110,22 @@ def emitter(name: FormatName) -> Callable[[ScanReport], bytes]:
             assert_never(name)
 
 
+Stream = Callable[[ScanReport, Callable[[bytes], object]], None]
+
+
+def streamer(name: FormatName) -> Stream | None:
+    """The ``write(report, sink)`` of a format that streams, imported on first use."""
+    if name is FormatName.JSON:
+        from probegate.reports import json_report
+
+        return json_report.write
+    if name is FormatName.HTML:
+        from probegate.reports import html_report
+
+        return html_report.write
+    return None
+
+
 PDF_INSTALL_HINT = "pip install 'probegate[pdf]'"
 
 
@@ -104,13 +141,13 @@ FORMATS: dict[FormatName, Format] = {
     f.name: f
     for f in (
         Format(FormatName.JSON, REPORT_FILE,
-               "the signed record; every other format is derived from it"),
+               "the signed record; every other format is derived from it", streams=True),
         Format(FormatName.SARIF, "scan.sarif",
                "GitHub code scanning and other SARIF consumers"),
         Format(FormatName.JUNIT, "junit.xml", "CI test reporters"),
         Format(FormatName.MD, "summary.md", "`$GITHUB_STEP_SUMMARY`"),
         Format(FormatName.HTML, "report.html",
-               "a developer reading findings and transcripts"),
+               "a developer reading findings and transcripts", streams=True),
         Format(FormatName.PDF, "report.pdf",
                f"an auditor's file; needs the optional extra `{PDF_INSTALL_HINT}`",
                stable_bytes=False, extra="pdf"),
@@ -146,16 +183,27 @@ def parse_formats(values: list[str] | None) -> list[FormatName]:
 def write_outputs(
     report: ScanReport, formats: list[FormatName], output_dir: Path
 ) -> dict[FormatName, Path]:
-    """Render every format first, then write: a format that fails leaves no partial file."""
+    """Render every format first, then write: a format that fails leaves no file changed.
+
+    A format that streams (JSON, HTML) is written a piece at a time into its temporary file,
+    after the others are rendered; every file is renamed into place once all are made.
+    """
     with gc_paused():  # the collector rescans a huge report over and over otherwise
-        rendered = {name: FORMATS[name].render(report) for name in formats}
+        rendered = {n: FORMATS[n].render(report) for n in formats if not FORMATS[n].streams}
     try:
         output_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot create output directory {output_dir}: {exc}") from exc
-    written: dict[FormatName, Path] = {}
-    for name, data in rendered.items():
-        path = output_dir / FORMATS[name].filename
-        write_atomic(path, data, error=ReportError)
-        written[name] = path
-    return written
+    paths = {name: output_dir / FORMATS[name].filename for name in formats}
+    write_atomic_files(
+        [(paths[name], _producer(report, name, rendered.get(name))) for name in formats],
+        error=ReportError,
+    )
+    return paths
+
+
+def _producer(report: ScanReport, name: FormatName, data: bytes | None) -> Produce:
+    """What writes format ``name``'s file: its rendered bytes, or its streaming writer."""
+    if data is not None:
+        return lambda sink: sink(data)
+    return lambda sink: FORMATS[name].write(report, sink)

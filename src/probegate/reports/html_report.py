@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from probegate.models.report import CategoryState, Finding, ScanReport, most_severe_first
@@ -132,6 +132,14 @@ class _Escaped(dict[str, str]):
 
 
 def render(report: ScanReport) -> bytes:
+    pieces: list[bytes] = []
+    write(report, pieces.append)
+    return b"".join(pieces)
+
+
+def write(report: ScanReport, sink: Callable[[bytes], object], chunk: int = 1 << 20) -> None:
+    """The page handed to ``sink`` in pieces of about ``chunk`` bytes, each part encoded as the
+    findings are reached: a 10,000-finding page (25 MB) is never held whole, nor its parts."""
     with gc_paused():
         # Each part encoded on its own: one part with an arrow or a non-Latin-1 character made
         # the whole joined document two bytes a character, which was then encoded character by
@@ -141,13 +149,16 @@ def render(report: ScanReport) -> bytes:
         out = bytearray()
         for part in _document(report):
             out += part.encode("utf-8")
-        return bytes(out)
+            if len(out) >= chunk:
+                sink(bytes(out))
+                out.clear()
+        sink(bytes(out))
 
 
-def _document(report: ScanReport) -> list[str]:
+def _document(report: ScanReport) -> Iterator[str]:
     esc = html_text
     cached: Escape = _Escaped().__getitem__
-    out: list[str] = [
+    yield from (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n',
         f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">\n',
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
@@ -155,28 +166,27 @@ def _document(report: ScanReport) -> list[str]:
         f"<title>probegate {esc(report.scan_id)}: {esc(report.band)} "
         f"{out_of_100(report.aivss)}</title>\n",
         f"<style>{_CSS}</style>\n</head>\n<body>\n",
-    ]
-    out += _header(report)
-    out += _chart(report)
-    out += comparison_section(report.comparison)
-    out += agreement_section(
+    )
+    yield from _header(report)
+    yield from _chart(report)
+    yield from comparison_section(report.comparison)
+    yield from agreement_section(
         report.agreement,
         lambda transcript, evidence: _transcript(transcript, _marks_of(evidence), cached),
     )
-    out += _findings(report, cached)
-    out += _results_table(report, cached)
-    out += _guard(report)
-    out += _peers(report)
-    out += _unjudged(report)
-    out += _not_run(report)
-    out += _not_applicable(report)
-    out.append(
+    yield from _findings(report, cached)
+    yield from _results_table(report, cached)
+    yield from _guard(report)
+    yield from _peers(report)
+    yield from _unjudged(report)
+    yield from _not_run(report)
+    yield from _not_applicable(report)
+    yield (
         f'<p class="muted">probegate {esc(report.package_version)} · probe library '
         f"{esc(report.probe_library_version)} · formula {esc(report.aivss_formula_version)} · "
         f"created {esc(report.created_at)}</p>\n"
     )
-    out.append(f"<script>{_JS}</script>\n</body>\n</html>\n")
-    return out
+    yield f"<script>{_JS}</script>\n</body>\n</html>\n"
 
 
 def _header(report: ScanReport) -> list[str]:
@@ -312,18 +322,19 @@ def _chart_row(y: int, asi: str, state: CategoryState) -> str:
     )
 
 
-def _findings(report: ScanReport, esc: Escape) -> list[str]:
+def _findings(report: ScanReport, esc: Escape) -> Iterator[str]:
+    """The findings section, each finding's parts made as it is reached."""
     findings = most_severe_first(report.findings)
     asis = sorted({f.asi for f in findings})
-    out = [f"<h2>Findings ({len(findings)})</h2>\n"]
+    yield f"<h2>Findings ({len(findings)})</h2>\n"
     if not findings:
-        out.append("<p>No probe succeeded against the agent.</p>\n")
-        return out
+        yield "<p>No probe succeeded against the agent.</p>\n"
+        return
     options = "".join(
         f'<option value="{SEVERITY_RANK[s]}">{s.value} and above</option>' for s in Severity
     )
     asi_options = "".join(f'<option value="{esc(a)}">{esc(a)}</option>' for a in asis)
-    out.append(
+    yield (
         '<div class="filters"><label>Severity <select id="f-sev"><option value="0">all</option>'
         f"{options}</select></label>"
         f'<label>ASI <select id="f-asi"><option value="">all</option>{asi_options}</select>'
@@ -331,8 +342,7 @@ def _findings(report: ScanReport, esc: Escape) -> list[str]:
         '<span id="f-count" class="muted"></span></div>\n'
     )
     for finding in findings:
-        out += _finding(finding, esc)
-    return out
+        yield from _finding(finding, esc)
 
 
 def _finding(finding: Finding, esc: Escape) -> list[str]:

@@ -36,11 +36,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PublicKey,
 )
 
-from probegate.canonical import canonical_bytes
+from probegate.canonical import canonical_bytes, write_canonical
 from probegate.errors import ReportError, UsageError
 from probegate.files import MAX_INPUT_BYTES, read_bytes
 from probegate.models.report import SCHEMA
 from probegate.models.stored import report_from_data
+from probegate.perf import gc_paused
 
 SECRET_ENV = "PROBEGATE_SIGNING_SECRET"  # noqa: S105 - a variable name, not a secret
 KEY_ENV = "PROBEGATE_SIGNING_KEY"
@@ -231,7 +232,36 @@ def sign_report(
     Idempotent: signing the result again with the same material gives the same dict.
     """
     out = {k: v for k, v in data.items() if k != "signatures"}
-    payload = canonical_bytes(out)
+    signatures = _signatures(canonical_bytes(out), secret, private_key_pem)
+    if signatures:
+        out["signatures"] = signatures
+    return out
+
+
+def report_signatures(
+    fields: Mapping[str, Any], *, secret: bytes | None, private_key_pem: bytes | None
+) -> dict[str, Any] | None:
+    """The ``signatures`` :func:`sign_report` gives a report, from its ``to_fields()``: the
+    signed bytes are written a piece at a time, into an HMAC as they come or into one buffer
+    when Ed25519 signs (it reads the message twice), so the report's JSON values are never all
+    held (a 10,000-finding merge signed with both: 198 MB at the peak when its ``to_dict()``
+    was signed, 158 MB so)."""
+    unsigned = {k: v for k, v in fields.items() if k != "signatures"}
+    if private_key_pem is None and secret is not None:  # an HMAC reads the bytes as they come
+        _check_secret(secret)
+        mac = hmac.new(secret, digestmod=hashlib.sha256)
+        with gc_paused():  # millions of acyclic objects made and dropped
+            write_canonical(unsigned, mac.update)
+        return {"hmac_sha256": mac.hexdigest()}
+    payload = bytearray()
+    with gc_paused():
+        write_canonical(unsigned, payload.extend)
+    return _signatures(payload, secret, private_key_pem) or None
+
+
+def _signatures(
+    payload: bytes | bytearray, secret: bytes | None, private_key_pem: bytes | None
+) -> dict[str, Any]:
     signatures: dict[str, Any] = {}
     if secret is not None:
         _check_secret(secret)
@@ -244,9 +274,7 @@ def sign_report(
             "public_key": public_key_pem(public),
             "signature": base64.b64encode(key.sign(payload)).decode("ascii"),
         }
-    if signatures:
-        out["signatures"] = signatures
-    return out
+    return signatures
 
 
 # --- verifying --------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from probegate.models.comparison import Confirmation
 from probegate.models.report import Budget, Engine, Mode, ScanReport, StopReason, TargetInfo
 from probegate.reports import FORMATS, FormatName
 from probegate.reports.redact import redact_report
-from probegate.reports.signing import sign_report
+from probegate.reports.signing import report_signatures
 from probegate.scan.execute import Execution
 from probegate.scan.planning import with_surface
 from probegate.scan.prepare import ScanInputs
@@ -150,5 +150,5 @@ def sign(report: ScanReport, inputs: ScanInputs) -> ScanReport:
     secret, key_pem = inputs.signing
     if secret is None and key_pem is None:
         return report
-    signed = sign_report(report.to_dict(), secret=secret, private_key_pem=key_pem)
-    return report.model_copy(update={"signatures": signed.get("signatures")})
+    signed = report_signatures(report.to_fields(), secret=secret, private_key_pem=key_pem)
+    return report.model_copy(update={"signatures": signed})

@@ -10,8 +10,6 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from probegate.errors import ReportError
-from probegate.files import write_atomic
 from probegate.models.report import ScanReport
 from probegate.models.store_layout import ScanFiles
 from probegate.reports import FORMATS, FormatName, write_outputs
@@ -21,9 +19,7 @@ def write_report_files(
     report: ScanReport, files: ScanFiles, formats: list[FormatName], output_dir: Path
 ) -> dict[FormatName, Path]:
     """The stored report, then each format's file; returns the files written by format."""
-    write_atomic(
-        files.report, FORMATS[FormatName.JSON].render(report), error=ReportError, private=True
-    )
+    FORMATS[FormatName.JSON].write_file(files.report, report, private=True)
     written = write_outputs(report, formats, output_dir)
     _remove_stale_outputs(output_dir, written)
     return written
