@@ -18,15 +18,17 @@ from hypothesis import strategies as st
 from probegate.library.loader import load_library
 from probegate.library.mutators import MUTATORS, mutate
 from probegate.targets.demo.agent import url_refusal
-from probegate.targets.demo.intents import (
-    _CLAUSE_SPLIT,
-    _LEET,
-    _LEET_DIGIT,
-    _LEET_TOKEN,
-    _MATCH_WORDS,
+from probegate.targets.demo.grammar import (
+    CLAUSE_SPLIT,
     COPY_SEPARATOR,
     EMAIL_RE,
+    LEET,
+    LEET_DIGIT,
+    LEET_TOKEN,
+    MATCH_WORDS,
     URL_RE,
+)
+from probegate.targets.demo.intents import (
     _search,
     _unleet,
     claims_authority,
@@ -282,14 +284,14 @@ def test_every_clause_the_library_makes_is_searched_as_the_pattern_would() -> No
     clauses = {c for text in texts for c in _clauses(text)} | {normalise(t) for t in texts}
     assert len(clauses) > 1000
     for clause in clauses:
-        for pattern in _MATCH_WORDS:
+        for pattern in MATCH_WORDS:
             gated, plain = _search(pattern, clause), pattern.search(clause)
             assert (gated and gated.span()) == (plain and plain.span()), (pattern.pattern, clause)
 
 
 @pytest.mark.slow  # hypothesis writing texts from each pattern: seconds per pattern
 @pytest.mark.parametrize(
-    "pattern", sorted(_MATCH_WORDS, key=lambda p: p.pattern), ids=lambda p: p.pattern[:24]
+    "pattern", sorted(MATCH_WORDS, key=lambda p: p.pattern), ids=lambda p: p.pattern[:24]
 )
 @settings(max_examples=300, deadline=None)
 @given(data=st.data())
@@ -302,7 +304,7 @@ def test_every_match_of_a_clause_pattern_holds_one_of_its_words(
     ascii_text = st.from_regex(pattern, alphabet=st.characters(max_codepoint=127))
     text = data.draw(ascii_text)
     assert pattern.search(text) is not None
-    assert any(word in text.lower() for word in _MATCH_WORDS[pattern]), text
+    assert any(word in text.lower() for word in MATCH_WORDS[pattern]), text
 
 
 @settings(max_examples=1000, deadline=None)
@@ -334,7 +336,7 @@ def test_every_match_of_a_clause_pattern_holds_one_of_its_words(
 )
 def test_a_sentence_splits_into_the_clauses_the_pattern_finds(sentence: str) -> None:
     """Skipping the split of a sentence without "then" never loses a clause boundary."""
-    assert split_clauses(sentence) == _CLAUSE_SPLIT.split(sentence)
+    assert split_clauses(sentence) == CLAUSE_SPLIT.split(sentence)
 
 
 def _unleet_word_by_word(text: str, *, numbers_too: bool) -> str:
@@ -342,21 +344,21 @@ def _unleet_word_by_word(text: str, *, numbers_too: bool) -> str:
 
     def token(match: re.Match[str]) -> str:
         tok = match.group(0)
-        if not _LEET_DIGIT.search(tok) or (not numbers_too and not re.search(r"[A-Za-z]", tok)):
+        if not LEET_DIGIT.search(tok) or (not numbers_too and not re.search(r"[A-Za-z]", tok)):
             return tok
-        return tok.translate(_LEET)
+        return tok.translate(LEET)
 
     out = []
     for word in text.split(" "):
         if (
             word.isalpha()
-            or not _LEET_DIGIT.search(word)
+            or not LEET_DIGIT.search(word)
             or EMAIL_RE.search(word)
             or URL_RE.search(word)
         ):
             out.append(word)
         else:
-            out.append(_LEET_TOKEN.sub(token, word))
+            out.append(LEET_TOKEN.sub(token, word))
     return " ".join(out)
 
 

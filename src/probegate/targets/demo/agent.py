@@ -16,9 +16,8 @@ from urllib.parse import unquote, urlsplit
 
 from probegate.models.transcript import ToolCall, Turn
 from probegate.targets.demo import careful
+from probegate.targets.demo.grammar import EMAIL_RE, URL_RE
 from probegate.targets.demo.intents import (
-    EMAIL_RE,
-    URL_RE,
     Intent,
     asks_retry,
     claims_authority,

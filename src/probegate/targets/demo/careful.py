@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import re
 
+from probegate.targets.demo.grammar import EMAIL_RE, URL_RE
 from probegate.targets.demo.intents import (
-    EMAIL_RE,
-    URL_RE,
     Intent,
     claims_authority,
     normalise,
