@@ -14,7 +14,8 @@ import time
 import pytest
 
 from probegate.models.causes import Cause
-from probegate.transport.http import HttpClient, parse_retry_after
+from probegate.transport.http import HttpClient
+from probegate.transport.http_parts import parse_retry_after
 from probegate.transport.limiter import BudgetExhausted, RequestLimiter, ScanStopped
 from probegate.transport.usage import MalformedReply, TransportError, Usage
 from tests.servers.base import Handler, LoopbackServer

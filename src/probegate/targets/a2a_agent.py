@@ -67,7 +67,8 @@ from probegate.targets.sandbox import Sandbox
 from probegate.targets.wire import peer_message, reply_turn
 from probegate.transport import a2a
 from probegate.transport.a2a import Card, CardError, Reply, State, Wire
-from probegate.transport.http import HttpClient, public_url
+from probegate.transport.http import HttpClient
+from probegate.transport.http_parts import public_url
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.sse import SseEvent
 from probegate.transport.usage import UNREADABLE, MalformedReply, TransportError, Usage

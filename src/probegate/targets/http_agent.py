@@ -71,7 +71,8 @@ from probegate.targets.wire import (
     reported_tool_calls,
     with_reported,
 )
-from probegate.transport.http import HttpClient, public_url
+from probegate.transport.http import HttpClient
+from probegate.transport.http_parts import public_url
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.pricing import cost_usd
 from probegate.transport.usage import UNREADABLE, MalformedReply, TransportError, Usage

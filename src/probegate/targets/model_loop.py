@@ -55,7 +55,8 @@ from probegate.targets.configured import (
 )
 from probegate.targets.sandbox import Sandbox
 from probegate.targets.wire import parse_arguments, peer_message, tool_reply
-from probegate.transport.http import HttpClient, public_url
+from probegate.transport.http import HttpClient
+from probegate.transport.http_parts import public_url
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.model_apis import Completion, ModelApi, RawToolCall, ToolDecl
 from probegate.transport.pricing import cost_usd

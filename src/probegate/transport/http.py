@@ -34,7 +34,6 @@ Why each piece is the way it is:
 
 from __future__ import annotations
 
-import email.utils
 import http.client
 import json
 import random
@@ -45,10 +44,8 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from dataclasses import dataclass, replace
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from probegate import __version__
 from probegate.models.bounds import loads_bounded
@@ -63,6 +60,13 @@ from probegate.transport.connections import (
     Reply,
 )
 from probegate.transport.deadlines import Watch, Watchdog
+from probegate.transport.http_parts import (
+    ClientStats,
+    Dropped,
+    Failure,
+    Forwarded,
+    parse_retry_after,
+)
 from probegate.transport.limiter import UNLIMITED, Limits, RequestLimiter
 from probegate.transport.sse import SseEvent, is_event_stream, parse_events
 from probegate.transport.usage import UNREADABLE, MalformedReply, TransportError, Usage
@@ -76,77 +80,7 @@ REDACTED = "[REDACTED]"
 _BEARER = re.compile(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}")
 
 
-def public_url(url: str) -> str:
-    """The URL without credentials or query string, safe to show in a report."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
 # --- the client -------------------------------------------------------------------------------
-
-
-@dataclass
-class _Failure:
-    """One failed try: why, whether another try may help, and how long the server asked."""
-
-    reason: str
-    retry: bool
-    cause: Cause
-    status: int | None = None
-    retry_after: float | None = None
-    fatal: bool = False
-    # The connection failed before any reply came back (a pooled connection the peer had
-    # just closed looks like this): :meth:`HttpClient.forward` tries once more.
-    dropped: bool = False
-
-
-class _Dropped(TransportError):
-    """The connection dropped before any reply (``forward`` tries once more)."""
-
-
-@dataclass(frozen=True)
-class Forwarded:
-    """A peer's answer as it came: any status, its headers, its whole body (within the cap),
-    and what the caller's ``parse`` read from it (:meth:`HttpClient.forward`)."""
-
-    status: int
-    headers: dict[str, str]
-    body: bytes
-    read: Any = None
-
-
-@dataclass
-class ClientStats:
-    """Counters for tests and the bench; not part of any report."""
-
-    tries: int = 0
-    retries: int = 0
-    ok: int = 0
-    # Replies that came back but could not be read (not JSON, or not the protocol's shape).
-    unreadable: int = 0
-    by_status: dict[int, int] = field(default_factory=dict)
-
-
-def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header: delta-seconds or an HTTP date."""
-    if value is None:
-        return None
-    value = value.strip()
-    if not value:
-        return None
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    current = datetime.now(tz=UTC).timestamp() if now is None else now
-    return max(0.0, when.timestamp() - current)
 
 
 @dataclass
@@ -156,7 +90,7 @@ class _Tries:
 
     client: HttpClient
     attempt: int = 0
-    failure: _Failure | None = None
+    failure: Failure | None = None
 
     def next_wait(self) -> float | None:
         """Seconds to wait before the next try (0 before the first); None: no more tries."""
@@ -166,7 +100,7 @@ class _Tries:
             return None
         return self.client._delay(self.attempt, self.failure)
 
-    def failed(self, failure: _Failure) -> None:
+    def failed(self, failure: Failure) -> None:
         self.failure = failure
 
     def error(self) -> TransportError:
@@ -310,9 +244,9 @@ class HttpClient:
             if limits.deadline_at is not None:
                 deadline = min(deadline, limits.deadline_at)
             result = self._try(method, url, body, params, headers, deadline, events, limiter)
-            if not isinstance(result, _Failure):
+            if not isinstance(result, Failure):
                 result = self._parsed(result, parse, limits)
-                if not isinstance(result, _Failure):
+                if not isinstance(result, Failure):
                     return result
             tries.failed(result)
             limits.record_failure()
@@ -340,12 +274,12 @@ class HttpClient:
         except MalformedReply as exc:
             with self._lock:
                 self.stats.unreadable += 1
-            return _Failure(exc.reason, True, Cause.UNREADABLE)
+            return Failure(exc.reason, True, Cause.UNREADABLE)
         except TransportError:
             limits.record_failure()
             raise
 
-    def _pause_for(self, failure: _Failure, limits: Limits) -> None:
+    def _pause_for(self, failure: Failure, limits: Limits) -> None:
         """Honour a ``Retry-After`` by pausing every worker, while the scan has pause left."""
         if failure.retry_after is not None and not self._pause(failure.retry_after, limits):
             failure.reason += (
@@ -375,7 +309,7 @@ class HttpClient:
         more try is made only when the connection dropped before any reply: a pooled
         keep-alive connection the peer had closed meanwhile, which no request reached.
         """
-        failure: _Failure | None = None
+        failure: Failure | None = None
         for attempt in range(self.retries + 1 if parse is not None else 1):
             if attempt:
                 UNLIMITED.sleep(self._delay(attempt, failure) or 0.0)
@@ -383,7 +317,7 @@ class HttpClient:
                     self.stats.retries += 1
             try:
                 answer = self._forward(method, url, body, headers)
-            except _Dropped:
+            except Dropped:
                 answer = self._forward(method, url, body, headers)
             if parse is None or not 200 <= answer.status < 300:
                 return answer
@@ -392,7 +326,7 @@ class HttpClient:
             except MalformedReply as exc:
                 with self._lock:
                     self.stats.unreadable += 1
-                failure = _Failure(exc.reason, True, Cause.UNREADABLE)
+                failure = Failure(exc.reason, True, Cause.UNREADABLE)
         assert failure is not None
         raise MalformedReply(self.scrub(failure.reason + self._tries_note(failure)))
 
@@ -400,9 +334,9 @@ class HttpClient:
         reply, raw = self._exchange(
             method, url, body, None, headers, time.monotonic() + self.timeout
         )
-        if isinstance(raw, _Failure):
+        if isinstance(raw, Failure):
             if raw.dropped:
-                raise _Dropped(self.scrub(raw.reason), cause=raw.cause)
+                raise Dropped(self.scrub(raw.reason), cause=raw.cause)
             raise TransportError(self.scrub(raw.reason), cause=raw.cause)
         assert reply is not None
         with self._lock:
@@ -424,12 +358,12 @@ class HttpClient:
         except (UnicodeDecodeError, ValueError) as exc:
             raise MalformedReply(self._unreadable(answer.status, kind, answer.body, exc)) from None
 
-    def _tries_note(self, failure: _Failure) -> str:
+    def _tries_note(self, failure: Failure) -> str:
         return (
             f" (gave up after {self.retries + 1} tries)" if failure.retry and self.retries else ""
         )
 
-    def _delay(self, attempt: int, failure: _Failure | None) -> float | None:
+    def _delay(self, attempt: int, failure: Failure | None) -> float | None:
         """Backoff before try ``attempt``; None when the server asked for too long a wait."""
         if failure is not None and failure.retry_after is not None:
             if failure.retry_after > self.max_retry_after:
@@ -481,13 +415,13 @@ class HttpClient:
             try:
                 data = json.dumps(body, allow_nan=False).encode("utf-8")
             except ValueError:
-                return _Failure(
+                return Failure(
                     "the request body is not valid JSON (NaN or infinity)", False, Cause.OTHER
                 )
             if not any(name.lower() == "content-type" for name in sent):
                 sent["Content-Type"] = "application/json"
         reply, raw = self._exchange(method, url, data, params, sent, deadline, limiter)
-        if isinstance(raw, _Failure):
+        if isinstance(raw, Failure):
             return raw
         assert reply is not None
         return self._decode(reply, raw, events)
@@ -501,7 +435,7 @@ class HttpClient:
         headers: Mapping[str, str],
         deadline: float,
         limiter: RequestLimiter | None = None,
-    ) -> tuple[Reply | None, bytes | _Failure]:
+    ) -> tuple[Reply | None, bytes | Failure]:
         """One request as every call sends it, its body read under the cap and the watchdog's
         ``deadline`` (or until ``limiter``'s scan stops): no redirect followed, the proxies the
         environment names, connect and read timeouts. The watch is released before the reply
@@ -529,7 +463,7 @@ class HttpClient:
             if reply is not None:
                 reply.close()
 
-    def _read(self, reply: Reply, watch: Watch) -> bytes | _Failure:
+    def _read(self, reply: Reply, watch: Watch) -> bytes | Failure:
         declared = reply.headers.get("Content-Length", "")
         if declared.isdigit() and int(declared) > self.max_body_bytes:
             return self._too_large()
@@ -544,62 +478,60 @@ class HttpClient:
                 if watch.expired:
                     return self._slow()
         except zlib.error:
-            return _Failure("reply body could not be decoded", False, Cause.UNREADABLE)
+            return Failure("reply body could not be decoded", False, Cause.UNREADABLE)
         if watch.expired:
             return self._slow()
         return b"".join(chunks)
 
-    def _too_large(self) -> _Failure:
-        return _Failure(
+    def _too_large(self) -> Failure:
+        return Failure(
             f"response too large (over {self.max_body_bytes // 1024} KiB)", False, Cause.TOO_LARGE
         )
 
-    def _slow(self) -> _Failure:
-        return _Failure(
-            f"no complete reply within {self.timeout:g}s (timeout)", True, Cause.TIMEOUT
-        )
+    def _slow(self) -> Failure:
+        return Failure(f"no complete reply within {self.timeout:g}s (timeout)", True, Cause.TIMEOUT)
 
-    def _network_failure(self, exc: BaseException, watch: Watch, *, replied: bool) -> _Failure:
+    def _network_failure(self, exc: BaseException, watch: Watch, *, replied: bool) -> Failure:
         """Why a request got no readable reply, in words; ``replied``: the status line and
         headers had come back, so a connection lost now cut the reply short."""
         if watch.expired:
             return self._slow()
         if isinstance(exc, InvalidTarget | http.client.InvalidURL):
-            return _Failure(
+            return Failure(
                 f"invalid URL: {self.excerpt(str(exc))}", False, Cause.NETWORK, fatal=True
             )
         if isinstance(exc, InvalidRequest):
-            return _Failure(str(exc), False, Cause.NETWORK, fatal=True)
+            return Failure(str(exc), False, Cause.NETWORK, fatal=True)
         if isinstance(exc, ConnectFailed):
             return self._connect_failure(exc)
         if isinstance(exc, ssl.SSLError):
-            return _Failure(
+            return Failure(
                 f"TLS error: {self.excerpt(str(exc))}", False, Cause.TLS, fatal=not self._answered
             )
         if isinstance(exc, TimeoutError):
-            return _Failure(f"no reply within {self.timeout:g}s (timeout)", True, Cause.TIMEOUT)
+            return Failure(f"no reply within {self.timeout:g}s (timeout)", True, Cause.TIMEOUT)
         if isinstance(exc, http.client.IncompleteRead) or (
             replied and isinstance(exc, OSError | http.client.HTTPException)
         ):
-            return _Failure("connection dropped mid-reply (truncated body)", True, Cause.DROPPED)
+            return Failure("connection dropped mid-reply (truncated body)", True, Cause.DROPPED)
         if isinstance(exc, ConnectionError | http.client.RemoteDisconnected):
-            return _Failure("connection dropped before a reply", True, Cause.DROPPED, dropped=True)
+            return Failure("connection dropped before a reply", True, Cause.DROPPED, dropped=True)
         if isinstance(exc, http.client.HTTPException):
             # A status line or headers HTTP cannot read (too long, too many, not HTTP at all).
-            return _Failure(
+            return Failure(
                 f"not a readable HTTP reply ({type(exc).__name__})", True, Cause.UNREADABLE
             )
-        return _Failure(f"{type(exc).__name__}: {self.excerpt(str(exc))}", True, Cause.NETWORK)
+        return Failure(f"{type(exc).__name__}: {self.excerpt(str(exc))}", True, Cause.NETWORK)
 
-    def _connect_failure(self, exc: ConnectFailed) -> _Failure:
+    def _connect_failure(self, exc: ConnectFailed) -> Failure:
         cause = exc.cause
         fatal = not self._answered
         if isinstance(cause, ssl.SSLError | ssl.CertificateError):
-            return _Failure(f"TLS error: {self.excerpt(str(cause))}", False, Cause.TLS, fatal=fatal)
+            return Failure(f"TLS error: {self.excerpt(str(cause))}", False, Cause.TLS, fatal=fatal)
         if isinstance(cause, socket.gaierror):
             # A name that does not exist will not resolve on the next try; a resolver that is
             # temporarily down may.
-            return _Failure(
+            return Failure(
                 f"cannot resolve host {exc.host or 'of the URL'} (DNS lookup failed)",
                 cause.errno == socket.EAI_AGAIN,
                 Cause.DNS,
@@ -608,17 +540,17 @@ class HttpClient:
         if isinstance(cause, ConnectionRefusedError):
             # Nothing listens there: fatal when it never answered, so an unreachable target
             # stops the scan at once instead of after every attempt's retries.
-            return _Failure("connection refused", True, Cause.REFUSED, fatal=fatal)
+            return Failure("connection refused", True, Cause.REFUSED, fatal=fatal)
         if isinstance(cause, TimeoutError):
-            return _Failure("connection timed out", True, Cause.TIMEOUT)
+            return Failure("connection timed out", True, Cause.TIMEOUT)
         if str(cause).startswith("Tunnel connection failed"):
-            return _Failure(
+            return Failure(
                 f"the proxy refused the tunnel: {self.excerpt(str(cause))}",
                 False,
                 Cause.NETWORK,
                 fatal=fatal,
             )
-        return _Failure(
+        return Failure(
             f"cannot connect to {exc.host}: {self.excerpt(str(cause))}", True, Cause.NETWORK
         )
 
@@ -629,7 +561,7 @@ class HttpClient:
         if status >= 400 or status < 200 or 300 <= status < 400:
             retry_after = parse_retry_after(response.headers.get("Retry-After"))
             retry = status in RETRY_STATUSES
-            return _Failure(
+            return Failure(
                 f"HTTP {status} from {self.peer}: {self.excerpt(raw) or '(empty body)'}",
                 retry,
                 http_cause(status),
@@ -641,7 +573,7 @@ class HttpClient:
             if not stream:  # a stream cut off before its first event: nothing to read yet
                 with self._lock:
                     self.stats.unreadable += 1
-                return _Failure(self._no_events(status, raw), True, Cause.UNREADABLE)
+                return Failure(self._no_events(status, raw), True, Cause.UNREADABLE)
             with self._lock:
                 self._answered = True
                 self.stats.ok += 1
@@ -653,7 +585,7 @@ class HttpClient:
             with self._lock:
                 self.stats.unreadable += 1
             kind = response.headers.get("Content-Type") or ""
-            return _Failure(self._unreadable(status, kind, raw, exc), True, Cause.UNREADABLE)
+            return Failure(self._unreadable(status, kind, raw, exc), True, Cause.UNREADABLE)
         with self._lock:
             self._answered = True
             self.stats.ok += 1

@@ -19,7 +19,8 @@ from probegate.targets.guard.client import GuardClient, evaluate_url
 from probegate.targets.guard.session import GuardSession
 from probegate.targets.guard.stats import GuardStats
 from probegate.targets.sandbox import Sandbox
-from probegate.transport.http import HttpClient, public_url
+from probegate.transport.http import HttpClient
+from probegate.transport.http_parts import public_url
 from probegate.transport.limiter import RequestLimiter
 
 if TYPE_CHECKING:

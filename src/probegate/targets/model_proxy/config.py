@@ -8,7 +8,7 @@ from urllib.parse import SplitResult, urlsplit
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from probegate.transport.addresses import is_loopback, parse_listen
-from probegate.transport.http import public_url
+from probegate.transport.http_parts import public_url
 
 Api = Literal["openai-chat", "openai-responses", "anthropic-messages"]
 # The key that lets the proxy listen where other machines can reach it: named for what it is.

@@ -49,7 +49,8 @@ from probegate.targets.model_proxy.server import ProxyServer, Reply, Request
 from probegate.targets.sandbox import Sandbox, reads_memory
 from probegate.targets.wire import parse_arguments, tool_reply
 from probegate.transport.addresses import is_loopback, parse_listen
-from probegate.transport.http import Forwarded, HttpClient
+from probegate.transport.http import HttpClient
+from probegate.transport.http_parts import Forwarded
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.model_apis import APIS, Completion, ModelApi
 from probegate.transport.pricing import Prices, cost_usd
