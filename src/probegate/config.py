@@ -32,9 +32,9 @@ from probegate.models.shard import parse_shard
 from probegate.models.taxonomy import Severity
 from probegate.scan_flags import BY_FIELD, SCAN_FLAGS, path_fields
 from probegate.targets.base import TargetConfig, TargetSettings
-from probegate.targets.mcp_server import DEFAULT_LISTEN, parse_advertise
+from probegate.targets.mcp_server import DEFAULT_LISTEN
 from probegate.targets.registry import KINDS, default_target, parse_target, target_flags
-from probegate.transport.addresses import parse_listen
+from probegate.transport.addresses import parse_advertise, parse_listen
 from probegate.validation import all_problems, did_you_mean, fields_at
 
 DEFAULT_CONFIG = "probegate.yml"

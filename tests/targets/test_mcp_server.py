@@ -25,6 +25,7 @@ from probegate.models.canaries import make_canaries
 from probegate.models.probe import Fixtures
 from probegate.models.tools import ToolSpec
 from probegate.targets.demo.tools import DEMO_TOOLS
+from probegate.targets.mcp_schemas import schema_problem
 from probegate.targets.mcp_server import (
     CONVERSATION_ENDED,
     INVALID_PARAMS,
@@ -33,12 +34,9 @@ from probegate.targets.mcp_server import (
     MAX_CALLS_PER_CONVERSATION,
     UNKNOWN_ENDPOINT,
     McpHost,
-    _schema_problem,
-    default_base,
-    parse_advertise,
 )
 from probegate.targets.sandbox import Sandbox
-from probegate.transport.addresses import parse_listen
+from probegate.transport.addresses import default_base, parse_advertise, parse_listen
 
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
@@ -336,9 +334,9 @@ def test_arguments_meet_the_tools_schema_and_a_broken_schema_is_not_the_agents()
         parameters={"type": "object", "properties": {"amount": {"type": "number"}},
                     "required": ["amount"]},
     )  # fmt: skip
-    assert _schema_problem(spec, {"amount": 5}) is None
-    assert _schema_problem(spec, {"amount": "all"}) == "'all' is not of type 'number'"
-    assert _schema_problem(spec, {}) == "'amount' is a required property"
+    assert schema_problem(spec, {"amount": 5}) is None
+    assert schema_problem(spec, {"amount": "all"}) == "'all' is not of type 'number'"
+    assert schema_problem(spec, {}) == "'amount' is a required property"
     # "required" must be a list: used anyway, it would ask for properties "a", "m", ...
     broken = ToolSpec("x", "x", frozenset(), parameters={"type": "object", "required": "amount"})
-    assert _schema_problem(broken, {}) is None
+    assert schema_problem(broken, {}) is None

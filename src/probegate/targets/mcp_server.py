@@ -35,9 +35,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, cast
-from urllib.parse import urlsplit
 
 from probegate.errors import UsageError
 from probegate.models.bounds import nested_deeper
@@ -56,12 +54,12 @@ from probegate.targets.mcp_connections import (
     detach_logs,
     protocol_class,
 )
+from probegate.targets.mcp_schemas import schema_problem, tool_schema
 from probegate.targets.sandbox import Sandbox, is_peer_tool
 from probegate.targets.wire import tool_reply
-from probegate.transport.addresses import parse_listen
+from probegate.transport.addresses import default_base, parse_listen
 
 if TYPE_CHECKING:
-    import jsonschema
     from mcp.server.lowlevel import Server
 
 EXTRA_HINT = "install the MCP extra: pip install 'probegate[mcp]'"
@@ -107,43 +105,6 @@ def require_sdk(what: str) -> None:
         raise UsageError(
             f"{what} needs probegate's MCP server, and the mcp package is missing; {EXTRA_HINT}"
         )
-
-
-def parse_advertise(value: str) -> str:
-    """The advertised base URL, normalised without a trailing slash."""
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(
-            f"expected an http(s) base URL (e.g. http://probegate:8765), got {value!r}"
-        )
-    if parts.query or parts.fragment:
-        raise ValueError(f"the advertised MCP URL takes no query or fragment: {value!r}")
-    return value.rstrip("/")
-
-
-# Addresses that mean "every interface": recognised, not bound to, here.
-WILDCARDS = frozenset({"0.0.0.0", "::", ""})  # noqa: S104
-
-
-def default_base(host: str, port: int, own: Callable[[], str] | None = None) -> str:
-    """The base URL an agent is told when ``--mcp-advertise`` is not given.
-
-    The listen address, except a wildcard one (``0.0.0.0``, ``::``), which no client can dial:
-    then this machine's own address, the one its hostname resolves to. In a container that is
-    the container's address on its network, which a service container beside it (or the host)
-    can reach, as in the Action (docs/agent-service.md).
-    """
-    if host in WILDCARDS:
-        try:
-            host = (own or _own_address)()
-        except OSError:
-            host = "127.0.0.1"
-    shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}"
-
-
-def _own_address() -> str:
-    return socket.gethostbyname(socket.gethostname())
 
 
 @dataclass
@@ -426,7 +387,7 @@ class McpHost:
             with self._delivering(endpoint, "listing its tools"):
                 described = await _in_thread(lambda: _descriptions(endpoint.sandbox, specs))
             return [
-                types.Tool(name=spec.name, description=text, inputSchema=_schema(spec))
+                types.Tool(name=spec.name, description=text, inputSchema=tool_schema(spec))
                 for spec, text in zip(specs, described, strict=True)
             ]
 
@@ -498,7 +459,7 @@ class McpHost:
             return f"arguments too large: {size} bytes (at most {MAX_ARGUMENT_BYTES})"
         spec = sandbox.tools.get(name)
         if spec is not None:
-            problem = _schema_problem(spec, arguments)
+            problem = schema_problem(spec, arguments)
             if problem is not None:
                 self.reject("malformed")
                 sandbox.refuse(name, arguments, f"malformed arguments: {problem}")
@@ -508,39 +469,6 @@ class McpHost:
 
 _SCOPE_KEY = "probegate.mcp_endpoint"
 _INSTRUCTIONS = "Tools of the agent under test, served by probegate for the length of a scan."
-
-
-def _schema(spec: ToolSpec) -> dict[str, Any]:
-    schema = dict(spec.parameters) if spec.parameters else {}
-    schema.setdefault("type", "object")
-    schema.setdefault("properties", {})
-    return schema
-
-
-def _schema_problem(spec: ToolSpec, arguments: dict[str, Any]) -> str | None:
-    """What is wrong with the arguments by the tool's declared schema, in one line."""
-    validator = _validator(json.dumps(_schema(spec), sort_keys=True))
-    if validator is None:
-        return None  # the user's schema is broken, not the agent's call
-    import jsonschema  # only a scan that serves tools checks their arguments
-
-    error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
-    return None if error is None else error.message[:200]
-
-
-@lru_cache(maxsize=256)
-def _validator(schema_text: str) -> jsonschema.protocols.Validator | None:
-    """One validator per declared schema, its schema checked once: ``jsonschema.validate``
-    re-checks the schema on every call (milliseconds, on the server's event loop)."""
-    import jsonschema
-
-    schema = json.loads(schema_text)
-    cls = jsonschema.validators.validator_for(schema)
-    try:
-        cls.check_schema(schema)
-    except jsonschema.SchemaError:
-        return None
-    return cls(schema)
 
 
 def _descriptions(sandbox: Sandbox, specs: list[ToolSpec]) -> list[str]:

@@ -49,11 +49,10 @@ from probegate.targets.a2a_peers.server import (
     rpc_error_bytes,
 )
 from probegate.targets.a2a_peers.wire import TaskView
-from probegate.targets.mcp_server import default_base
 from probegate.targets.sandbox import Sandbox
 from probegate.transport import a2a
 from probegate.transport.a2a import State
-from probegate.transport.addresses import parse_listen
+from probegate.transport.addresses import default_base, parse_listen
 from probegate.transport.sse import CONTENT_TYPE, encode_events
 
 DEFAULT_LISTEN = "127.0.0.1:0"
