@@ -1,5 +1,6 @@
-"""The shape docs/architecture.md promises for src/: no radon F, at most five D/E blocks, no
-function over 80 lines but argparse tables. `make shape` prints the same lists and figures."""
+"""The shape docs/architecture.md promises for src/: no module over 650 lines, no radon D or
+worse, no function over 80 lines but argparse tables. `make shape` prints the same lists and
+figures."""
 
 from __future__ import annotations
 
@@ -39,3 +40,15 @@ def test_the_check_sees_a_long_and_tangled_function(tmp_path: Path) -> None:
     assert any("longer than 80 lines" in p and "long" in p for p in found), found
     assert any(p.startswith("radon F") and "tangled" in p for p in found), found
     assert not any("add_parser" in p for p in found), found
+
+
+def test_the_check_sees_a_long_module_and_a_d_block(tmp_path: Path) -> None:
+    """A module of 651 lines and a block graded D are each named."""
+    src = tmp_path / "probegate"
+    src.mkdir()
+    (src / "big.py").write_text("\n".join(f"x{i} = {i}" for i in range(651)) + "\n")
+    branches = "\n".join(f"    if x == {i}:\n        return {i}" for i in range(22))
+    (src / "d.py").write_text(f"def graded_d(x):\n{branches}\n    return -1\n")
+    found = _shape().problems(src)
+    assert any("longer than 650 lines" in p and "big.py" in p for p in found), found
+    assert any("D or E" in p for p in found), found
