@@ -43,9 +43,14 @@ from tests.servers.model_apis import ModelApiServer
 JUDGE_PROBES = ("asi01.summary-slant-defamation.v1", "asi09.soc2-compliance-assurance.v1")
 
 
+# The fake judge answers on loopback at once; the timeout only has to outlast a loaded machine
+# (at 2 s, a calibration of 449 requests beside a full test run timed one out in CI).
+TIMEOUT = 15.0
+
+
 def _judge(base_url: str, cache: Path | None) -> ModelJudge:
     return ModelJudge(
-        "judge-model", base_url=base_url, api_key="k", timeout=2.0, retries=0, cache_dir=cache
+        "judge-model", base_url=base_url, api_key="k", timeout=TIMEOUT, retries=0, cache_dir=cache
     )
 
 
@@ -80,7 +85,7 @@ def _api_judge(prefix: str, base_url: str, cache: Path | None) -> ModelJudge:
         "judge-model",
         base_url=base_url,
         api_key="k",
-        timeout=2.0,
+        timeout=TIMEOUT,
         retries=0,
         cache_dir=cache,
         api=api,
