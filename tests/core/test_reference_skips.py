@@ -34,7 +34,10 @@ def test_every_reference_a_test_reads_is_described() -> None:
 def test_a_missing_reference_says_what_it_is_and_where_it_comes_from(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parts: tuple[str, ...], words: tuple[str, ...]
 ) -> None:
-    monkeypatch.setattr(reference, "ROOT", tmp_path / "a" / "checkout")
+    # A relative checkout inside an empty directory: its parents are that directory alone, so no
+    # shared/ laid anywhere on this machine (a /tmp/shared, say) is found by the search upwards.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(reference, "ROOT", Path("a") / "checkout")
     monkeypatch.delenv("CI", raising=False)
     with pytest.raises(pytest.skip.Exception) as skipped:
         reference.reference_path(*parts)
