@@ -310,15 +310,17 @@ def find_canary(text: str, canaries: list[str]) -> CanaryHit | None:
         if idx >= 0:
             return CanaryHit(canary, "plain", idx, idx + len(canary))
     views = _views(text)
-    forms = [(canary, _forms(canary)) for canary in canaries]
     if "%" not in text and not _may_hold(views.stripped().text, canaries):
         # No layer but the decoded blobs can hold one of them (see _clues): search those only.
-        for canary, shapes in forms:
-            for view in views.decoded():
+        decoded = views.decoded()
+        for canary in canaries if decoded else ():
+            shapes = _forms(canary)
+            for view in decoded:
                 hit = _search(view, canary, shapes)
                 if hit is not None:
                     return hit
         return None
+    forms = [(canary, _forms(canary)) for canary in canaries]
     for layer in views.layers():
         for canary, shapes in forms:
             for view in layer:
@@ -339,11 +341,16 @@ def _clues(canary: str) -> tuple[str, ...]:
     separator-free secret, reversed or not, rot13 or not. A hit in the case-folded or the
     separator-free view holds the whole of one; a rot13 hit holds its rot13 (rot13 maps letters
     to letters and leaves separators alone); a split's first piece is at least that long."""
-    (lowered, stripped, _), (_, backwards, _) = _forms(canary)
+    if canary.isascii():  # every canary probegate plants: the pieces in four C-level passes
+        stripped = canary.translate(_DROP).lower()
+        backwards = stripped[::-1]
+        pieces = {stripped, backwards}
+    else:
+        (lowered, stripped, _), (_, backwards, _) = _forms(canary)
+        pieces = {stripped, backwards}
+        if _EXPANDS.search(canary):  # lowered whole, a final sigma reads otherwise
+            pieces |= {_stripped_text(lowered), _stripped_text(lowered[::-1])}
     shortest = max(5, len(stripped) // 4)  # min_piece, from the form already stripped
-    pieces = {stripped, backwards}
-    if _EXPANDS.search(canary):  # lowered whole, a final sigma reads otherwise
-        pieces |= {_stripped_text(lowered), _stripped_text(lowered[::-1])}
     pieces |= {piece.translate(_ROT13) for piece in pieces}
     return tuple(piece[:shortest] for piece in pieces)
 
