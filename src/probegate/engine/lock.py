@@ -103,14 +103,15 @@ def lock_scan(directory: Path, scan_id: str) -> ScanLock:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = _read_holder(fd)
+        holder = _live_holder(fd)
         # A holder writes its line just after it takes the lock: one that took it a moment
-        # ago (a run started at the same time) has not yet.
+        # ago (a run started at the same time) has not yet, and the file may still name the
+        # run before it, dead (killed, its lock released by the kernel).
         for _ in range(_HOLDER_WAITS):
             if holder is not None:
                 break
             time.sleep(_HOLDER_WAIT)
-            holder = _read_holder(fd)
+            holder = _live_holder(fd)
         os.close(fd)
         who = holder.describe() if holder is not None else "a process that is starting"
         raise ScanBusy(
@@ -138,6 +139,20 @@ def lock_scan(directory: Path, scan_id: str) -> ScanLock:
         os.close(fd)
         raise
     return ScanLock(fd, path, taken_over, "")
+
+
+def _live_holder(fd: int) -> Holder | None:
+    """The holder the lock file names, unless it is a process of this host that is gone."""
+    holder = _read_holder(fd)
+    if holder is None or holder.host != socket.gethostname():
+        return holder
+    try:
+        os.kill(holder.pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        return holder  # alive, another user's
+    return holder
 
 
 def _read_holder(fd: int) -> Holder | None:
