@@ -22,7 +22,7 @@ from typing import Any
 import probegate.judge.attempt as judged
 from probegate.cli import main as cli_main
 
-RUNS = 5
+RUNS = 7
 TARGET = 0.10
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from urllib.parse import unquote
 
 import pytest
 from hypothesis import given
@@ -11,12 +12,14 @@ from hypothesis import strategies as st
 from probegate.library.oracles.canary import (
     _BLOBS,
     _forms,
+    _percent_decoded,
     _search,
     _split,
     _strip,
     _stripped_text,
     _Views,
     find_canary,
+    find_split,
 )
 
 CANARY = "PGSYS-0A1B2C3D4E5F"
@@ -173,3 +176,48 @@ def test_the_shortcut_finds_what_every_view_finds(text: str) -> None:
     """A text whose separator-free view holds no clue of a secret is searched in its decoded
     blobs only: never a different answer from the search of every view."""
     assert find_canary(text, [OTHER, CANARY]) == _every_view(text, [OTHER, CANARY])
+
+
+_PIECES = st.lists(st.sampled_from(_SHAPES), max_size=8).map("".join)
+
+
+@given(_PIECES, _PIECES, _PIECES)
+def test_a_secret_in_a_text_is_found_in_any_text_around_it(
+    before: str, text: str, after: str
+) -> None:
+    """The sweep searches every place an agent wrote joined, and only then place by place:
+    whatever one place shows, the places joined show too."""
+    if find_canary(text, [OTHER, CANARY]) is not None:
+        assert find_canary(f"{before}\n{text}\n{after}", [OTHER, CANARY]) is not None
+
+
+def test_a_split_whose_longest_first_piece_leaves_too_little_is_found() -> None:
+    """The longest first piece present ("PGSYS-0A1B2C3D") leaves "4E5F", too short to count;
+    a shorter first piece leaves "D4E5F", which the text holds."""
+    hit = find_canary("the code starts PGSYS-0A1B2C3D and ends 3D4E5F", [CANARY])
+    assert hit is not None and hit.encoding == "split"
+    assert len(hit.pieces) == 2
+
+
+def test_a_secret_across_two_places_one_after_the_other_is_found() -> None:
+    """One e-mail ends with the secret's first part and the next begins with the rest: no place
+    holds it, and the two joined hold it whole, in one piece."""
+    found = find_split(["Code: PGSYS-0A1B2C3D4E5", "F, as you asked."], [CANARY])
+    assert found is not None
+    hit, place = found
+    assert (place, hit.encoding, hit.start) == (0, "split", len("Code: "))
+    assert find_split(["Code: PGSYS-0A1B2C3D4E5", "as you asked."], [CANARY]) is None
+
+
+@given(
+    st.lists(
+        st.sampled_from(["%50", "%c3%a9", "%C3", "%zz", "%", "a", "é", " ", "%2"]), max_size=20
+    ).map("".join)
+)
+def test_the_percent_decoded_view_is_what_url_decoding_reads(text: str) -> None:
+    """Runs of escapes are read as UTF-8 bytes, a bad sequence as U+FFFD, a "%" that starts no
+    escape as itself: what urllib reads, each character at an offset of the text."""
+    decoded, offsets = _percent_decoded(text)
+    assert decoded == unquote(text)
+    assert len(offsets) == len(decoded) and offsets == sorted(offsets)
+    assert all(0 <= at < len(text) for at in offsets)

@@ -35,9 +35,21 @@ _B64 = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
 _HEX = re.compile(r"\b(?:[0-9a-fA-F]{2}){8,}\b")
 _B32 = re.compile(r"\b[A-Z2-7]{16,}={0,6}")
 _PERCENT = re.compile(r"%[0-9a-fA-F]{2}")
+_PERCENT_RUN = re.compile(r"(?:%[0-9a-fA-F]{2})+")
 # Every blob of the three encodings, forwards or backwards, lies in a run of at least 16
 # characters of this class (its padding included): a text without such a run has none.
-_BLOB_RUN = re.compile(r"[A-Za-z0-9+/_=-]{16,}")
+_BLOB_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_=-"
+_MIN_BLOB = 16
+_BLOB_RUN = re.compile(f"[{re.escape(_BLOB_CHARS)}]{{{_MIN_BLOB},}}")
+# A text's blob characters as 1 and every other character as a space: a run of n blob
+# characters is then n ones in a row, found by one C-level search. An ASCII text is marked as
+# bytes (a table lookup per byte); another as a string (a character outside ASCII is never a
+# blob character, and is kept, which is never the mark).
+_RUN_MARK = "\x01"
+_RUN_MARKS = str.maketrans(
+    {chr(c): " " for c in range(128)} | dict.fromkeys(_BLOB_CHARS, _RUN_MARK)
+)
+_RUN_MARKS_ASCII = bytes(1 if chr(c) in _BLOB_CHARS else 32 if c < 128 else c for c in range(256))
 MAX_PIECES = 3
 
 
@@ -78,32 +90,45 @@ class _View:
     # Its separators are removed: the secret is looked for without its own separators too.
     bare: bool = False
     # The text this view strips, when its offsets are worked out only if a search hits (most
-    # texts hold no secret, and the offsets cost more than the stripping).
+    # texts hold no secret, and the offsets cost more than the stripping); ``base``: that
+    # text's own offsets in the original, when it is a view too.
     stripped_from: str | None = None
+    base: list[int] | None = None
 
     def origin(self, start: int, end: int) -> tuple[int, int]:
         if self.span is not None:
             return self.span
         if self.offsets is None and self.stripped_from is not None:
-            self.offsets = _strip(self.stripped_from)[1]
+            self.offsets = _strip(self.stripped_from, self.base)[1]
         if self.offsets is None:
             return start, end
         return self.offsets[start], self.offsets[end - 1] + 1
 
 
 # Deletes every separator in one C-level pass (str.translate): what _strip keeps, without the
-# offsets.
+# offsets. An ASCII text is stripped as bytes, several times faster (no invisible separator is
+# ASCII, and an ASCII text's bytes lower-case as its characters do).
 _DROP = dict.fromkeys(map(ord, _SEPARATORS))
+_DROP_ASCII = bytes(sorted(ord(ch) for ch in _SEPARATORS if ch.isascii()))
 
 
 def _stripped_text(text: str) -> str:
     """``_strip(text)[0]``, fast: the same characters, each lower-cased (a lower-cased
     character is never a separator, so dropping first and lowering after gives the same)."""
+    if text.isascii():
+        return text.encode("ascii").translate(None, _DROP_ASCII).lower().decode("ascii")
     return (
         "".join(ch.lower() for ch in text.translate(_DROP))
         if _EXPANDS.search(text)
         else (text.translate(_DROP).lower())
     )
+
+
+def _has_run(text: str, length: int) -> bool:
+    """Whether ``text`` has a run of at least ``length`` blob characters."""
+    if text.isascii():
+        return b"\x01" * length in text.encode("ascii").translate(_RUN_MARKS_ASCII)
+    return _RUN_MARK * length in text.translate(_RUN_MARKS)
 
 
 # Characters whose lower case depends on their neighbours (the Greek final sigma) when a whole
@@ -123,32 +148,20 @@ def _strip(text: str, offsets: list[int] | None = None) -> tuple[str, list[int]]
 
 
 def _percent_decoded(text: str) -> tuple[str, list[int]]:
-    """``text`` with every ``%XX`` read as its byte (UTF-8 sequences too), offsets kept."""
+    """``text`` with every run of ``%XX`` read as its bytes (UTF-8 sequences too), each
+    character of a run at the run's offset, the others at their own."""
     chars: list[str] = []
     offsets: list[int] = []
-    i = 0
-    pending: list[tuple[int, int]] = []  # (byte, offset) of a UTF-8 sequence being read
-
-    def flush() -> None:
-        if not pending:
-            return
-        decoded = bytes(b for b, _ in pending).decode("utf-8", errors="replace")
-        first = pending[0][1]
-        chars.extend(decoded)
-        offsets.extend([first] * len(decoded))
-        pending.clear()
-
-    while i < len(text):
-        m = _PERCENT.match(text, i)
-        if m is not None:
-            pending.append((int(text[i + 1 : i + 3], 16), i))
-            i += 3
-            continue
-        flush()
-        chars.append(text[i])
-        offsets.append(i)
-        i += 1
-    flush()
+    at = 0
+    for m in _PERCENT_RUN.finditer(text):
+        chars.append(text[at : m.start()])
+        offsets.extend(range(at, m.start()))
+        decoded = bytes.fromhex(m.group(0).replace("%", "")).decode("utf-8", errors="replace")
+        chars.append(decoded)
+        offsets.extend([m.start()] * len(decoded))
+        at = m.end()
+    chars.append(text[at:])
+    offsets.extend(range(at, len(text)))
     return "".join(chars), offsets
 
 
@@ -198,7 +211,7 @@ class _Views:
             self._stripped = _View(text, "spaced", bare=True, stripped_from=self.text)
         return self._stripped
 
-    def layers(self) -> Iterator[list[_View]]:
+    def layers(self, shortest_run: int = _MIN_BLOB) -> Iterator[list[_View]]:
         """The views, cheapest first; each list is searched before the next is built."""
         if self._folded is None:
             self._folded = [_View(self.text.lower(), "case-folded")]
@@ -206,11 +219,12 @@ class _Views:
         yield [self.stripped()]
         yield self._cached("rot13", self._rot13)
         yield self._cached("url-encoded", self._percent)
-        yield self.decoded()
+        yield self.decoded(shortest_run)
 
-    def decoded(self) -> list[_View]:
-        """Every blob of the text that decodes, decoded (and without separators)."""
-        return self._cached("decoded", self._decoded)
+    def decoded(self, shortest_run: int = _MIN_BLOB) -> list[_View]:
+        """Every blob of the text that decodes, decoded (and without separators), from runs of
+        blob characters at least ``shortest_run`` long (see :func:`_shortest_run`)."""
+        return self._cached(f"decoded:{shortest_run}", lambda: self._decoded(shortest_run))
 
     def _cached(self, key: str, build: Callable[[], list[_View]]) -> list[_View]:
         if key not in self._built:
@@ -230,24 +244,30 @@ class _Views:
         ]
 
     def _percent(self) -> list[_View]:
-        if "%" not in self.text:
+        if _PERCENT.search(self.text) is None:  # "100%" is no escape: this view is the text
             return []
         decoded, offsets = _percent_decoded(self.text)
         lowered = decoded.lower()
-        stripped, stripped_offsets = _strip(lowered, offsets)
         return [
             _View(lowered, "url-encoded", offsets),
-            _View(stripped, "spaced+url-encoded", stripped_offsets, bare=True),
+            _View(
+                _stripped_text(lowered),
+                "spaced+url-encoded",
+                bare=True,
+                stripped_from=lowered,
+                base=offsets,
+            ),
         ]
 
-    def _decoded(self) -> list[_View]:
+    def _decoded(self, shortest_run: int = _MIN_BLOB) -> list[_View]:
         views: list[_View] = []
         text = self.text
         # Every blob lies inside a run of blob characters: the encodings are looked for in
-        # those runs only, not across the whole text six times.
-        runs = [m.span() for m in _BLOB_RUN.finditer(text)]
-        if not runs:
+        # those runs only, not across the whole text six times; and a text without a run that
+        # long (most: one C-level pass says so) is not read by the regex at all.
+        if not _has_run(text, shortest_run):
             return views
+        runs = [m.span() for m in _BLOB_RUN.finditer(text) if m.end() - m.start() >= shortest_run]
         backwards, size = text[::-1], len(text)
         for label, pattern, decode in _BLOBS:
             for start, end in runs:
@@ -303,18 +323,21 @@ def _label(prefix: str, view: str) -> str:
     return prefix if view == "case-folded" else f"{prefix}+{view}"
 
 
-def find_canary(text: str, canaries: list[str]) -> CanaryHit | None:
-    """The first canary in ``text`` in any supported shape, with offsets into ``text``."""
+def find_canary(text: str, canaries: list[str], *, keep: bool = True) -> CanaryHit | None:
+    """The first canary in ``text`` in any supported shape, with offsets into ``text``.
+    ``keep=False``: a text searched once (every place of an attempt joined) does not take the
+    place of one that comes back in the views cache."""
     if not text or not canaries:
         return None
     for canary in canaries:
         idx = text.find(canary)
         if idx >= 0:
             return CanaryHit(canary, "plain", idx, idx + len(canary))
-    views = _views(text)
-    if "%" not in text and not _may_hold(views.stripped().text, canaries):
+    views = _views(text) if keep else _Views(text)
+    clues, shortest_run = _needles(tuple(canaries))
+    if _PERCENT.search(text) is None and not _may_hold(views.stripped().text, clues):
         # No layer but the decoded blobs can hold one of them (see _clues): search those only.
-        decoded = views.decoded()
+        decoded = views.decoded(shortest_run)
         for canary in canaries if decoded else ():
             shapes = _forms(canary)
             for view in decoded:
@@ -323,7 +346,7 @@ def find_canary(text: str, canaries: list[str]) -> CanaryHit | None:
                     return hit
         return None
     forms = [(canary, _forms(canary)) for canary in canaries]
-    for layer in views.layers():
+    for layer in views.layers(shortest_run):
         for canary, shapes in forms:
             for view in layer:
                 hit = _search(view, canary, shapes)
@@ -336,36 +359,66 @@ def find_canary(text: str, canaries: list[str]) -> CanaryHit | None:
     return None
 
 
-@functools.lru_cache(maxsize=4096)
-def _clues(canary: str) -> tuple[str, ...]:
+@functools.lru_cache(maxsize=1024)  # an attempt's secrets, asked of each text it searches
+def _needles(canaries: tuple[str, ...]) -> tuple[tuple[str, ...], int]:
+    """Every clue of ``canaries`` (:func:`_clues`), and the shortest run of blob characters
+    that can decode to one of them (:func:`_shortest_run`): worked out once for the secrets
+    of one search, as every attempt's canaries are new."""
+    clues: list[str] = []
+    lengths: list[int] = []
+    for canary in canaries:
+        found, length = _clues(canary)
+        clues.extend(found)
+        lengths.append(length)
+    return tuple(clues), _shortest_run(min(lengths, default=0))
+
+
+def _clues(canary: str) -> tuple[tuple[str, ...], int]:
     """What a text's separator-free view must hold for ``canary`` to be in any view but the
-    percent-decoded and the decoded ones: the first :func:`min_piece` characters of the
-    separator-free secret, reversed or not, rot13 or not. A hit in the case-folded or the
-    separator-free view holds the whole of one; a rot13 hit holds its rot13 (rot13 maps letters
-    to letters and leaves separators alone); a split's first piece is at least that long."""
-    if canary.isascii():  # every canary probegate plants: the pieces in four C-level passes
-        stripped = canary.translate(_DROP).lower()
-        backwards = stripped[::-1]
-        pieces = {stripped, backwards}
-    else:
-        (lowered, stripped, _), (_, backwards, _) = _forms(canary)
-        pieces = {stripped, backwards}
-        if _EXPANDS.search(canary):  # lowered whole, a final sigma reads otherwise
-            pieces |= {_stripped_text(lowered), _stripped_text(lowered[::-1])}
-    shortest = max(5, len(stripped) // 4)  # min_piece, from the form already stripped
-    pieces |= {piece.translate(_ROT13) for piece in pieces}
-    return tuple(piece[:shortest] for piece in pieces)
+    percent-decoded and the decoded ones, and the length of the shortest form of ``canary`` a
+    view is searched for. The clues: the first :func:`min_piece` characters of the
+    separator-free secret (its head), reversed or not, rot13 or not. A hit in the case-folded
+    or the separator-free view holds the whole secret, so its head, or the whole reversed
+    secret, which ends with the reversed head; a rot13 hit holds the rot13 of one (rot13 maps
+    letters to letters and leaves separators alone); a split's first piece (of the secret) or
+    last piece (of the reversed secret) is at least that long. The canaries of one kind share
+    their head ("pgsys"), so the clues are worked out once per kind, not once per attempt."""
+    if canary.isascii():  # every canary probegate plants: its head, as bytes
+        bare = canary.encode("ascii").translate(None, _DROP_ASCII).lower()
+        head = bare[: max(5, len(bare) // 4)]  # min_piece, from the form stripped
+        # lowering keeps an ASCII text's length
+        return _head_clues(head.decode("ascii")), len(bare) or len(canary)
+    (lowered, stripped, _), _reversed = _forms(canary)
+    heads = {stripped}
+    if _EXPANDS.search(canary):  # lowered whole, a final sigma reads otherwise
+        heads.add(_stripped_text(lowered))
+    shortest = max(5, len(stripped) // 4)
+    clues = tuple(clue for head in heads for clue in _head_clues(head[:shortest]))
+    return clues, min((len(form) for form in (lowered, stripped) if form), default=0)
+
+
+@functools.lru_cache(maxsize=256)
+def _head_clues(head: str) -> tuple[str, ...]:
+    return tuple({head, head[::-1], head.translate(_ROT13), head[::-1].translate(_ROT13)})
 
 
 # rot13 as one C-level pass, the same letters codecs' rot13 maps.
-_ROT13 = str.maketrans(
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
-    "NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm",
-)
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_ROTATED = "NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm"
+_ROT13 = str.maketrans(_LETTERS, _ROTATED)
 
 
-def _may_hold(stripped: str, canaries: list[str]) -> bool:
-    return any(clue in stripped for canary in canaries for clue in _clues(canary))
+def _shortest_run(needle: int) -> int:
+    """The shortest run of blob characters that can decode to a needle ``needle`` characters
+    long (lower-cased, or without separators): a blob of n characters decodes to at most 3n/4
+    bytes (base64; hex n/2, base32 5n/8), and the needle needs at least ``needle`` bytes (a
+    character is one byte or more, and only "İ" lowers to more characters: two, from its two
+    bytes)."""
+    return max(_MIN_BLOB, -(-4 * needle // 3))
+
+
+def _may_hold(stripped: str, clues: tuple[str, ...]) -> bool:
+    return any(map(stripped.__contains__, clues))  # no generator: asked of every text
 
 
 def _search(view: _View, canary: str, shapes: tuple[tuple[str, str, str], ...]) -> CanaryHit | None:
@@ -394,29 +447,43 @@ def _split(view: _View, canary: str) -> CanaryHit | None:
 
 
 def _cover(haystack: str, needle: str, shortest: int) -> list[tuple[int, int]] | None:
-    """Spans in ``haystack`` of consecutive pieces of ``needle`` that together make all of it:
-    each the longest piece present from where the last ended (found by bisection: a piece
-    present means every shorter one is too)."""
+    """Spans in ``haystack`` of consecutive pieces of ``needle`` that together make all of it."""
     if needle[:shortest] not in haystack:
         return None  # the first piece is shorter than a piece that counts: the usual answer
-    pieces: list[tuple[int, int]] = []
-    pos = 0
-    while pos < len(needle):
-        if len(pieces) == MAX_PIECES or len(needle) - pos < shortest:
-            return None
-        lo, hi = 0, len(needle) - pos  # lo: known present (0 trivially), hi: upper bound
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if needle[pos : pos + mid] in haystack:
-                lo = mid
-            else:
-                hi = mid - 1
-        if lo < shortest:
-            return None
-        at = haystack.find(needle[pos : pos + lo])
-        pieces.append((at, at + lo))
-        pos += lo
-    return pieces if len(pieces) > 1 else None
+    pieces = _pieces(haystack, needle, 0, shortest, MAX_PIECES, set())
+    return pieces if pieces is not None and len(pieces) > 1 else None
+
+
+def _pieces(
+    haystack: str, needle: str, pos: int, shortest: int, left: int, dead: set[tuple[int, int]]
+) -> list[tuple[int, int]] | None:
+    """At most ``left`` pieces of at least ``shortest`` characters covering ``needle[pos:]``:
+    the longest piece present first (found by bisection: a piece present means every shorter
+    one is too), then shorter ones when what it leaves cannot be covered. Longest-first alone
+    would miss a secret whose longest first piece leaves a tail too short to count, and so
+    miss in a longer text what a shorter one inside it shows. ``dead``: the (position, pieces
+    left) already known not to cover, so no tail is tried twice."""
+    rest = len(needle) - pos
+    if rest == 0:
+        return []
+    if left == 0 or rest < shortest or (pos, left) in dead:
+        return None
+    lo, hi = 0, rest  # lo: known present (0 trivially), hi: upper bound
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if needle[pos : pos + mid] in haystack:
+            lo = mid
+        else:
+            hi = mid - 1
+    for size in range(lo, shortest - 1, -1):
+        if 0 < rest - size < shortest:
+            continue
+        tail = _pieces(haystack, needle, pos + size, shortest, left - 1, dead)
+        if tail is not None:
+            at = haystack.find(needle[pos : pos + size])
+            return [(at, at + size), *tail]
+    dead.add((pos, left))
+    return None
 
 
 def find_split(texts: list[str], canaries: list[str]) -> tuple[CanaryHit, int] | None:
@@ -433,11 +500,23 @@ def find_split(texts: list[str], canaries: list[str]) -> tuple[CanaryHit, int] |
         at += len(text) + 1
     stripped = _views(joined).stripped()
     for canary in canaries:
-        hit = _split(stripped, canary)
+        hit = _split(stripped, canary) or _across(stripped, canary)
         if hit is None:
             continue
         place = max(i for i, s in enumerate(starts) if s <= hit.start)
         offset = starts[place]
         pieces = tuple((a - offset, b - offset) for a, b in hit.pieces)
-        return CanaryHit(canary, hit.encoding, hit.start - offset, hit.end - offset, pieces), place
+        end = min(hit.end - offset, len(texts[place]))  # a whole secret across two places
+        return CanaryHit(canary, hit.encoding, hit.start - offset, end, pieces), place
     return None
+
+
+def _across(view: _View, canary: str) -> CanaryHit | None:
+    """The whole secret in the separator-free view of places joined: one place ends with its
+    first part and the next begins with the rest (two e-mails sent one after the other), which
+    no place holds and, being one piece there, no split covers."""
+    hit = _search(view, canary, _forms(canary))
+    if hit is None:
+        return None
+    prefix = "reversed" if hit.encoding.startswith("reversed") else ""
+    return CanaryHit(canary, _label(prefix, "split"), hit.start, hit.end, ((hit.start, hit.end),))
