@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import re
 from urllib.parse import unquote
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from probegate.library.oracles.canary import (
     _BLOBS,
     _forms,
+    _has_run,
     _percent_decoded,
     _search,
     _split,
@@ -95,10 +97,19 @@ def test_spaced_offsets_cover_the_spelled_out_token() -> None:
 
 @given(
     st.text(alphabet=st.characters(codec="utf-8"), max_size=60)
-    | st.sampled_from(["ΣΑΣ ΟΔΟΣ", "İstanbul", "P-G S\u200bY S", "ﬁle ǅ ß"])
+    | st.sampled_from(
+        [
+            "ΣΑΣ ΟΔΟΣ",
+            "İstanbul",
+            "P-G S\u200bY S",
+            "ﬁle ǅ ß",
+            "a\ud800-b\u00ad",
+            "\u0441\u0456\ufeff\u0435.\u0445",  # Cyrillic look-alikes, a BOM inside
+        ]
+    )
 )
 def test_the_fast_separator_free_view_is_the_one_with_offsets(text: str) -> None:
-    """The sweep strips every place the agent wrote to with str.translate and works out the
+    """The sweep strips every place the agent wrote to as UTF-8 bytes and works out the
     offsets only on a hit: both must give the same characters, whatever the script."""
     assert _stripped_text(text) == _strip(text)[0]
 
@@ -221,3 +232,11 @@ def test_the_percent_decoded_view_is_what_url_decoding_reads(text: str) -> None:
     assert decoded == unquote(text)
     assert len(offsets) == len(decoded) and offsets == sorted(offsets)
     assert all(0 <= at < len(text) for at in offsets)
+
+
+@given(st.text(alphabet="Ab9+/=-_ .é\u200b\ud800", max_size=40), st.integers(1, 20))
+def test_a_run_of_blob_characters_is_found_as_bytes(text: str, length: int) -> None:
+    """The decoded views read only texts with a run of blob characters long enough to decode
+    to a secret: the byte-level search must see every run a regex sees, and no other."""
+    runs = re.findall(r"[A-Za-z0-9+/_=-]+", text)
+    assert _has_run(text, length) == any(len(run) >= length for run in runs)

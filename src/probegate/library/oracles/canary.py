@@ -41,15 +41,10 @@ _PERCENT_RUN = re.compile(r"(?:%[0-9a-fA-F]{2})+")
 _BLOB_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_=-"
 _MIN_BLOB = 16
 _BLOB_RUN = re.compile(f"[{re.escape(_BLOB_CHARS)}]{{{_MIN_BLOB},}}")
-# A text's blob characters as 1 and every other character as a space: a run of n blob
-# characters is then n ones in a row, found by one C-level search. An ASCII text is marked as
-# bytes (a table lookup per byte); another as a string (a character outside ASCII is never a
-# blob character, and is kept, which is never the mark).
-_RUN_MARK = "\x01"
-_RUN_MARKS = str.maketrans(
-    {chr(c): " " for c in range(128)} | dict.fromkeys(_BLOB_CHARS, _RUN_MARK)
-)
-_RUN_MARKS_ASCII = bytes(1 if chr(c) in _BLOB_CHARS else 32 if c < 128 else c for c in range(256))
+# A text's UTF-8 bytes with each blob character as 1 and every other byte as a space: a run of
+# n blob characters is then n ones in a row, found by one C-level search (blob characters are
+# ASCII, one byte each; no byte of a character outside ASCII is below 128).
+_RUN_MARKS = bytes(1 if chr(c) in _BLOB_CHARS else 32 for c in range(256))
 MAX_PIECES = 3
 
 
@@ -105,11 +100,13 @@ class _View:
         return self.offsets[start], self.offsets[end - 1] + 1
 
 
-# Deletes every separator in one C-level pass (str.translate): what _strip keeps, without the
-# offsets. An ASCII text is stripped as bytes, several times faster (no invisible separator is
-# ASCII, and an ASCII text's bytes lower-case as its characters do).
+# Deletes every separator in C-level passes over the text's UTF-8 bytes: the invisible ones
+# (none is ASCII) by replacing their byte sequences, the ASCII ones by bytes.translate (no byte
+# of a character outside ASCII is below 128). Several times faster than str.translate, which
+# looks each character up in a dict. What _strip keeps, without the offsets.
 _DROP = dict.fromkeys(map(ord, _SEPARATORS))
 _DROP_ASCII = bytes(sorted(ord(ch) for ch in _SEPARATORS if ch.isascii()))
+_DROP_WIDE = tuple(ch.encode("utf-8") for ch in sorted(_SEPARATORS) if not ch.isascii())
 
 
 def _stripped_text(text: str) -> str:
@@ -117,18 +114,19 @@ def _stripped_text(text: str) -> str:
     character is never a separator, so dropping first and lowering after gives the same)."""
     if text.isascii():
         return text.encode("ascii").translate(None, _DROP_ASCII).lower().decode("ascii")
-    return (
-        "".join(ch.lower() for ch in text.translate(_DROP))
-        if _EXPANDS.search(text)
-        else (text.translate(_DROP).lower())
-    )
+    if _EXPANDS.search(text):
+        return "".join(ch.lower() for ch in text.translate(_DROP))
+    raw = text.encode("utf-8", "surrogatepass")
+    for wide in _DROP_WIDE:
+        if wide in raw:
+            raw = raw.replace(wide, b"")
+    return raw.translate(None, _DROP_ASCII).decode("utf-8", "surrogatepass").lower()
 
 
 def _has_run(text: str, length: int) -> bool:
     """Whether ``text`` has a run of at least ``length`` blob characters."""
-    if text.isascii():
-        return b"\x01" * length in text.encode("ascii").translate(_RUN_MARKS_ASCII)
-    return _RUN_MARK * length in text.translate(_RUN_MARKS)
+    marks = text.encode("utf-8", "surrogatepass").translate(_RUN_MARKS)
+    return b"\x01" * length in marks
 
 
 # Characters whose lower case depends on their neighbours (the Greek final sigma) when a whole
