@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from openai import OpenAI  # at the top, as the SDK's documentation imports it
+
 from tests.servers.base import Handler, LoopbackServer
 from tests.servers.brain_model import SYSTEM_PROMPT
 
@@ -241,8 +243,6 @@ def _openai(base_url: str) -> Any:
 
 @lru_cache(maxsize=16)
 def _openai_client(base_url: str) -> Any:
-    from openai import OpenAI
-
     key = os.environ.get("OPENAI_API_KEY", "sk-agent")
     return OpenAI(base_url=base_url, api_key=key, max_retries=0)
 
