@@ -26,6 +26,7 @@ from probegate.chance import (
 )
 from probegate.models.comparison import Change, Confirmation, Counts, FindingRef
 from probegate.models.report import ProbeResult, ScanReport
+from probegate.perf import share_field_sets
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ class Rate:
         )
         # Every value is already of its field's type (validated where it was made): a copy
         # that validates again cost a 10,000-finding comparison a second.
-        return FindingRef.model_construct(
+        annotated = FindingRef.model_construct(
             **{
                 **ref.__dict__,
                 "baseline_counts": self.base,
@@ -80,6 +81,8 @@ class Rate:
                 "too_few_attempts": few,
             }
         )
+        share_field_sets(annotated)  # a set of names per reference: 2 MB of 10,000
+        return annotated
 
 
 @dataclass(frozen=True)
@@ -170,10 +173,18 @@ def counts_of(report: ScanReport, probes: set[str]) -> dict[str, Counts]:
 
 
 def counts_of_result(result: ProbeResult) -> Counts:
-    return Counts(vulnerable=result.vulnerable, judged=result.vulnerable + result.resisted)
+    return _counts(result.vulnerable, result.vulnerable + result.resisted)
 
 
 def plus(a: Counts | None, b: Counts) -> Counts:
     if a is None:
         return b
-    return Counts(vulnerable=a.vulnerable + b.vulnerable, judged=a.judged + b.judged)
+    return _counts(a.vulnerable + b.vulnerable, a.judged + b.judged)
+
+
+def _counts(vulnerable: int, judged: int) -> Counts:
+    """Counts with the one shared set of field names (a comparison of 10,000 probes makes
+    20,000 of them: 8 MB with a set each)."""
+    counts = Counts(vulnerable=vulnerable, judged=judged)
+    share_field_sets(counts)
+    return counts

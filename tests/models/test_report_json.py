@@ -37,8 +37,8 @@ def _whole(raw: bytes) -> ScanReport:
     return stored.report_from_data(parse_report_json(raw, "x"), source="x")
 
 
-def _one_pass(raw: bytes, *, transcripts: bool = True) -> ScanReport | None:
-    return stored._one_pass(iter_read(raw), transcripts)
+def _one_pass(raw: bytes, *, transcripts: bool = True, evidence: bool = True) -> ScanReport | None:
+    return stored._one_pass(iter_read(raw), transcripts, evidence)
 
 
 def iter_read(raw: bytes) -> Any:
@@ -227,6 +227,7 @@ def test_the_one_pass_leaves_every_other_file_to_the_whole_read(
     for name, raw in _bad_files(tmp_path).items():
         assert _one_pass(raw) is None, name
         assert _one_pass(raw, transcripts=False) is None, name
+        assert _one_pass(raw, transcripts=False, evidence=False) is None, name
 
 
 def test_the_depth_limit_holds_in_the_one_pass_at_every_level() -> None:
@@ -275,6 +276,34 @@ def test_without_transcripts_every_transcript_is_validated_then_let_go(tmp_path:
         load_report(bad, transcripts=False)
     # A file read whole (an upstream report) comes without transcripts too.
     assert load_report(UPSTREAM, transcripts=False).findings
+
+
+def test_for_a_comparison_evidence_is_validated_then_let_go_too(tmp_path: Path) -> None:
+    """compare and scan --baseline read two reports for their findings' fingerprints and
+    counts: each finding's and control's evidence is read as strictly, then dropped."""
+    raw = REPORTS["guarded"]
+    full = _one_pass(raw)
+    lean = _one_pass(raw, transcripts=False, evidence=False)
+    assert full is not None and lean is not None
+    assert any(f.evidence for f in full.findings)
+    lean_parts = {
+        "transcript": None,
+        "evidence": [],
+    }
+    expected = [
+        f.model_copy(
+            update={**lean_parts, "control": f.control and f.control.model_copy(update=lean_parts)}
+        )
+        for f in full.findings
+    ]
+    assert lean == full.model_copy(update={"findings": expected})
+    data = json.loads(raw)
+    data["findings"][0]["evidence"] = [{"kind": 7}]
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(json.dumps(data).encode())
+    with pytest.raises(ReportError, match=r"findings\[0\]\.evidence"):
+        load_report(bad, transcripts=False, evidence=False)
+    assert not any(f.evidence for f in load_report(UPSTREAM, evidence=False).findings)
 
 
 def test_a_read_reports_models_share_their_sets_of_fields_and_are_read_only() -> None:

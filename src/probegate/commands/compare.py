@@ -105,8 +105,8 @@ def _compare(args: argparse.Namespace) -> Comparison:
     A comparison shows no transcript: each is read and validated, then let go at once, so two
     10,000-finding reports fit where one with its transcripts did.
     """
-    baseline = load_report(args.baseline, transcripts=False)
-    current = load_report(args.current, transcripts=False)
+    baseline = load_report(args.baseline, transcripts=False, evidence=False)
+    current = load_report(args.current, transcripts=False, evidence=False)
     if args.suppressions is not None:
         entries = load_suppressions(args.suppressions, explicit=True)
         current = apply_suppressions(current, entries, dt.date.today())

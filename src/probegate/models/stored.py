@@ -78,26 +78,30 @@ _UPSTREAM_AIVSS_SEVERITY: dict[str, float] = {
 # --------------------------------------------------------------------------- reading
 
 
-def load_report(path: Path, *, transcripts: bool = True) -> ScanReport:
+def load_report(path: Path, *, transcripts: bool = True, evidence: bool = True) -> ScanReport:
     """Read and validate a stored report (either schema), or raise one :class:`ReportError`.
 
     A probegate report is read in one pass, a piece of the file at a time; whatever that pass
     does not read to the end (a refusal, another schema) is read whole, which says what is
     wrong or maps the report (:func:`parse_report`). With ``transcripts=False`` every
     transcript is read and validated as strictly, then let go (a finding's and its control's
-    ``transcript`` is None): for a reader that never shows one, such as ``compare``, which
-    holds two reports.
+    ``transcript`` is None), and with ``evidence=False`` every finding's and control's
+    evidence too (an empty list): for a reader that shows neither, such as ``compare``, which
+    holds two reports and compares their findings by fingerprint and counts.
     """
     with gc_paused():
         what = {"what": "report file", "error": ReportError, "max_bytes": MAX_REPORT_BYTES}
         with open_bounded(path, **what) as read:  # type: ignore[arg-type]
-            report = _one_pass(read, transcripts)
+            report = _one_pass(read, transcripts, evidence)
         if report is not None:
             return report
-        return parse_report(_read(path), source=str(path), transcripts=transcripts)
+        raw = _read(path)
+        return parse_report(raw, source=str(path), transcripts=transcripts, evidence=evidence)
 
 
-def parse_report(raw: bytes, *, source: str, transcripts: bool = True) -> ScanReport:
+def parse_report(
+    raw: bytes, *, source: str, transcripts: bool = True, evidence: bool = True
+) -> ScanReport:
     """:func:`load_report` for bytes already in memory; ``source`` names them in errors.
 
     One collector pause over parsing and validation: the parsed data (a million objects for a
@@ -106,17 +110,17 @@ def parse_report(raw: bytes, *, source: str, transcripts: bool = True) -> ScanRe
     old).
     """
     with gc_paused():
-        report = _one_pass(io.BytesIO(raw).read, transcripts)
+        report = _one_pass(io.BytesIO(raw).read, transcripts, evidence)
         if report is not None:
             return report
         report = report_from_data(parse_report_json(raw, source), source=source)
-        if transcripts:
+        if transcripts and evidence:
             return report
-        findings = [_without_transcripts(f) for f in report.findings]
+        findings = [_lean(f, transcripts, evidence) for f in report.findings]
         return report.model_copy(update={"findings": findings})
 
 
-def _one_pass(read: Callable[[int], bytes], transcripts: bool) -> ScanReport | None:
+def _one_pass(read: Callable[[int], bytes], transcripts: bool, evidence: bool) -> ScanReport | None:
     """The report read in one pass (models/report_json.py), or None: it must be read whole.
 
     Returns only what reading it whole returns: the same checks pass, the same upgrade is made
@@ -126,8 +130,14 @@ def _one_pass(read: Callable[[int], bytes], transcripts: bool) -> ScanReport | N
     """
     # pydantic's own validators: ``model_validate``'s Python wrapper costs 20,000 calls.
     finding = Finding.__pydantic_validator__.validate_python
+    if not transcripts or not evidence:
+        whole = finding
+
+        def finding(data: Any) -> Finding:  # validated whole, then the parts not kept let go
+            return _lean(whole(data), transcripts, evidence)
+
     items = {
-        "findings": finding if transcripts else _finding_without_transcripts,
+        "findings": finding,
         "results": ProbeResult.__pydantic_validator__.validate_python,
     }
     data = read_in_one_pass(read, items)
@@ -141,14 +151,15 @@ def _one_pass(read: Callable[[int], bytes], transcripts: bool) -> ScanReport | N
     return report
 
 
-def _finding_without_transcripts(data: Any) -> Finding:
-    return _without_transcripts(Finding.model_validate(data))
-
-
-def _without_transcripts(finding: Finding) -> Finding:
-    update: dict[str, Any] = {"transcript": None}
+def _lean(finding: Finding, transcripts: bool, evidence: bool) -> Finding:
+    """``finding`` without its (and its control's) transcript or evidence, as asked."""
+    update: dict[str, Any] = {}
+    if not transcripts:
+        update["transcript"] = None
+    if not evidence:
+        update["evidence"] = []
     if finding.control is not None:
-        update["control"] = finding.control.model_copy(update={"transcript": None})
+        update["control"] = finding.control.model_copy(update=update)
     return finding.model_copy(update=update)
 
 

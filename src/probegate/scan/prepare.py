@@ -96,9 +96,12 @@ def prepare_scan(config: ScanConfig) -> Iterator[Prepared]:
     probes = library.select(asi=config.asi, patterns=config.probes)
     if not probes:
         raise UsageError("no probe matches --asi/--probes (see 'probegate probes list')")
-    # Only compared with (findings by fingerprint, scores): its transcripts are never shown.
+    # Only compared with (findings by fingerprint, counts, scores): its transcripts and evidence
+    # are never shown.
     baseline = (
-        load_report(config.baseline, transcripts=False) if config.baseline is not None else None
+        load_report(config.baseline, transcripts=False, evidence=False)
+        if config.baseline is not None
+        else None
     )
     if baseline is not None:
         check_comparable(
