@@ -129,15 +129,13 @@ def _one_pass(read: Callable[[int], bytes], transcripts: bool, evidence: bool) -
     from its raw results and findings (:func:`_categories`).
     """
     # pydantic's own validators: ``model_validate``'s Python wrapper costs 20,000 calls.
-    finding = Finding.__pydantic_validator__.validate_python
-    if not transcripts or not evidence:
-        whole = finding
+    whole = Finding.__pydantic_validator__.validate_python
 
-        def finding(data: Any) -> Finding:  # validated whole, then the parts not kept let go
-            return _lean(whole(data), transcripts, evidence)
+    def lean(data: Any) -> Finding:  # validated whole, then the parts not kept let go
+        return _lean(whole(data), transcripts, evidence)
 
     items = {
-        "findings": finding,
+        "findings": whole if transcripts and evidence else lean,
         "results": ProbeResult.__pydantic_validator__.validate_python,
     }
     data = read_in_one_pass(read, items)
