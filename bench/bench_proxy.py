@@ -27,6 +27,17 @@ rises. The proxy's own CPU is about 0.6 ms a model call (1,116 calls: 0.7 s); th
 without the proxy runs about as many model calls a second (152 to 164, against 138 to 160 with
 it, three runs): the gap to 0.8 x is the agent's.
 
+Measured again (2026-12-05, quiet machine, py-spy record --gil and /usr/bin/time): the agent
+imported its SDK on its first conversation, inside the timed run (0.5 s of a 6 s scan); it now
+imports it at the top of its module, as the SDK's documentation writes an agent, so probegate
+loads it before the run. The python + proxy scan then takes 5.2 to 5.8 s (0.68 to 0.76 x), the
+same agent without the proxy 70 to 74 attempts/s against the direct loop's 97 to 102: the agent
+alone reaches about 0.74 x, and the proxy adds at most a few per cent on top. The process is
+one interpreter at 80 % of a core (4.3 s user, 0.7 s sys in 6.2 s): the agent's SDK (23 % of the
+samples holding the interpreter lock), the proxy (27 %: its event loop reads and parses, its
+workers forward) and the engine (14 %) share it; a shorter interval between lock switches
+(1 ms, 0.2 ms) changed nothing.
+
 Targets (printed with each figure): the proxy adds at most 2 ms at p50 per model call, and the
 python agent through it reaches at least 0.8 x the direct loop's attempts/s.
 
