@@ -22,7 +22,11 @@ The whole commands are timed too, as a user runs them (``report --output json`` 
 context: they also render, sign and write, which the read target does not cover. The JSON report
 and the HTML page are written a piece at a time (reports/json_report.py, html_report.py) and a
 signature is made from the report's fields a piece at a time (reports/signing.py): written
-whole, ``report --output json`` peaked at 200 MB and a signed merge at 198 MB.
+whole, ``report --output json`` peaked at 200 MB and a signed merge at 198 MB. The SARIF log
+is written a rule and a result at a time, each checked against the schema as it comes
+(reports/sarif/): built whole, it peaked at 202 MB. ``compare`` reads each finding's
+transcript and evidence and lets them go (it compares fingerprints and counts): 166 MB at the
+peak when it kept the evidence.
 
 Run: ``.venv/bin/python bench/bench_stored.py`` (``make bench`` runs it too).
 """
@@ -147,6 +151,7 @@ def main() -> None:
         runs = {
             "report --output json": (["report", str(cur), "--output-dir", str(root / "r")], {}),
             "report --output html": (["report", str(cur), "--output", "html"], {}),
+            "report --output sarif": (["report", str(cur), "--output", "sarif"], {}),
             "compare": (["compare", str(base), str(cur), "--output", "json"], {}),
             "merge of 2 shards": ([*merge, "--no-sign"], unsigned),
             "merge, signed": ([*merge, "--sign"], signing),

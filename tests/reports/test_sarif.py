@@ -548,3 +548,41 @@ def test_rule_texts_read_by_their_parts_are_sarif_text_of_the_whole(
         whole = rules.rule("r", [finding], omjson.Shared())
     rules._mapping.cache_clear()
     assert fast == whole
+
+
+def test_the_streamed_log_is_the_log_built_whole_byte_for_byte() -> None:
+    """Rules and results are written one at a time: the bytes are those of the whole log,
+    terminal-unsafe characters in a finding's text escaped in the one as in the other."""
+    from probegate.canonical import canonical_line
+    from probegate.reports.escape import json_bytes
+    from probegate.reports.sarif.log import build
+
+    unsafe = make_finding(1).model_copy(update={"summary": "bidi \u202e and DEL \x7f here"})
+    for report in (golden_report(), make_report([make_finding(0), unsafe, make_finding(2)])):
+        whole = json_bytes(canonical_line(build(report)))
+        assert sarif.render(report) == whole
+        pieces: list[bytes] = []
+        sarif.write(report, pieces.append)
+        assert len(pieces) > 3 and b"".join(pieces) == whole
+
+
+def test_a_result_the_schema_refuses_mid_stream_leaves_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The third result is refused after the first two were written: the error names its
+    place, and the file is never there (written through a temporary file, then dropped)."""
+    from probegate.reports import FORMATS, FormatName
+
+    made = results.result
+    report = make_report([make_finding(i) for i in range(3)])
+    third = report.findings[2].id
+
+    def third_bad(*args: Any) -> Any:
+        result = made(*args)
+        return {**result, "level": "fatal"} if args[0].id == third else result
+
+    monkeypatch.setattr(results, "result", third_bad)
+    path = tmp_path / "scan.sarif"
+    with pytest.raises(ReportError, match=r"runs/0/results/2/level"):
+        FORMATS[FormatName.SARIF].write_file(path, report)
+    assert list(tmp_path.iterdir()) == []

@@ -123,6 +123,10 @@ def streamer(name: FormatName) -> Stream | None:
         from probegate.reports import html_report
 
         return html_report.write
+    if name is FormatName.SARIF:
+        from probegate.reports import sarif
+
+        return sarif.write
     return None
 
 
@@ -143,7 +147,7 @@ FORMATS: dict[FormatName, Format] = {
         Format(FormatName.JSON, REPORT_FILE,
                "the signed record; every other format is derived from it", streams=True),
         Format(FormatName.SARIF, "scan.sarif",
-               "GitHub code scanning and other SARIF consumers"),
+               "GitHub code scanning and other SARIF consumers", streams=True),
         Format(FormatName.JUNIT, "junit.xml", "CI test reporters"),
         Format(FormatName.MD, "summary.md", "`$GITHUB_STEP_SUMMARY`"),
         Format(FormatName.HTML, "report.html",

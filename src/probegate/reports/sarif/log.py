@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from probegate import PROJECT_URL
@@ -26,6 +27,19 @@ MAX_RESULTS = 25_000  # GitHub's per-run limit for results and for rules
 
 def build(report: ScanReport) -> dict[str, Any]:
     """The SARIF log as JSON data (not yet validated)."""
+    document, rules_of, results_of = build_parts(report)
+    run = document["runs"][0]
+    run["tool"]["driver"]["rules"] = list(rules_of())
+    run["results"] = list(results_of())
+    return document
+
+
+Made = Callable[[], Iterator[Any]]
+
+
+def build_parts(report: ScanReport) -> tuple[dict[str, Any], Made, Made]:
+    """The SARIF log without its rules and results (empty lists), and what makes each of them
+    one at a time: a writer that streams never holds a 10,000-finding scan's at once."""
     if len(report.findings) > MAX_RESULTS:
         raise ReportError(
             f"{len(report.findings)} findings exceed GitHub's {MAX_RESULTS} results per "
@@ -49,21 +63,28 @@ def build(report: ScanReport) -> dict[str, Any]:
                 information_uri=PROJECT_URL,
                 version=report.package_version,
                 semantic_version=report.package_version,
-                rules=[rules.rule(rule_id, by_rule[rule_id], shared) for rule_id in rule_ids],
+                rules=[],
                 supported_taxonomies=rules.supported_taxonomies(),
                 properties=plain({"probe_library_version": report.probe_library_version}),
             ),
         ),
         taxonomies=rules.taxonomies(),
         invocations=[_invocation(report)],
-        results=[
-            results.result(f, rule_id, rule_index[rule_id], shared)
-            for rule_id, f in zip(finding_rules, report.findings, strict=True)
-        ],
+        results=[],
         column_kind="unicodeCodePoints",
         properties=plain(_run_properties(report)),
     )
-    return node("SarifLog", runs=[run], version=SARIF_VERSION, schema_uri=SCHEMA_URI)
+
+    def rules_of() -> Iterator[Any]:
+        for rule_id in rule_ids:
+            yield rules.rule(rule_id, by_rule[rule_id], shared)
+
+    def results_of() -> Iterator[Any]:
+        for rule_id, f in zip(finding_rules, report.findings, strict=True):
+            yield results.result(f, rule_id, rule_index[rule_id], shared)
+
+    document = node("SarifLog", runs=[run], version=SARIF_VERSION, schema_uri=SCHEMA_URI)
+    return document, rules_of, results_of
 
 
 def _invocation(report: ScanReport) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from importlib import resources
 from typing import Any
 
@@ -383,13 +383,60 @@ def sarif_validator() -> jsonschema.protocols.Validator:
     return validator
 
 
+# Where a run's rules and results are in the log, and the schema of one of each.
+RULES = ("runs/0/tool/driver/rules", ("toolComponent", "rules"))
+RESULTS = ("runs/0/results", ("run", "results"))
+
+
+def validate_items(
+    items: Iterable[Any], place: tuple[str, tuple[str, str]], unique_by: str | None = None
+) -> Iterator[Any]:
+    """Each item of a list of the log (``place``: :data:`RULES` or :data:`RESULTS`), checked
+    against the schema's items there as it comes (one per shape, as :func:`_items_by_shape`
+    checks a list's items), then passed on: a streamed log's lists are checked as the whole
+    log's would be, without being held together. ``unique_by``: a key whose values differ
+    between the items, which makes them unique (a list the schema wants ``uniqueItems``)."""
+    where, (definition, name) = place
+    schema = sarif_schema()["definitions"][definition]["properties"][name]
+    validator = _items_validator(definition, name)
+    shapes = _shapes()
+    bags = shapes.bags(schema["items"])
+    seen: set[Any] = set()
+    keys: set[Any] = set()
+    for index, item in enumerate(items):
+        shape = shapes.item(item, bags, {})
+        if shape not in seen:
+            errors = list(validator.iter_errors(item))
+            if errors:
+                _refuse(errors, f"{where}/{index}/")
+            seen.add(shape)
+        if unique_by is not None:
+            key = item.get(unique_by) if isinstance(item, dict) else None
+            if key is None or key in keys:
+                raise ReportError(f"SARIF output: {where}/{index} has non-unique {unique_by}")
+            keys.add(key)
+        yield item
+
+
+@functools.cache
+def _items_validator(definition: str, name: str) -> jsonschema.protocols.Validator:
+    """:func:`sarif_validator` on one item of a list (its ``$ref`` read in the whole schema)."""
+    items = sarif_schema()["definitions"][definition]["properties"][name]["items"]
+    validator: jsonschema.protocols.Validator = sarif_validator().evolve(schema=items)
+    return validator
+
+
+def _refuse(errors: list[jsonschema.ValidationError], prefix: str = "") -> None:
+    first = min(errors, key=lambda e: [(isinstance(p, str), p) for p in e.absolute_path])
+    where = prefix + "/".join(str(p) for p in first.absolute_path) or "<root>"
+    raise ReportError(
+        f"SARIF output would be invalid against the OASIS schema; first error at {where}: "
+        f"{first.message[:300]}"
+    )
+
+
 def validate(document: dict[str, Any]) -> None:
     """Raise :class:`ReportError` unless ``document`` is valid against the OASIS schema."""
     errors = list(sarif_validator().iter_errors(document))
     if errors:
-        first = min(errors, key=lambda e: [(isinstance(p, str), p) for p in e.absolute_path])
-        where = "/".join(str(p) for p in first.absolute_path) or "<root>"
-        raise ReportError(
-            f"SARIF output would be invalid against the OASIS schema; first error at {where}: "
-            f"{first.message[:300]}"
-        )
+        _refuse(errors)
