@@ -11,6 +11,7 @@ stops what would act outside the agent; the agents' tools count what they really
 
 from __future__ import annotations
 
+import copy
 import json
 import socket
 from collections.abc import Iterator
@@ -19,9 +20,11 @@ from typing import Any
 
 import pytest
 import requests
+from hypothesis import given
+from hypothesis import strategies as st
 
 from probegate.cli import main
-from probegate.targets.model_proxy.marks import marked, new_token, strip_marks, unmarked
+from probegate.targets.model_proxy.marks import MARK, marked, new_token, strip_marks, unmarked
 from tests.servers.brain_model import SECRETS, BrainModelServer, tool_config
 from tests.servers.configs import scan_args, write_config
 from tests.servers.own_tools import AGENTS, APIS, LEDGER, ChatService
@@ -475,3 +478,32 @@ def test_the_mark_is_removed_and_a_probes_own_zero_width_text_is_not() -> None:
     assert found == {token}
     assert body == {"messages": [{"content": ["hello", obfuscated]}]}
     assert unmarked(obfuscated) == obfuscated
+
+
+def _naive_strip(data: Any, found: set[str]) -> Any:
+    """Every string of ``data`` without its marks: the plain walk strip_marks must equal."""
+    if isinstance(data, str):
+        found.update(MARK.findall(data))
+        return MARK.sub("", data)
+    if isinstance(data, dict):
+        return {k: _naive_strip(v, found) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_naive_strip(v, found) for v in data]
+    return data
+
+
+_MARKED = st.sampled_from(["a", marked("hi", "\u200b" * 24), "\u2063", "x\u2063\u2062y", ""])
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | _MARKED,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_MARKED, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(_JSON)
+def test_strip_marks_removes_every_mark_everywhere_and_changes_nothing_else(data: Any) -> None:
+    expected_found: set[str] = set()
+    expected = _naive_strip(copy.deepcopy(data), expected_found)
+    found: set[str] = set()
+    assert strip_marks(data, found) == expected
+    assert found == expected_found

@@ -74,12 +74,14 @@ def parse_head(raw: bytes) -> Head:
         raise _invalid(f"more than {MAX_HEADERS} header lines", 431)
     headers: dict[str, str] = {}
     repeated: set[str] = set()
+    # A CR or LF that ends no line, or a NUL, anywhere: then each value is looked at for one.
+    stray = b"\0" in raw or raw.count(b"\r") + raw.count(b"\n") != 2 * (len(lines) - 1)
     for text in lines[1:]:
         name, colon, value = text.partition(b":")
         if (
             not colon
             or _TOKEN.fullmatch(name) is None
-            or any(c in value for c in (b"\r", b"\n", b"\0"))
+            or (stray and (b"\r" in value or b"\n" in value or b"\0" in value))
         ):
             raise _invalid("a header line that is not 'name: value'")
         key = name.decode("ascii").lower()

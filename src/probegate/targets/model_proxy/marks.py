@@ -42,17 +42,33 @@ def unmarked(text: str) -> str:
 def strip_marks(data: Any, found: set[str]) -> Any:
     """``data`` (JSON) with every mark removed from every string; the tokens go in ``found``.
 
-    Lists and objects are changed in place, so a request body is walked once.
+    Lists and objects are changed in place, so a request body is walked once; a string is
+    looked at where it stands and replaced only when it holds a mark (a chat request is a few
+    hundred strings, its tools' schemas most of them, and this runs on every model call).
     """
     if isinstance(data, str):
-        if _OPEN[0] not in data:
-            return data
-        found.update(MARK.findall(data))
-        return MARK.sub("", data)
+        return _stripped(data, found) if _OPEN[0] in data else data
     if isinstance(data, dict):
         for key, value in data.items():
-            data[key] = strip_marks(value, found)
+            if type(value) is str:
+                if _OPEN[0] in value:
+                    data[key] = _stripped(value, found)
+            elif isinstance(value, dict | list):
+                strip_marks(value, found)
+            elif isinstance(value, str):  # a str subclass, as a JSON decoder never makes
+                data[key] = strip_marks(value, found)
     elif isinstance(data, list):
         for index, value in enumerate(data):
-            data[index] = strip_marks(value, found)
+            if type(value) is str:
+                if _OPEN[0] in value:
+                    data[index] = _stripped(value, found)
+            elif isinstance(value, dict | list):
+                strip_marks(value, found)
+            elif isinstance(value, str):
+                data[index] = strip_marks(value, found)
     return data
+
+
+def _stripped(text: str, found: set[str]) -> str:
+    found.update(MARK.findall(text))
+    return MARK.sub("", text)
