@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Iterable
 from typing import Any
 
 _DIGITS = "\u200b\u200c\u200d\u2060"  # zero width space, non-joiner, joiner, word joiner
@@ -48,24 +49,19 @@ def strip_marks(data: Any, found: set[str]) -> Any:
     """
     if isinstance(data, str):
         return _stripped(data, found) if _OPEN[0] in data else data
+    slots: Iterable[tuple[Any, Any]]
     if isinstance(data, dict):
-        for key, value in data.items():
-            if type(value) is str:
-                if _OPEN[0] in value:
-                    data[key] = _stripped(value, found)
-            elif isinstance(value, dict | list):
-                strip_marks(value, found)
-            elif isinstance(value, str):  # a str subclass, as a JSON decoder never makes
-                data[key] = strip_marks(value, found)
+        slots = data.items()  # values are replaced, never added: the iteration holds
     elif isinstance(data, list):
-        for index, value in enumerate(data):
-            if type(value) is str:
-                if _OPEN[0] in value:
-                    data[index] = _stripped(value, found)
-            elif isinstance(value, dict | list):
-                strip_marks(value, found)
-            elif isinstance(value, str):
-                data[index] = strip_marks(value, found)
+        slots = enumerate(data)
+    else:
+        return data
+    for slot, value in slots:
+        if type(value) is str:
+            if _OPEN[0] in value:
+                data[slot] = _stripped(value, found)
+        elif isinstance(value, dict | list | str):  # a str subclass too, as json never makes
+            data[slot] = strip_marks(value, found)
     return data
 
 
