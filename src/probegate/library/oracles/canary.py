@@ -390,7 +390,7 @@ def _clues(canary: str) -> tuple[tuple[str, ...], int]:
     heads = {stripped}
     if _EXPANDS.search(canary):  # lowered whole, a final sigma reads otherwise
         heads.add(_stripped_text(lowered))
-    shortest = max(5, len(stripped) // 4)
+    shortest = min_piece(canary)
     clues = tuple(clue for head in heads for clue in _head_clues(head[:shortest]))
     return clues, min((len(form) for form in (lowered, stripped) if form), default=0)
 
