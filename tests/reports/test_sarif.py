@@ -555,7 +555,14 @@ def test_the_streamed_log_is_the_log_built_whole_byte_for_byte() -> None:
     terminal-unsafe characters in a finding's text escaped in the one as in the other."""
     from probegate.canonical import canonical_line
     from probegate.reports.escape import json_bytes
-    from probegate.reports.sarif.log import build
+    from probegate.reports.sarif.log import build_parts
+
+    def build(report: Any) -> dict[str, Any]:
+        document, rules_of, results_of = build_parts(report)
+        run = document["runs"][0]
+        run["tool"]["driver"]["rules"] = list(rules_of())
+        run["results"] = list(results_of())
+        return document
 
     unsafe = make_finding(1).model_copy(update={"summary": "bidi \u202e and DEL \x7f here"})
     for report in (golden_report(), make_report([make_finding(0), unsafe, make_finding(2)])):

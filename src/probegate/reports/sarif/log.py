@@ -25,15 +25,6 @@ SARIF_VERSION = "2.1.0"
 MAX_RESULTS = 25_000  # GitHub's per-run limit for results and for rules
 
 
-def build(report: ScanReport) -> dict[str, Any]:
-    """The SARIF log as JSON data (not yet validated)."""
-    document, rules_of, results_of = build_parts(report)
-    run = document["runs"][0]
-    run["tool"]["driver"]["rules"] = list(rules_of())
-    run["results"] = list(results_of())
-    return document
-
-
 Made = Callable[[], Iterator[Any]]
 
 
