@@ -32,7 +32,7 @@ import codecs
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel
@@ -69,14 +69,22 @@ class StrictObjects:
 
     def __init__(self) -> None:
         self._depths: dict[int, int] = {}
-        # The kept copy of each short string value, when this parse keeps them (a subclass).
-        self._strings: dict[str, str] | None = None
 
     def read(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         out = dict(pairs)
         if len(out) != len(pairs):
             _duplicate(pairs)
-        deepest = self._children(pairs, out)
+        deepest = 0
+        for _key, value in pairs:
+            kind = type(value)
+            if kind is dict:
+                depth = self._depths.pop(id(value))
+            elif kind is list:
+                depth = self._list(value)
+            else:
+                continue
+            if depth > deepest:
+                deepest = depth
         if deepest >= MAX_DEPTH:
             raise ValueError(f"nested more than {MAX_DEPTH} deep")
         self._depths[id(out)] = deepest + 1
@@ -96,20 +104,9 @@ class StrictObjects:
         self._depths.clear()
 
     def _list(self, items: list[Any]) -> int:
-        return self._children(enumerate(items), items) + 1
-
-    def _children(self, slots: Iterable[tuple[Any, Any]], into: Any) -> int:
-        """The depth of the deepest container among a container's values (0: none); when
-        strings are kept, each short string value is put back in ``into`` (the object or the
-        list) as its kept copy."""
-        strings = self._strings
         deepest = 0
-        for slot, value in slots:
+        for value in items:
             kind = type(value)
-            if kind is str:
-                if strings is not None and len(value) <= _INTERN_MAX:
-                    into[slot] = strings.setdefault(value, value)
-                continue
             if kind is dict:
                 depth = self._depths.pop(id(value))
             elif kind is list:
@@ -118,7 +115,7 @@ class StrictObjects:
                 continue
             if depth > deepest:
                 deepest = depth
-        return deepest
+        return deepest + 1
 
 
 class _InterningObjects(StrictObjects):
@@ -133,13 +130,53 @@ class _InterningObjects(StrictObjects):
 
     def __init__(self) -> None:
         super().__init__()
-        self._kept: dict[str, str] = {}
-        self._strings = self._kept
+        self._strings: dict[str, str] = {}
 
     def read(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        if len(self._kept) > _INTERNED_MAX:
-            self._kept.clear()
-        return super().read(pairs)
+        out = dict(pairs)
+        if len(out) != len(pairs):
+            _duplicate(pairs)
+        strings = self._strings
+        if len(strings) > _INTERNED_MAX:
+            strings.clear()
+        deepest = 0
+        for key, value in pairs:
+            kind = type(value)
+            if kind is str:
+                if len(value) <= _INTERN_MAX:
+                    out[key] = strings.setdefault(value, value)
+                continue
+            if kind is dict:
+                depth = self._depths.pop(id(value))
+            elif kind is list:
+                depth = self._list(value)
+            else:
+                continue
+            if depth > deepest:
+                deepest = depth
+        if deepest >= MAX_DEPTH:
+            raise ValueError(f"nested more than {MAX_DEPTH} deep")
+        self._depths[id(out)] = deepest + 1
+        return out
+
+    def _list(self, items: list[Any]) -> int:
+        strings = self._strings
+        deepest = 0
+        for index, value in enumerate(items):
+            kind = type(value)
+            if kind is str:
+                if len(value) <= _INTERN_MAX:
+                    items[index] = strings.setdefault(value, value)
+                continue
+            if kind is dict:
+                depth = self._depths.pop(id(value))
+            elif kind is list:
+                depth = self._list(value)
+            else:
+                continue
+            if depth > deepest:
+                deepest = depth
+        return deepest + 1
 
 
 def _duplicate(pairs: list[tuple[str, Any]]) -> None:
