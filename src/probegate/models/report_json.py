@@ -132,6 +132,9 @@ class _InterningObjects(StrictObjects):
         super().__init__()
         self._strings: dict[str, str] = {}
 
+    # read and _list are StrictObjects' with the interning inlined: one walk shared by both
+    # hooks read a 10,000-finding report 3 to 5 % slower, on the path bench_stored times.
+
     def read(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         out = dict(pairs)
         if len(out) != len(pairs):
