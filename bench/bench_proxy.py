@@ -85,6 +85,8 @@ TARGET_RATIO = 0.8
 CALLS_PER_THREAD = 25
 ROUNDS = 3
 REPEAT = 3
+# The agent's processes (``target.processes``): one per core, as a web server's workers.
+PROCESSES = max(1, min(4, os.cpu_count() or 1))
 
 
 class _Echo:
@@ -155,29 +157,57 @@ def timed_calls(url: str, bodies: list[dict[str, Any]]) -> list[float]:
     return out
 
 
-def per_call() -> None:
+def child(*args: str) -> subprocess.Popen[str]:
+    """This script again, as the model (``--model``) or as the agents' load (``--load URL``)."""
+    return subprocess.Popen(
+        [sys.executable, str(HERE), *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def serve_model() -> None:
+    """The upstream model, in a process of its own: its base URL on stdout, until stdin ends."""
     with ModelApiServer(agent=_Echo(), latency=LATENCY) as model:
-        direct: list[float] = []
-        through: list[float] = []
-        port = free_port()
-        config = ModelProxyConfig(
-            api="openai-chat", listen=f"127.0.0.1:{port}", upstream=model.base_url
-        )
-        tools = tool_specs(PythonConfig.model_validate({"tools": tool_config()}))
-        proxy = ModelProxy(config, TargetSettings(concurrency=CONCURRENCY), tools, {})
-        try:
-            bodies = []
-            for i in range(CONCURRENCY):
-                sandbox = Sandbox(tools, Fixtures(), make_canaries(0, f"a#{i}"), attempt_id=str(i))
-                conversation = proxy.open(sandbox, Usage())
-                bodies.append(request_body(conversation.begin("Please look up my account.")))
-            for _ in range(ROUNDS):
-                plain = [request_body("Please look up my account.")] * CONCURRENCY
-                direct += timed_calls(f"{model.base_url}/chat/completions", plain)
-                through += timed_calls(f"{proxy.base_url}/chat/completions", bodies)
-            summary = proxy.summary()
-        finally:
-            proxy.close()
+        print(model.base_url, flush=True)
+        sys.stdin.read()
+
+
+def load(url: str, bodies: list[dict[str, Any]]) -> list[float]:
+    """The latencies of CONCURRENCY agents' calls to ``url``, sent from a process of its own."""
+    process = child("--load", url)
+    out, _ = process.communicate(json.dumps(bodies))
+    if process.returncode:
+        sys.exit(f"the load process failed ({process.returncode})")
+    latencies: list[float] = json.loads(out)
+    return latencies
+
+
+def per_call() -> None:
+    model = child("--model")
+    assert model.stdout is not None
+    base_url = model.stdout.readline().strip()
+    direct: list[float] = []
+    through: list[float] = []
+    port = free_port()
+    config = ModelProxyConfig(api="openai-chat", listen=f"127.0.0.1:{port}", upstream=base_url)
+    tools = tool_specs(PythonConfig.model_validate({"tools": tool_config()}))
+    proxy = ModelProxy(config, TargetSettings(concurrency=CONCURRENCY), tools, {})
+    try:
+        bodies = []
+        for i in range(CONCURRENCY):
+            sandbox = Sandbox(tools, Fixtures(), make_canaries(0, f"a#{i}"), attempt_id=str(i))
+            conversation = proxy.open(sandbox, Usage())
+            bodies.append(request_body(conversation.begin("Please look up my account.")))
+        for _ in range(ROUNDS):
+            plain = [request_body("Please look up my account.")] * CONCURRENCY
+            direct += load(f"{base_url}/chat/completions", plain)
+            through += load(f"{proxy.base_url}/chat/completions", bodies)
+        summary = proxy.summary()
+    finally:
+        proxy.close()
+        model.communicate("")
     assert summary is not None and summary.unattributed == 0
     for name, values in (("direct", direct), ("through proxy", through)):
         print(
@@ -218,6 +248,35 @@ def figures(name: str, report: dict[str, Any], calls: int) -> tuple[float, float
     return rate, calls / seconds
 
 
+def proxied(root: Path, brain: BrainModelServer, processes: int) -> tuple[dict[str, Any], int]:
+    """The python agent behind the proxy, in probegate's process (0) or in ``processes`` of
+    its own; its report and the model calls it made."""
+    directory = root / f"proxy-{processes}"
+    directory.mkdir()
+    port = free_port()
+    before = len(brain.bodies)
+    report = scan(
+        directory,
+        {
+            "kind": "python",
+            "python": "tests.servers.own_tools:ChatAgent",
+            "processes": processes,
+            "model_proxy": {
+                "api": "openai-chat",
+                "listen": f"127.0.0.1:{port}",
+                "upstream": brain.root(careful=True),
+            },
+            "canaries": list(SECRETS),
+            "tools": tool_config(),
+        },
+        {"OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1", "PYTHONPATH": str(ROOT)},
+    )
+    proxy = report.get("proxy") or {}
+    if proxy.get("unattributed", 1) or not proxy.get("model_calls"):
+        sys.exit(f"the proxied scan ({processes} processes) attributed no call or missed some")
+    return report, len(brain.bodies) - before
+
+
 def per_attempt() -> None:
     with tempfile.TemporaryDirectory() as tmp, BrainModelServer(latency=LATENCY) as brain:
         root = Path(tmp)
@@ -238,25 +297,10 @@ def per_attempt() -> None:
             {"OPENAI_API_KEY": "bench"},
         )
         base_rate, _ = figures("openai (direct)", direct, len(brain.bodies) - before)
-        before = len(brain.bodies)
-        (root / "proxy").mkdir()
-        port = free_port()
-        through = scan(
-            root / "proxy",
-            {
-                "kind": "python",
-                "python": "tests.servers.own_tools:ChatAgent",
-                "model_proxy": {
-                    "api": "openai-chat",
-                    "listen": f"127.0.0.1:{port}",
-                    "upstream": brain.root(careful=True),
-                },
-                "canaries": list(SECRETS),
-                "tools": tool_config(),
-            },
-            {"OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1", "PYTHONPATH": str(ROOT)},
-        )
-        proxy_rate, proxy_calls = figures("python + proxy", through, len(brain.bodies) - before)
+        apart, calls = proxied(root, brain, PROCESSES)
+        apart_rate, _ = figures("python + proxy", apart, calls)
+        inside, calls = proxied(root, brain, 0)
+        inside_rate, inside_calls = figures("  in process", inside, calls)
         before = len(brain.bodies)
         (root / "agent").mkdir()
         alone = scan(
@@ -269,24 +313,32 @@ def per_attempt() -> None:
             },
             {"OPENAI_BASE_URL": brain.endpoint(careful=True), "PYTHONPATH": str(ROOT)},
         )
-        _, agent_calls = figures("python, no proxy", alone, len(brain.bodies) - before)
-    proxy = through.get("proxy") or {}
-    ratio = proxy_rate / base_rate
+        _, agent_calls = figures("  no proxy", alone, len(brain.bodies) - before)
+    proxy = apart["proxy"]
+    ratio = apart_rate / base_rate
     print(
-        f"proxy: {proxy.get('model_calls', 0)} model calls, {proxy.get('unattributed', 0)} "
-        f"unattributed, {proxy.get('stopped', 0)} stopped; python + proxy / openai: "
-        f"{ratio:.2f} x the direct loop's attempts/s (target >= {TARGET_RATIO:g} x) "
-        f"{'OK' if ratio >= TARGET_RATIO else 'UNDER TARGET'}; the agent without the proxy: "
-        f"{agent_calls:.0f} model calls/s against {proxy_calls:.0f} with it (its own plan: "
-        "fewer probes, a shorter run, so only roughly comparable)"
+        f"proxy: {proxy['model_calls']} model calls, {proxy['unattributed']} unattributed, "
+        f"{proxy['stopped']} stopped; python + proxy (processes: {PROCESSES}) / openai: "
+        f"{ratio:.2f} x "
+        f"the direct loop's attempts/s (target >= {TARGET_RATIO:g} x) "
+        f"{'OK' if ratio >= TARGET_RATIO else 'UNDER TARGET'}"
     )
-    if proxy.get("unattributed", 1) or not proxy.get("model_calls"):
-        sys.exit(1)
+    print(
+        f"in probegate's process (processes: 0): {inside_rate / base_rate:.2f} x, the agent's "
+        f"SDK sharing one interpreter with the engine and the proxy; the same agent without "
+        f"the proxy: {agent_calls:.0f} model calls/s against {inside_calls:.0f} with it (its own "
+        "plan: fewer probes, a shorter run, so only roughly comparable)"
+    )
 
 
 def main() -> None:
-    per_call()
-    per_attempt()
+    if sys.argv[1:2] == ["--model"]:
+        serve_model()
+    elif sys.argv[1:2] == ["--load"]:
+        print(json.dumps(timed_calls(sys.argv[2], json.loads(sys.stdin.read()))))
+    else:
+        per_call()
+        per_attempt()
 
 
 if __name__ == "__main__":

@@ -108,3 +108,17 @@ class StaticAgent:
 
 def three_arguments(input: str, context: Any, extra: Any) -> str:
     return input
+
+
+def crashes(input: str, context: Any) -> str:
+    """Ends its whole process on ``crash`` (a native extension's abort, an ``os._exit``)."""
+    import os
+
+    if input == "crash":
+        os._exit(3)
+    return f"alive: {input}"
+
+
+def tells_its_endpoints(input: str, context: Any) -> dict[str, Any]:
+    """Reads what the context serves: the MCP endpoint, and a tool through the sandbox."""
+    return {"output": context.mcp_url, "tool_calls": [], "token_usage": None}

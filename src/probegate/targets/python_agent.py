@@ -64,6 +64,7 @@ from probegate.targets.model_proxy import (
     ProxyConversation,
     unmarked,
 )
+from probegate.targets.python_process import AgentProcesses, RemoteConversation
 from probegate.targets.sandbox import Sandbox, is_peer_tool
 from probegate.targets.wire import (
     calls_reported,
@@ -108,6 +109,17 @@ class AgentContext:
         self.calls.append(call)
         return tool_reply(call)
 
+    def fields(self) -> dict[str, Any]:
+        """The context as data, for an agent in a process of its own (python_child.py)."""
+        return {
+            "tools": self.tools,
+            "history": self.history,
+            "session": self.session,
+            "sender": self.sender,
+            "agent_name": self.agent_name,
+            "model_base_url": self.model_base_url,
+        }
+
     @property
     def mcp_url(self) -> str:
         """This conversation's endpoint on probegate's MCP server (streamable HTTP)."""
@@ -133,6 +145,9 @@ class PythonConfig(AgentConfig):
     model_proxy: ModelProxyConfig | None = None
     # The agents the agent calls over A2A, served by probegate (``context.a2a_url``).
     peers: list[PeerConfig] = Field(default_factory=list)
+    # 0: the agent runs in probegate's process; N: in N child processes of its own
+    # (targets/python_process.py), so its SDK's CPU does not share the scan's interpreter.
+    processes: int = Field(default=0, ge=0, le=64)
 
     def secret_env(self) -> dict[str, str]:
         proxy = self.model_proxy.upstream_api_key_env if self.model_proxy is not None else None
@@ -155,16 +170,30 @@ class PythonTarget:
         self, config: PythonConfig, settings: TargetSettings, obj: Any | None = None
     ) -> None:
         spec = config.python
-        if obj is None:
-            if not spec:
-                raise UsageError("the python target needs --python MODULE:ATTR (or target.python)")
-            obj = load_attribute(spec, flag="--python", search=[settings.base_dir, Path.cwd()])
         self.config = config
         self.settings = settings
-        self.spec: str = spec or str(getattr(obj, "__qualname__", "agent"))
-        entry = agent_entry(obj, what=self.spec)
-        self._factory = entry.new_call
-        self.with_context = entry.takes_context
+        # The agent's own processes (``target.processes``), else None: it runs in this one.
+        self.remote: AgentProcesses | None = None
+        self._factory: Callable[[], Callable[..., Any]] | None = None
+        if obj is None and not spec:
+            raise UsageError("the python target needs --python MODULE:ATTR (or target.python)")
+        if config.processes:
+            if obj is not None or not spec:
+                raise UsageError("target.processes needs the agent as target.python MODULE:ATTR")
+            # Imported in the children only: the scan's interpreter never runs the agent.
+            self.remote = AgentProcesses(spec, settings.base_dir, config.processes)
+            self.spec: str = spec
+            self.with_context = self.remote.takes_context
+            self._source = self.remote.source
+        else:
+            if obj is None:
+                assert spec is not None
+                obj = load_attribute(spec, flag="--python", search=[settings.base_dir, Path.cwd()])
+            self.spec = spec or str(getattr(obj, "__qualname__", "agent"))
+            entry = agent_entry(obj, what=self.spec)
+            self._factory = entry.new_call
+            self.with_context = entry.takes_context
+            self._source = self._source_file(obj)
         # Started only if an agent reads ``context.a2a_url``; the peers are declared.
         self.peers = (
             PeerHost(config.peers, settings.a2a_listen, settings.a2a_advertise)
@@ -172,15 +201,19 @@ class PythonTarget:
             else None
         )
         self._tools = tool_specs(config) + (self.peers.tools() if self.peers else [])
-        self._source = self._source_file(obj)
         # Started only if an agent reads ``context.mcp_url``.
         self.mcp = McpHost(settings.mcp_listen, settings.mcp_advertise)
         # Last: it listens from here until close().
-        self.proxy = (
-            ModelProxy(config.model_proxy, settings, self._tools, config.prices)
-            if config.model_proxy is not None
-            else None
-        )
+        try:
+            self.proxy = (
+                ModelProxy(config.model_proxy, settings, self._tools, config.prices)
+                if config.model_proxy is not None
+                else None
+            )
+        except BaseException:
+            if self.remote is not None:
+                self.remote.close()
+            raise
 
     @staticmethod
     def _source_file(obj: Any) -> Path | None:
@@ -222,13 +255,17 @@ class PythonTarget:
         return self.proxy.notices() if self.proxy is not None else []
 
     def open_session(self, sandbox: Sandbox, limiter: RequestLimiter) -> PythonSession:
-        try:
-            run = self._factory()
-        except Exception as exc:
-            raise TransportError(
-                f"agent constructor raised {describe_exception(exc)}", cause=Cause.AGENT_ERROR
-            ) from None
-        session = PythonSession(self, run, sandbox, limiter)
+        if self.remote is not None:
+            session = PythonSession(self, None, sandbox, limiter, remote=self.remote.conversation())
+        else:
+            assert self._factory is not None
+            try:
+                run = self._factory()
+            except Exception as exc:
+                raise TransportError(
+                    f"agent constructor raised {describe_exception(exc)}", cause=Cause.AGENT_ERROR
+                ) from None
+            session = PythonSession(self, run, sandbox, limiter)
         if self.proxy is not None:
             session.conversation = self.proxy.open(sandbox, session.usage)
         return session
@@ -239,6 +276,8 @@ class PythonTarget:
             if self.peers is not None:
                 self.peers.close()
         finally:
+            if self.remote is not None:
+                self.remote.close()
             if self.proxy is not None:
                 self.proxy.close()
 
@@ -246,9 +285,11 @@ class PythonTarget:
 @dataclass
 class PythonSession:
     target: PythonTarget
-    run: Callable[..., Any]
+    run: Callable[..., Any] | None
     sandbox: Sandbox
     limiter: RequestLimiter
+    # The conversation's instance in one of the agent's processes (``target.processes``).
+    remote: RemoteConversation | None = None
     usage: Usage = field(default_factory=Usage)
     history: list[dict[str, str]] = field(default_factory=list)
     endpoint: McpEndpoint | None = None
@@ -338,12 +379,18 @@ class PythonSession:
 
     def _call(self, text: str, context: AgentContext) -> Outcome:
         """The agent's function called once, cut at --timeout or the scan's deadline."""
-        run = self.run
         timeout = self.target.settings.timeout
         remaining = self.limiter.remaining()  # the scan's deadline comes first when it is nearer
+        timeout = timeout if remaining is None else min(timeout, remaining)
+        if self.remote is not None:
+            return self.remote.call(
+                text, context.fields(), context, timeout, self.limiter.when_closed
+            )
+        run = self.run
+        assert run is not None
         return call_with_timeout(
             (lambda: run(text, context)) if self.target.with_context else (lambda: run(text)),
-            timeout if remaining is None else min(timeout, remaining),
+            timeout,
             self.limiter.when_closed,
         )
 
@@ -415,6 +462,8 @@ class PythonSession:
         return self.target.tools()
 
     def close(self) -> None:
+        if self.remote is not None:
+            self.remote.close()
         if self.endpoint is not None:
             self.endpoint.close()
         if self.peers is not None:
