@@ -1,42 +1,38 @@
 """What the model-API proxy costs: added latency per model call, and attempts/s of a scan.
 
-1. Per model call. Sixteen threads send the same Chat Completions request (a system prompt,
+1. Per model call. Sixteen agents send the same Chat Completions request (a system prompt,
    eleven tools, a tool call and its result) to a model that answers in 50 ms, directly and
    through the proxy, each call inside a conversation the proxy attributes (so it strips the
    mark, plants the canaries, rewrites descriptions and results, forwards, reads the reply and
-   records its tool call). The two alternate over several rounds, so a load that comes and goes
-   on a shared machine falls on both. Printed: p50 and p99 of the latency each way, and the
-   added p50 and p99.
+   records its tool call). The model and the agents each run in a process of their own (this
+   script again, ``--model`` and ``--load URL``), the proxy alone in this one, as in a scan:
+   the upstream is another machine, and an agent is a process of its own (an ``http`` agent,
+   or a ``python`` one with ``processes``). With all three in one interpreter the figure was
+   the bench's own lock contention (the agents' HTTP client and the model's server against the
+   proxy): +2.8 ms at p50 on a quiet machine, +1.2 to +1.9 ms with the model alone apart.
+   The two alternate over several rounds, so a load that comes and goes falls on both.
+   Printed: p50 and p99 of the latency each way, and the added p50 and p99.
 2. Per attempt. The same careful model (tests/servers/brain_model.py, 50 ms per reply) and the
    same probes (every probe in the library, fast mode, ``--repeat 3``) at ``--concurrency 16``,
-   scanned two ways: ``openai`` (probegate runs the loop itself against the model: the direct
-   loop) and ``python + proxy`` (an agent built with the openai SDK and its own tools, its base
-   URL pointed at the proxy: tests/servers/own_tools.py). Each scan is a child process whose
-   attempts/s come from the report's own run time. A third scan runs the same agent with its
-   base URL on the model itself (no proxy, so fewer probes apply: its model calls/s are only
-   roughly comparable): what the agent's own SDK costs, which the proxy cannot take away.
+   scanned as ``openai`` (probegate runs the loop itself against the model: the direct loop)
+   and as ``python + proxy``: an agent built with the openai SDK and its own tools, its base
+   URL pointed at the proxy (tests/servers/own_tools.py), in ``processes`` of its own, one per
+   core (docs/targets.md). Each scan is a child process whose attempts/s come from the
+   report's own run time. For the record, the same agent in probegate's process
+   (``processes: 0``), and without the proxy (its base URL on the model: fewer probes apply, so
+   its model calls/s are only roughly comparable).
 
-Where the python + proxy scan's time goes (py-spy record --gil, 934 samples, a loaded 2-core
-machine): the agent's openai SDK 36% (its request transform alone 13%), the proxy 25% (its
-event loop 15%, its workers 9%, two thirds of that importing requests for the first upstream
-call), the engine 16% (half of it building the agent, whose first conversations import
-openai), the CLI's imports 11%, the secret sweep 5%. The agent, the proxy and the engine share
-one interpreter: that scan is bound by one core's worth of CPU (6.9 s in 8 s of run) where the
-direct loop waits on its model (1.6 s in 4.3 s), so the ratio falls as the machine's load
-rises. The proxy's own CPU is about 0.6 ms a model call (1,116 calls: 0.7 s); the same agent
-without the proxy runs about as many model calls a second (152 to 164, against 138 to 160 with
-it, three runs): the gap to 0.8 x is the agent's.
+Why the agent runs apart: the openai SDK spends about 2.6 ms of CPU on each model call of this
+agent (its request transform, httpx, pydantic). In probegate's process it shares one
+interpreter lock with the engine and the proxy, and the scan is bound by one core: 0.65 to
+0.73 x the direct loop (2026-12-05, 2 cores), whether or not the proxy is there (the agent
+alone, no proxy, ran 66 to 74 attempts/s against the direct loop's 97 to 104). Measured per
+process (``/proc/PID/stat``, ``processes: 1``): the agent's child 2.9 s of CPU in a 4.8 s
+run, probegate's process (engine and proxy) 1.5 s, the model 1.3 s.
 
-Measured again (2026-12-05, quiet machine, py-spy record --gil and /usr/bin/time): the agent
-imported its SDK on its first conversation, inside the timed run (0.5 s of a 6 s scan); it now
-imports it at the top of its module, as the SDK's documentation writes an agent, so probegate
-loads it before the run. The python + proxy scan then takes 5.2 to 5.8 s (0.68 to 0.76 x), the
-same agent without the proxy 70 to 74 attempts/s against the direct loop's 97 to 102: the agent
-alone reaches about 0.74 x, and the proxy adds at most a few per cent on top. The process is
-one interpreter at 80 % of a core (4.3 s user, 0.7 s sys in 6.2 s): the agent's SDK (23 % of the
-samples holding the interpreter lock), the proxy (27 %: its event loop reads and parses, its
-workers forward) and the engine (14 %) share it; a shorter interval between lock switches
-(1 ms, 0.2 ms) changed nothing.
+Measured (2026-12-05, 2 cores, quiet): +1.1 to +1.3 ms at p50 per model call (p99 +18 to +22
+ms), and 0.85 to 0.88 x the direct loop with ``processes: 2`` (0.78 to 0.85 x with 1); with
+one core kept busy by another process, +1.6 ms and 0.81 x.
 
 Targets (printed with each figure): the proxy adds at most 2 ms at p50 per model call, and the
 python agent through it reaches at least 0.8 x the direct loop's attempts/s.
