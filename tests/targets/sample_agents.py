@@ -122,3 +122,11 @@ def crashes(input: str, context: Any) -> str:
 def tells_its_endpoints(input: str, context: Any) -> dict[str, Any]:
     """Reads what the context serves: the MCP endpoint, and a tool through the sandbox."""
     return {"output": context.mcp_url, "tool_calls": [], "token_usage": None}
+
+
+def slow_but_alive(input: str, context: Any) -> str:
+    """Answers the first message of a conversation at once and takes 20 s for the others: a
+    scan stopped meanwhile has attempts done and attempts waiting on it."""
+    if context.history:
+        time.sleep(20)
+    return "Noted."

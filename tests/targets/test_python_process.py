@@ -245,3 +245,63 @@ def test_a_scan_through_the_proxy_gives_the_same_verdicts_in_a_process(
     found = [sorted(f["probe_id"] for f in rep["findings"]) for rep in (inside, apart)]
     assert found[0] == found[1]
     assert set(found[0]) == (set() if careful else set(INDIRECT))
+
+
+def _children_of(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            command = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError):
+            continue
+        if int(stat[1]) == pid and b"probegate.targets.python_child" in command:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.slow
+def test_ctrl_c_ends_the_scan_and_its_agent_processes_at_once(tmp_path: Path) -> None:
+    """Ctrl-C reaches the whole process group: the children ignore it, the scan stops,
+    writes its partial report and ends them, while their agent is still sleeping."""
+    import signal
+    import subprocess
+    import sys
+
+    config = write_config(
+        tmp_path,
+        {"kind": "python", "python": f"{MODULE}:slow_but_alive", "processes": 2, "tools": TOOLS},
+    )
+    root = str(Path(__file__).resolve().parents[2])
+    args = ["scan", str(config), "--no-sign", "--quiet", "--timeout", "60", "--concurrency", "4"]
+    scan = subprocess.Popen(
+        [sys.executable, "-m", "probegate", *args, "--mode", "fast"],
+        env={**os.environ, "PYTHONPATH": root},
+        cwd=tmp_path,
+        start_new_session=True,  # its own process group, as a terminal's job is
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while len(_children_of(scan.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        children = _children_of(scan.pid)
+        assert len(children) == 2
+        time.sleep(1.5)  # conversations in their second turn, sleeping in the children
+        start = time.monotonic()
+        os.killpg(scan.pid, signal.SIGINT)
+        _, stderr = scan.communicate(timeout=30)
+        took = time.monotonic() - start
+    finally:
+        scan.kill()
+    assert scan.returncode == 130 and "Traceback" not in stderr, stderr
+    assert took < 2, took
+    report = json.loads((tmp_path / "probegate-out" / "scan.json").read_text("utf-8"))
+    assert report["stopped_reason"] == "cancelled"
+    for pid in children:
+        assert (
+            not Path(f"/proc/{pid}").exists()
+            or b"python_child" not in Path(f"/proc/{pid}/cmdline").read_bytes()
+        )
