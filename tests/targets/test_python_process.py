@@ -144,12 +144,43 @@ def test_a_hanging_agent_is_abandoned_and_closing_does_not_wait_for_it(targets: 
     assert time.monotonic() - start < 2 and child.poll() is not None
 
 
-def test_the_child_leaves_when_probegate_is_gone(targets: Any) -> None:
-    """A SIGKILLed scan cannot close anything: the child sees its channel end and exits."""
-    target = targets("input_only")
-    process = target.remote.processes[0]
-    process.channel.sock.close()  # what the kernel does to a killed parent's descriptors
-    assert process.process.wait(timeout=5) == 0
+_KILLED_PARENT = """
+import os, signal
+from pathlib import Path
+from probegate.targets.python_process import AgentProcesses
+agents = AgentProcesses("tests.targets.sample_agents:input_only", Path("."), 1)
+print(agents.processes[0].process.pid, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_the_child_leaves_when_probegate_is_killed() -> None:
+    """A SIGKILLed scan closes nothing: the child sees its channel end and exits by itself."""
+    import subprocess
+    import sys
+
+    root = str(Path(__file__).resolve().parents[2])
+    parent = subprocess.run(
+        [sys.executable, "-c", _KILLED_PARENT],
+        env={**os.environ, "PYTHONPATH": root},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert parent.returncode == -9, parent.stderr
+    child = int(parent.stdout.strip())
+    deadline = time.monotonic() + 5
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child)
 
 
 def test_the_context_serves_mcp_from_the_parent(targets: Any) -> None:
@@ -305,3 +336,25 @@ def test_ctrl_c_ends_the_scan_and_its_agent_processes_at_once(tmp_path: Path) ->
             not Path(f"/proc/{pid}").exists()
             or b"python_child" not in Path(f"/proc/{pid}/cmdline").read_bytes()
         )
+
+
+def test_an_agent_that_never_finishes_importing_is_a_usage_error_and_is_ended(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from probegate.targets import python_process
+
+    monkeypatch.setattr(python_process, "STARTUP", 0.5)
+    started = time.monotonic()
+    with pytest.raises(UsageError, match=r"not ready within 0\.5s") as info:
+        python_target(
+            {
+                "target": {
+                    "kind": "python",
+                    "python": "tests.targets.slow_import_agent:run",
+                    "processes": 1,
+                }
+            }
+        )
+    assert time.monotonic() - started < 5
+    assert "Traceback" not in str(info.value)
+    assert _children_of(os.getpid()) == []  # killed, not left importing

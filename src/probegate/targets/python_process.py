@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -97,17 +98,23 @@ class AgentProcess:
         self.channel.sock.settimeout(max(0.1, deadline - time.monotonic()))
         try:
             first = self.channel.receive()
-        except (TimeoutError, WireError) as exc:
-            self.close()
+        except TimeoutError:
+            self.stop()
+            raise UsageError(
+                f"--python: the agent's process was not ready within {STARTUP:g}s (importing "
+                "the agent)"
+            ) from None
+        except WireError as exc:
+            self.stop()
             raise UsageError(f"--python: the agent's process did not start ({exc})") from None
         self.channel.sock.settimeout(None)
         if first is None:
-            self.close()
+            self.stop()
             raise UsageError(
                 f"--python: the agent's process ended before it was ready ({self._exit()})"
             )
         if first.get("op") == "failed":
-            self.close()
+            self.stop()
             raise UsageError(bounded(str(first.get("error") or "the agent could not be loaded")))
         self.ready = first
         self._reader = threading.Thread(
@@ -241,6 +248,10 @@ class AgentProcess:
             self.ended = self.ended or "the agent's process was closed"
         self.channel.close()
 
+    def stop(self) -> None:
+        self.close()
+        self.reap(time.monotonic() + CLOSE_WAIT)
+
     def reap(self, deadline: float) -> None:
         try:
             self.process.wait(timeout=max(0.0, deadline - time.monotonic()))
@@ -259,12 +270,17 @@ class AgentProcesses:
         self._turn = itertools.count()
         self._conversations = itertools.count()
         self._restarts = [0] * count
-        # Started together (each imports the agent), then waited for.
-        self.processes = [AgentProcess(spec, directory, n) for n in range(count)]
-        deadline = time.monotonic() + STARTUP
+        if not hasattr(os, "fork"):
+            raise UsageError("target.processes runs on Linux and macOS only (a socket is passed)")
+        # Started together (each imports the agent), then waited for; whatever stops the
+        # wait (an import error, Ctrl-C) ends every one of them.
+        self.processes: list[AgentProcess] = []
         try:
+            for number in range(count):
+                self.processes.append(AgentProcess(spec, directory, number))
+            deadline = time.monotonic() + STARTUP
             firsts = [p.wait_ready(deadline) for p in self.processes]
-        except UsageError:
+        except BaseException:
             self.close()
             raise
         self.takes_context = bool(firsts[0].get("takes_context"))
@@ -288,10 +304,9 @@ class AgentProcesses:
                 cause=Cause.AGENT_ERROR,
             )
         self._restarts[slot] += 1
-        ended.close()
-        ended.reap(time.monotonic() + CLOSE_WAIT)
-        process = AgentProcess(self.spec, self.directory, slot)
+        ended.stop()
         try:
+            process = AgentProcess(self.spec, self.directory, slot)
             process.wait_ready(time.monotonic() + STARTUP)
         except UsageError as exc:
             raise TransportError(str(exc), cause=Cause.AGENT_ERROR) from None

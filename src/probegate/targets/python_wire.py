@@ -79,6 +79,8 @@ class Channel:
         while len(chunks) < size:
             try:
                 data = self.sock.recv(min(size - len(chunks), 1 << 20))
+            except TimeoutError:
+                raise  # a deadline the caller set: not the other side closing
             except OSError:
                 return None
             if not data:
