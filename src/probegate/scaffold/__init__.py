@@ -187,6 +187,8 @@ target:
 target:
   kind: python                   # your agent, in probegate's process
   python: {python:<22} # MODULE:ATTR: a function run(input, context) or a class
+  # processes: 2                 # or in processes of its own, one per core: an agent on a
+  #                              # model SDK scans faster (docs/targets.md, "processes")
 {python_reading}""",
 }
 
