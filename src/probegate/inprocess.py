@@ -97,6 +97,22 @@ def call_with_timeout(
     return box[0]
 
 
+def field_of(result: Any, name: str) -> Any:
+    """A field of an agent's reply, which may be a dict or an object with attributes."""
+    if isinstance(result, dict):
+        return result.get(name)
+    return getattr(result, name, None)
+
+
+def source_file(obj: Any) -> Path | None:
+    """The file that defines ``obj`` (the agent's code, for findings' locations), if any."""
+    try:
+        source = inspect.getsourcefile(obj)
+    except TypeError:
+        return None
+    return Path(source) if source else None
+
+
 def split_spec(spec: str, *, flag: str, dotted_form: bool = False) -> tuple[str, str]:
     """``MODULE:ATTR`` -> ``(MODULE, ATTR)``, both dotted Python names.
 

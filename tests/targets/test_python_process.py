@@ -23,9 +23,10 @@ from probegate.models.transcript import Turn
 from probegate.targets.python_agent import PythonConfig, PythonTarget
 from probegate.targets.python_wire import FRAME_MAX, Channel, WireError, encode
 from probegate.transport.usage import TransportError
-from tests.servers.brain_model import SECRETS, BrainModelServer, tool_config
+from tests.servers.brain_model import BrainModelServer
 from tests.servers.configs import TOOLS, scan_args, write_config
-from tests.targets.test_model_proxy import INDIRECT, free_port
+from tests.targets.test_model_proxy import INDIRECT, free_port, model_proxy
+from tests.targets.test_model_proxy import python_target as python_target_of
 from tests.targets.test_python_agent import MODULE, python_target, session_of
 
 
@@ -241,18 +242,8 @@ def scan(
     tmp.mkdir()
     port = free_port()
     env.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")  # the children inherit it
-    target = {
-        "kind": "python",
-        "python": "tests.servers.own_tools:ChatAgent",
-        "processes": processes,
-        "model_proxy": {
-            "api": "openai-chat",
-            "listen": f"127.0.0.1:{port}",
-            "upstream": brain.root(careful=careful),
-        },
-        "canaries": list(SECRETS),
-        "tools": tool_config(),
-    }
+    proxy = model_proxy(brain, "chat", port, careful=careful)
+    target = {**python_target_of(proxy, "chat"), "processes": processes}
     selected = [arg for probe in INDIRECT for arg in ("--probes", probe)]
     args = scan_args(write_config(tmp, target), tmp, "--timeout", "60", *selected)
     assert main(args) == 0

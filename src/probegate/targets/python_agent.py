@@ -21,7 +21,6 @@ unjudged with its type and message; it is the agent's failure, not a verdict.
 
 from __future__ import annotations
 
-import inspect
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,7 +35,9 @@ from probegate.inprocess import (
     agent_entry,
     call_with_timeout,
     describe_exception,
+    field_of,
     load_attribute,
+    source_file,
 )
 from probegate.models.bounds import text_of
 from probegate.models.causes import Cause
@@ -77,12 +78,6 @@ from probegate.targets.wire import (
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.pricing import cost_usd
 from probegate.transport.usage import TransportError, Usage
-
-
-def _field(result: Any, name: str) -> Any:
-    if isinstance(result, dict):
-        return result.get(name)
-    return getattr(result, name, None)
 
 
 @dataclass
@@ -193,7 +188,7 @@ class PythonTarget:
             entry = agent_entry(obj, what=self.spec)
             self._factory = entry.new_call
             self.with_context = entry.takes_context
-            self._source = self._source_file(obj)
+            self._source = source_file(obj)
         # Started only if an agent reads ``context.a2a_url``; the peers are declared.
         self.peers = (
             PeerHost(config.peers, settings.a2a_listen, settings.a2a_advertise)
@@ -214,14 +209,6 @@ class PythonTarget:
             if self.remote is not None:
                 self.remote.close()
             raise
-
-    @staticmethod
-    def _source_file(obj: Any) -> Path | None:
-        try:
-            source = inspect.getsourcefile(obj)
-        except TypeError:
-            return None
-        return Path(source) if source else None
 
     def traits(self) -> TargetTraits:
         # An agent that never receives the context cannot read probegate's fixtures; the calls
@@ -383,9 +370,7 @@ class PythonSession:
         remaining = self.limiter.remaining()  # the scan's deadline comes first when it is nearer
         timeout = timeout if remaining is None else min(timeout, remaining)
         if self.remote is not None:
-            return self.remote.call(
-                text, context.fields(), context, timeout, self.limiter.when_closed
-            )
+            return self.remote.call(text, context, timeout, self.limiter.when_closed)
         run = self.run
         assert run is not None
         return call_with_timeout(
@@ -433,15 +418,15 @@ class PythonSession:
             raise TransportError(
                 "agent returned None instead of an AgentResult", cause=Cause.AGENT_ERROR
             )
-        output = _field(result, "output")
+        output = field_of(result, "output")
         if output is not None and not isinstance(output, str):
             output = text_of(output)
-        items = _field(result, "tool_calls")
+        items = field_of(result, "tool_calls")
         reported = reported_tool_calls(items, set(self.sandbox.tools))
         calls = with_reported(recorded, reported)
-        usage = _field(result, "token_usage")
-        prompt = _field(usage, "prompt_tokens") if usage is not None else 0
-        completion = _field(usage, "completion_tokens") if usage is not None else 0
+        usage = field_of(result, "token_usage")
+        prompt = field_of(usage, "prompt_tokens") if usage is not None else 0
+        completion = field_of(usage, "completion_tokens") if usage is not None else 0
         prompt = prompt if isinstance(prompt, int) and prompt >= 0 else 0
         completion = completion if isinstance(completion, int) and completion >= 0 else 0
         config = self.target.config

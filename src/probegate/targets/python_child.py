@@ -20,7 +20,6 @@ the child leaves at once with ``os._exit``, whatever its agent threads are doing
 from __future__ import annotations
 
 import contextlib
-import inspect
 import itertools
 import json
 import os
@@ -32,7 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from probegate.errors import UsageError
-from probegate.inprocess import agent_entry, describe_exception, load_attribute
+from probegate.inprocess import (
+    agent_entry,
+    describe_exception,
+    field_of,
+    load_attribute,
+    source_file,
+)
 from probegate.models.bounds import text_of
 from probegate.targets.python_wire import Channel, WireError
 
@@ -40,28 +45,22 @@ _USAGE_FIELDS = ("prompt_tokens", "completion_tokens")
 _CALL_FIELDS = ("name", "arguments", "result")
 
 
-def _field(result: Any, name: str) -> Any:
-    if isinstance(result, dict):
-        return result.get(name)
-    return getattr(result, name, None)
-
-
 def portable(result: Any) -> Any:
     """The agent's reply as the python target reads it (python_agent._to_turn), in plain data:
     a string as it is, an AgentResult object or dict as a dict of the fields it reads."""
     if result is None or isinstance(result, str):
         return result
-    output = _field(result, "output")
+    output = field_of(result, "output")
     if output is not None and not isinstance(output, str):
         output = text_of(output)
-    items = _field(result, "tool_calls")
+    items = field_of(result, "tool_calls")
     if isinstance(items, list):
         items = [
             item if isinstance(item, dict) else {n: getattr(item, n, None) for n in _CALL_FIELDS}
             for item in items
         ]
-    usage = _field(result, "token_usage")
-    tokens = {n: _field(usage, n) for n in _USAGE_FIELDS} if usage is not None else None
+    usage = field_of(result, "token_usage")
+    tokens = {n: field_of(usage, n) for n in _USAGE_FIELDS} if usage is not None else None
     return {"output": output, "tool_calls": items, "token_usage": tokens}
 
 
@@ -105,7 +104,8 @@ class Child:
         self.channel = channel
         obj = load_attribute(spec, flag="--python", search=[directory, Path.cwd()])
         self.entry = agent_entry(obj, what=spec)
-        self.source = _source_file(obj)
+        source = source_file(obj)
+        self.source = str(source) if source else None
         self.runs: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._asked: dict[str, tuple[threading.Event, list[dict[str, Any]]]] = {}
@@ -178,14 +178,6 @@ class Child:
             self.channel.send({**reply, "value": None, "error": describe_exception(exc)})
         except OSError:
             pass  # the parent is gone; the read loop ends the process
-
-
-def _source_file(obj: Any) -> str | None:
-    try:
-        source = inspect.getsourcefile(obj)
-    except TypeError:
-        return None
-    return source or None
 
 
 def main(argv: list[str]) -> None:

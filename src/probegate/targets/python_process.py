@@ -50,6 +50,8 @@ CHILD = "probegate.targets.python_child"
 class Context(Protocol):
     """The parent's context of one call (python_agent.AgentContext): what the child asks."""
 
+    def fields(self) -> dict[str, Any]: ...
+
     def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> str: ...
 
     @property
@@ -128,7 +130,6 @@ class AgentProcess:
         self,
         conversation: str,
         text: str,
-        fields: dict[str, Any],
         context: Context,
         timeout: float | None,
         when_stopped: WhenStopped | None,
@@ -145,7 +146,7 @@ class AgentProcess:
         forget = when_stopped(call.done.set) if when_stopped is not None else None
         try:
             message = {"op": "send", "request": request, "conversation": conversation}
-            self.channel.send({**message, "text": text, "context": fields})
+            self.channel.send({**message, "text": text, "context": context.fields()})
             finished = call.done.wait(timeout)
         except (OSError, WireError) as exc:
             raise TransportError(
@@ -329,14 +330,9 @@ class RemoteConversation:
     number: str
 
     def call(
-        self,
-        text: str,
-        fields: dict[str, Any],
-        context: Context,
-        timeout: float | None,
-        when_stopped: WhenStopped | None,
+        self, text: str, context: Context, timeout: float | None, stopped: WhenStopped | None
     ) -> Outcome:
-        return self.process.call(self.number, text, fields, context, timeout, when_stopped)
+        return self.process.call(self.number, text, context, timeout, stopped)
 
     def close(self) -> None:
         self.process.forget(self.number)
