@@ -349,3 +349,19 @@ def test_an_agent_that_never_finishes_importing_is_a_usage_error_and_is_ended(
     assert time.monotonic() - started < 5
     assert "Traceback" not in str(info.value)
     assert _children_of(os.getpid()) == []  # killed, not left importing
+
+
+def test_in_process_behind_the_proxy_the_scan_says_processes_would_help(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    proxy = {"api": "openai-chat", "listen": "127.0.0.1:0", "upstream": "http://127.0.0.1:9"}
+    spec = {"kind": "python", "python": f"{MODULE}:input_only", "model_proxy": proxy}
+    said = {}
+    for processes in (0, 1):
+        target = python_target({"target": {**spec, "processes": processes}})
+        try:
+            said[processes] = " ".join(n.text for n in target.notices())
+        finally:
+            target.close()
+    assert "`processes: 2`" in said[0] and "processes" not in said[1]

@@ -21,6 +21,7 @@ unjudged with its type and message; it is the agent's failure, not a verdict.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -239,7 +240,19 @@ class PythonTarget:
         return present(tools, self.peers.summary() if self.peers is not None else None)
 
     def notices(self) -> list[Notice]:
-        return self.proxy.notices() if self.proxy is not None else []
+        if self.proxy is None:
+            return []
+        notices = self.proxy.notices()
+        if self.remote is None and self.config.python and (os.cpu_count() or 1) > 1:
+            # Its model SDK's CPU shares this interpreter with the proxy: one core for both.
+            notices.append(
+                Notice(
+                    "the agent runs in probegate's process, beside the proxy: `processes: 2` "
+                    "under target runs it in processes of its own, which scans an agent built "
+                    'on a model SDK faster (docs/targets.md, "processes")'
+                )
+            )
+        return notices
 
     def open_session(self, sandbox: Sandbox, limiter: RequestLimiter) -> PythonSession:
         if self.remote is not None:
