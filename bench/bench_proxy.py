@@ -30,15 +30,17 @@ alone, no proxy, ran 66 to 74 attempts/s against the direct loop's 97 to 104). M
 process (``/proc/PID/stat``, ``processes: 1``): the agent's child 2.9 s of CPU in a 4.8 s
 run, probegate's process (engine and proxy) 1.5 s, the model 1.3 s.
 
-Measured (2026-12-05, 2 cores, quiet): +1.1 to +1.3 ms at p50 per model call (p99 +15 to +28
-ms), and 0.80 to 0.91 x the direct loop with ``processes: 2`` (0.78 to 0.85 x with 1). Under
-load the targets are not met: with one core kept busy by another process, +1.6 to +2.6 ms and
-0.74 to 0.81 x; with both, +2.9 to +4.5 ms and 0.70 to 0.78 x. What is left there: the proxy's
-own CPU, about 0.85 ms a call, of which its logic (parse, strip the mark, plant, rewrite,
-re-serialise, read the reply, record) is about 0.12 ms and the HTTP plumbing the rest (the
-event loop, two thread handoffs, http.client to the upstream); and the agent's, which no proxy
-change removes: its SDK's CPU alone (2.9 s a scan) is more than the direct loop's whole scan
-(1.6 s), so a machine short of CPU slows it more.
+Measured (2026-12-05, 2 cores, quiet): +1.1 to +1.7 ms at p50 per model call (p99 +15 to +34
+ms), and 0.85 to 0.96 x the direct loop with ``processes: 2`` (0.78 to 0.85 x with 1). With
+other work on the machine (``python3 -c "while True: pass"``, four runs each): one busy loop,
++0.4 to +1.6 ms and 0.79 to 0.86 x; two (both cores busy), +1.7 to +3.0 ms and 0.74 to 0.77 x,
+under the ratio's target. What holds it there is the agent's CPU more than the proxy's: its
+SDK spends 2.9 s of CPU a scan, more than the direct loop's whole scan (1.6 s), so a machine
+short of CPU slows it more; probegate's own process (engine and proxy) held the interpreter
+lock for about 0.8 s of a 5.4 s run (py-spy --gil, ``processes: 2``). The proxy's CPU is about
+0.85 ms a call, of which its logic (parse, strip the mark, plant, rewrite, re-serialise, read
+the reply, record) is about 0.12 ms and the HTTP plumbing the rest (the event loop, two thread
+handoffs, http.client to the upstream).
 
 Targets (printed with each figure): the proxy adds at most 2 ms at p50 per model call, and the
 python agent through it reaches at least 0.8 x the direct loop's attempts/s.
