@@ -20,6 +20,7 @@ from probegate.cli import main
 from probegate.errors import UsageError
 from probegate.models.probe import Fixtures
 from probegate.models.transcript import Turn
+from probegate.targets.base import TargetSettings
 from probegate.targets.python_agent import PythonConfig, PythonTarget
 from probegate.targets.python_wire import FRAME_MAX, Channel, WireError, encode
 from probegate.transport.usage import TransportError
@@ -205,8 +206,6 @@ def test_bad_specs_are_the_same_usage_errors(spec: str, message: str) -> None:
 
 def test_processes_need_a_module_path() -> None:
     config = PythonConfig.model_validate({"kind": "python", "processes": 1})
-    from probegate.targets.base import TargetSettings
-
     with pytest.raises(UsageError, match="needs"):
         PythonTarget(config, TargetSettings(), obj=lambda text: text)
 
@@ -365,3 +364,15 @@ def test_in_process_behind_the_proxy_the_scan_says_processes_would_help(
         finally:
             target.close()
     assert "`processes: 2`" in said[0] and "processes" not in said[1]
+
+
+def test_a_proxy_that_cannot_listen_leaves_no_agent_process_behind() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proxy = {"api": "openai-chat", "listen": f"127.0.0.1:{port}", "upstream": "http://x"}
+        spec = {"kind": "python", "python": f"{MODULE}:input_only", "processes": 1}
+        with pytest.raises(UsageError, match="cannot listen"):
+            python_target({"target": {**spec, "model_proxy": proxy}})
+    assert _children_of(os.getpid()) == []

@@ -190,6 +190,16 @@ class PythonTarget:
             self._factory = entry.new_call
             self.with_context = entry.takes_context
             self._source = source_file(obj)
+        try:
+            self._serve(config, settings)
+        except BaseException:
+            if self.remote is not None:  # its children end with it, whatever stopped it
+                self.remote.close()
+            raise
+
+    def _serve(self, config: PythonConfig, settings: TargetSettings) -> None:
+        """What the target serves the agent: its peers and MCP tools (started when first
+        asked for), and the proxy, which listens from here until :meth:`close`."""
         # Started only if an agent reads ``context.a2a_url``; the peers are declared.
         self.peers = (
             PeerHost(config.peers, settings.a2a_listen, settings.a2a_advertise)
@@ -200,16 +210,11 @@ class PythonTarget:
         # Started only if an agent reads ``context.mcp_url``.
         self.mcp = McpHost(settings.mcp_listen, settings.mcp_advertise)
         # Last: it listens from here until close().
-        try:
-            self.proxy = (
-                ModelProxy(config.model_proxy, settings, self._tools, config.prices)
-                if config.model_proxy is not None
-                else None
-            )
-        except BaseException:
-            if self.remote is not None:
-                self.remote.close()
-            raise
+        self.proxy = (
+            ModelProxy(config.model_proxy, settings, self._tools, config.prices)
+            if config.model_proxy is not None
+            else None
+        )
 
     def traits(self) -> TargetTraits:
         # An agent that never receives the context cannot read probegate's fixtures; the calls
