@@ -9,6 +9,7 @@ the scan that stopped the server, not the process dying around it.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -43,6 +44,29 @@ def listening(port: int) -> bool:
             return True
     except OSError:
         return False
+
+
+def serves(pid: int, port: int) -> bool:
+    """Whether process ``pid`` holds a socket listening on ``port``.
+
+    Read from /proc: a connection to the port cannot tell the scan's server from another
+    test's that took the freed port meanwhile (tests run side by side), which once kept a
+    signal test waiting 10 s for a port that the scan had in fact closed."""
+    if not Path("/proc/self/net/tcp").exists():  # not Linux: the connection has to do
+        return listening(port)
+    try:
+        links = [os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()]
+        tables = [Path(f"/proc/{pid}/net/{name}").read_text() for name in ("tcp", "tcp6")]
+    except FileNotFoundError:  # the process is gone, and its sockets with it
+        return False
+    inodes = {link[len("socket:[") : -1] for link in links if link.startswith("socket:[")}
+    for table in tables:
+        for row in table.splitlines()[1:]:
+            fields = row.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port and inode in inodes:
+                return True  # 0A: LISTEN
+    return False
 
 
 def wait_for(condition: Any, timeout: float = 20.0) -> bool:
@@ -101,7 +125,7 @@ def test_normal_end(tmp_path: Path) -> None:
     assert code == 0
     report = json.loads((tmp_path / "out" / "scan.json").read_text(encoding="utf-8"))
     assert report["mcp"]["calls"] > 0  # it served on that port...
-    assert not listening(port)  # ...and is gone
+    assert not serves(os.getpid(), port)  # ...and is gone
 
 
 def test_target_error_end(tmp_path: Path) -> None:
@@ -110,12 +134,12 @@ def test_target_error_end(tmp_path: Path) -> None:
         code = main(scan_argv(tmp_path, http_target(f"{agent.url}/chat", tool_config(), []), port))
     assert code == 3
     assert agent.reached.is_set()
-    assert not listening(port)
+    assert not serves(os.getpid(), port)
 
 
 def test_internal_error_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(*args: Any, **kwargs: Any) -> Any:
-        assert listening(port), "the server should be up while the scan runs"
+        assert serves(os.getpid(), port), "the server should be up while the scan runs"
         raise RuntimeError("a bug")
 
     monkeypatch.setattr(probegate.scan.finalise, "assemble", broken)
@@ -123,7 +147,7 @@ def test_internal_error_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     with BrainModelServer() as brain, McpAgentService(brain.endpoint(careful=True)) as service:
         code = main(scan_argv(tmp_path, service.target(tool_config(), list(SECRETS)), port))
     assert code == 4
-    assert not listening(port)
+    assert not serves(os.getpid(), port)
 
 
 def test_a_port_in_use_is_a_usage_error(tmp_path: Path, stuck: StuckAgent) -> None:
@@ -150,10 +174,10 @@ def test_signals(tmp_path: Path, stuck: StuckAgent, signum: int, expected: int) 
     )
     try:
         assert wait_for(stuck.reached.is_set), "the scan never reached the agent"
-        assert listening(port)
+        assert serves(proc.pid, port) and listening(port)
         proc.send_signal(signum)
         # The server stops while a worker still waits on the agent: the scan closed it.
-        assert wait_for(lambda: not listening(port), timeout=10)
+        assert wait_for(lambda: not serves(proc.pid, port), timeout=10)
         assert proc.poll() is None
         stuck.release.set()
         _, err = proc.communicate(timeout=30)
