@@ -8,6 +8,7 @@ the scan that stopped the server, not the process dying around it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -55,11 +56,16 @@ def serves(pid: int, port: int) -> bool:
     if not Path("/proc/self/net/tcp").exists():  # not Linux: the connection has to do
         return listening(port)
     try:
-        links = [os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()]
+        fds = list(Path(f"/proc/{pid}/fd").iterdir())
         tables = [Path(f"/proc/{pid}/net/{name}").read_text() for name in ("tcp", "tcp6")]
     except FileNotFoundError:  # the process is gone, and its sockets with it
         return False
-    inodes = {link[len("socket:[") : -1] for link in links if link.startswith("socket:[")}
+    inodes = set()
+    for fd in fds:
+        with contextlib.suppress(OSError):  # closed since the listing: not the server's
+            link = os.readlink(fd)
+            if link.startswith("socket:["):
+                inodes.add(link[len("socket:[") : -1])
     for table in tables:
         for row in table.splitlines()[1:]:
             fields = row.split()
