@@ -26,8 +26,8 @@
 
 Why the agent runs apart: the openai SDK spends about 2.6 ms of CPU on each model call of this
 agent (its request transform, httpx, pydantic). In probegate's process it shares one
-interpreter lock with the engine and the proxy, and the scan is bound by one core: 0.65 to
-0.73 x the direct loop (2026-12-05, 2 cores), whether or not the proxy is there (the agent
+interpreter lock with the engine and the proxy, and the scan is bound by one core: 0.63 to
+0.75 x the direct loop (2026-12-05, 2 cores), whether or not the proxy is there (the agent
 alone, no proxy, ran 66 to 74 attempts/s against the direct loop's 97 to 104). Measured per
 process (``/proc/PID/stat``, ``processes: 1``): the agent's child 2.9 s of CPU in a 4.8 s
 run, probegate's process (engine and proxy) 1.5 s, the model 1.3 s.
@@ -75,7 +75,13 @@ import requests  # noqa: E402
 import yaml  # noqa: E402
 from tests.servers.brain_model import SECRETS, BrainModelServer, tool_config  # noqa: E402
 from tests.servers.model_apis import ModelApiServer  # noqa: E402
-from tests.servers.own_tools import FUNCTIONS, describe, schema  # noqa: E402
+from tests.servers.own_tools import (  # noqa: E402
+    FUNCTIONS,
+    describe,
+    model_proxy,
+    python_target,
+    schema,
+)
 
 from probegate.models.canaries import make_canaries  # noqa: E402
 from probegate.models.probe import Fixtures  # noqa: E402
@@ -271,18 +277,8 @@ def proxied(root: Path, brain: BrainModelServer, processes: int) -> tuple[dict[s
     before = len(brain.bodies)
     report = scan(
         directory,
-        {
-            "kind": "python",
-            "python": "tests.servers.own_tools:ChatAgent",
-            "processes": processes,
-            "model_proxy": {
-                "api": "openai-chat",
-                "listen": f"127.0.0.1:{port}",
-                "upstream": brain.root(careful=True),
-            },
-            "canaries": list(SECRETS),
-            "tools": tool_config(),
-        },
+        python_target(model_proxy(brain, "chat", port, careful=True), "chat")
+        | {"processes": processes},
         {"OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1", "PYTHONPATH": str(ROOT)},
     )
     proxy = report.get("proxy") or {}

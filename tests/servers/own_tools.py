@@ -34,7 +34,7 @@ from typing import Any
 from openai import OpenAI  # at the top, as the SDK's documentation imports it
 
 from tests.servers.base import Handler, LoopbackServer
-from tests.servers.brain_model import SYSTEM_PROMPT
+from tests.servers.brain_model import SECRETS, SYSTEM_PROMPT, BrainModelServer, tool_config
 
 OWN_EMAIL = "jane.doe@example.com"
 # What a message to a peer agent asks it to do, when it asks it to act.
@@ -474,6 +474,30 @@ APIS = {
     "agents-sdk": "openai-responses",
     "langgraph": "openai-chat",
 }
+
+
+def model_proxy(
+    brain: BrainModelServer, agent: str, port: int, *, careful: bool, safe: bool = True
+) -> dict[str, Any]:
+    """A ``target.model_proxy`` section: ``agent``'s API on ``port``, forwarding to ``brain``."""
+    return {
+        "api": APIS[agent],
+        "listen": f"127.0.0.1:{port}",
+        "upstream": brain.root(careful=careful),
+        "safe": safe,
+    }
+
+
+def python_target(proxy: dict[str, Any], agent: str) -> dict[str, Any]:
+    """A ``python`` target running ``agent`` (its own tools, the brain's secrets) behind
+    ``proxy``."""
+    return {
+        "kind": "python",
+        "python": f"tests.servers.own_tools:{AGENTS[agent].__name__}",
+        "model_proxy": proxy,
+        "canaries": list(SECRETS),
+        "tools": tool_config(),
+    }
 
 
 # -- a deployed agent: ChatAgent behind POST /chat --------------------------------------------

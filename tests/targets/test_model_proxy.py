@@ -27,7 +27,14 @@ from probegate.cli import main
 from probegate.targets.model_proxy.marks import MARK, marked, new_token, strip_marks, unmarked
 from tests.servers.brain_model import SECRETS, BrainModelServer, tool_config
 from tests.servers.configs import scan_args, write_config
-from tests.servers.own_tools import AGENTS, APIS, LEDGER, ChatService
+from tests.servers.own_tools import (
+    AGENTS,
+    APIS,
+    LEDGER,
+    ChatService,
+    model_proxy,
+    python_target,
+)
 
 # One probe per channel the agent's own tools carry: a fetched document, a tool's result, a
 # poisoned tool description, memory planted in one conversation and read in the next, a peer
@@ -39,13 +46,6 @@ INDIRECT = {
     "asi06.cross-session-instruction-plant.v1": "memory",
     "asi07.fraud-agent-reply-delete.v1": "agent_message",
     "asi01.direct-system-prompt-leak.v1": "user",
-}
-CLASS = {
-    "chat": "ChatAgent",
-    "responses": "ResponsesAgent",
-    "messages": "MessagesAgent",
-    "agents-sdk": "AgentsSdkAgent",
-    "langgraph": "LangGraphAgent",
 }
 
 
@@ -70,27 +70,6 @@ def point_agent_at(monkeypatch: pytest.MonkeyPatch, port: int) -> None:
     """What the team changes in the agent's environment: its model base URL, nothing else."""
     monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{port}")
-
-
-def model_proxy(
-    brain: BrainModelServer, agent: str, port: int, *, careful: bool, safe: bool = True
-) -> dict[str, Any]:
-    return {
-        "api": APIS[agent],
-        "listen": f"127.0.0.1:{port}",
-        "upstream": brain.root(careful=careful),
-        "safe": safe,
-    }
-
-
-def python_target(proxy: dict[str, Any], agent: str) -> dict[str, Any]:
-    return {
-        "kind": "python",
-        "python": f"tests.servers.own_tools:{CLASS[agent]}",
-        "model_proxy": proxy,
-        "canaries": list(SECRETS),
-        "tools": tool_config(),
-    }
 
 
 def scan(tmp: Path, target: dict[str, Any], *extra: str) -> tuple[int, dict[str, Any]]:

@@ -39,6 +39,7 @@ from probegate.transport.usage import Usage
 from tests.servers.base import Handler, LoopbackServer
 from tests.servers.brain_model import SECRETS, BrainModelServer, tool_config
 from tests.servers.configs import write_config
+from tests.servers.own_tools import model_proxy, python_target
 
 USER_KEY = "sk-user-7c1d2e3f4a5b6c7d8e9f0a1b"  # the user's upstream key: it must never leave
 KEY_ENV = "PG_TEST_UPSTREAM_KEY"
@@ -525,17 +526,7 @@ def test_a_scan_behind_the_proxy_stops_within_2_s_with_3000_connections_and_a_sl
     proxy's calls in flight and the agent's own are abandoned, not waited for)."""
     with BrainModelServer(latency=20) as brain:
         port = free_port()
-        target = {
-            "kind": "python",
-            "python": "tests.servers.own_tools:ChatAgent",
-            "model_proxy": {
-                "api": "openai-chat",
-                "listen": f"127.0.0.1:{port}",
-                "upstream": brain.root(careful=True),
-            },
-            "canaries": list(SECRETS),
-            "tools": tool_config(),
-        }
+        target = python_target(model_proxy(brain, "chat", port, careful=True), "chat")
         config = write_config(tmp_path, target)
         argv = [str(Path(sys.executable).parent / "probegate"), "scan", str(config)]
         argv += ["--no-sign", "--output-dir", str(tmp_path / "out"), "--concurrency", "4"]

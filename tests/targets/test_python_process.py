@@ -26,8 +26,9 @@ from probegate.targets.python_wire import FRAME_MAX, Channel, WireError, encode
 from probegate.transport.usage import TransportError
 from tests.servers.brain_model import BrainModelServer
 from tests.servers.configs import TOOLS, scan_args, write_config
-from tests.targets.test_model_proxy import INDIRECT, free_port, model_proxy
-from tests.targets.test_model_proxy import python_target as python_target_of
+from tests.servers.own_tools import model_proxy
+from tests.servers.own_tools import python_target as python_target_of
+from tests.targets.test_model_proxy import INDIRECT, free_port
 from tests.targets.test_python_agent import MODULE, python_target, session_of
 
 
