@@ -10,125 +10,21 @@ HTTP cannot carry refused in words.
 
 from __future__ import annotations
 
-import base64
-import contextlib
-import datetime
-import gzip
-import ipaddress
 import json
-import select
 import socket
-import socketserver
-import ssl
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from probegate.transport.connections import ConnectionPool
 from probegate.transport.http import HttpClient
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.usage import TransportError
-from tests.servers.base import Handler, LoopbackServer
-
-PROXY_USER, PROXY_PASSWORD = "scanner", "p@ss-SECRET-7781"
-
-
-class _Echo(Handler):
-    """Answers every request with what it saw; ``/gzip`` and ``/bomb`` compress unasked."""
-
-    def setup(self) -> None:
-        super().setup()
-        with self.owner.lock:
-            self.owner.connections += 1
-
-    def handle(self) -> None:
-        with contextlib.suppress(ConnectionError):  # a client that stopped reading a bomb
-            super().handle()
-
-    def do_POST(self) -> None:
-        self.read_json()
-        if self.path.startswith("/gzip"):
-            body = gzip.compress(json.dumps({"ok": "compressed"}).encode())
-            self.send_raw(200, body, headers={"Content-Encoding": "gzip"})
-        elif self.path.startswith("/bomb"):  # 8 MiB of zeros in about 8 KiB
-            bomb = gzip.compress(b"0" * (8 << 20))
-            self.send_raw(200, bomb, headers={"Content-Encoding": "gzip"})
-        else:
-            seen = {"path": self.path, "host": self.headers.get("Host")}
-            self.send_json(200, seen)
-
-    do_GET = do_POST
-
-
-class EchoServer(LoopbackServer):
-    handler = _Echo
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.connections = 0  # opened by clients
-
-
-class _ShortIdle(_Echo):
-    timeout = 0.2  # the server drops a keep-alive connection idle for 0.2 s
-
-
-class ShortIdleServer(EchoServer):
-    handler = _ShortIdle
-
+from tests.servers.peers import BASIC, PROXY_PASSWORD, EchoServer, ProxyServer, ShortIdleServer
 
 # --- TLS ---------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1 (its own CA) and its key, as PEM files."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "probegate test peer")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    folder = tmp_path_factory.mktemp("tls")
-    cert_file, key_file = folder / "peer.pem", folder / "peer.key"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_file, key_file
-
-
-@pytest.fixture
-def tls_server(certificate: tuple[Path, Path]) -> Iterator[EchoServer]:
-    server = EchoServer()
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(*certificate)
-    server.httpd.socket = context.wrap_socket(server.httpd.socket, server_side=True)
-    with server:
-        yield server
 
 
 def https(server: EchoServer) -> str:
@@ -172,94 +68,10 @@ def test_a_certificate_nobody_vouches_for_is_a_fatal_tls_error(
 # --- proxies -------------------------------------------------------------------------------
 
 
-class _ProxyHandler(socketserver.StreamRequestHandler):
-    """A small forward proxy: CONNECT tunnels to the named host; a plain request is answered
-    by the proxy itself with the request line and the credentials it was given."""
-
-    server: _ProxyServer
-
-    def handle(self) -> None:
-        head = self.rfile.readline(65537).decode("latin-1").rstrip("\r\n")
-        headers: dict[str, str] = {}
-        while line := self.rfile.readline(65537).decode("latin-1").rstrip("\r\n"):
-            name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip()
-        self.server.seen.append((head, headers.get("proxy-authorization")))
-        method, target, _ = head.split(" ", 2)
-        if method != "CONNECT":
-            length = int(headers.get("content-length") or 0)
-            self.rfile.read(length)
-            body = json.dumps({"request_line": head}).encode()
-            self.wfile.write(
-                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                + f"Content-Length: {len(body)}\r\n\r\n".encode()
-                + body
-            )
-            return
-        if self.server.refuse:
-            self.wfile.write(b"HTTP/1.1 407 Proxy Authentication Required\r\n\r\n")
-            return
-        host, _, port = target.rpartition(":")
-        with socket.create_connection((host, int(port)), timeout=5) as upstream:
-            self.wfile.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
-            self.wfile.flush()
-            _pipe(self.connection, upstream)
-
-
-def _pipe(a: socket.socket, b: socket.socket) -> None:
-    """Copy bytes both ways until either side closes (or 10 s pass: tests end on their own)."""
-    end = time.monotonic() + 10
-    while time.monotonic() < end:
-        ready, _, _ = select.select([a, b], [], [], 0.2)
-        for sock in ready:
-            data = sock.recv(65536)
-            if not data:
-                return
-            (b if sock is a else a).sendall(data)
-
-
-class _ProxyServer(socketserver.ThreadingTCPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def __init__(self, *, refuse: bool = False) -> None:
-        super().__init__(("127.0.0.1", 0), _ProxyHandler)
-        self.seen: list[tuple[str, str | None]] = []
-        self.refuse = refuse
-        self._thread = threading.Thread(
-            target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-
-    def url(self, credentials: bool = True) -> str:
-        port = self.server_address[1]
-        who = f"{PROXY_USER}:{PROXY_PASSWORD.replace('@', '%40')}@" if credentials else ""
-        return f"http://{who}127.0.0.1:{port}"
-
-    def __enter__(self) -> _ProxyServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
-        self.server_close()
-        self._thread.join(timeout=5)
-
-
-BASIC = "Basic " + base64.b64encode(f"{PROXY_USER}:{PROXY_PASSWORD}".encode()).decode()
-
-
-@pytest.fixture
-def no_proxies(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
-        monkeypatch.delenv(name, raising=False)
-        monkeypatch.delenv(name.lower(), raising=False)
-    return monkeypatch
-
-
 def test_plain_http_asks_the_environment_proxy_for_the_absolute_url(
     no_proxies: pytest.MonkeyPatch,
 ) -> None:
-    with _ProxyServer() as proxy:
+    with ProxyServer() as proxy:
         no_proxies.setenv("HTTP_PROXY", proxy.url())
         client = HttpClient(timeout=5, retries=0)
         reply = post(client, "http://agent.internal:8080/v1/chat?api=2")
@@ -269,7 +81,7 @@ def test_plain_http_asks_the_environment_proxy_for_the_absolute_url(
 
 
 def test_no_proxy_sends_the_request_straight_to_the_agent(no_proxies: pytest.MonkeyPatch) -> None:
-    with _ProxyServer() as proxy, EchoServer() as agent:
+    with ProxyServer() as proxy, EchoServer() as agent:
         no_proxies.setenv("HTTP_PROXY", proxy.url())
         no_proxies.setenv("NO_PROXY", "127.0.0.1,localhost")
         client = HttpClient(timeout=5, retries=0)
@@ -283,7 +95,7 @@ def test_https_goes_through_a_connect_tunnel_and_is_verified_inside_it(
     no_proxies: pytest.MonkeyPatch, tls_server: EchoServer, certificate: tuple[Path, Path]
 ) -> None:
     no_proxies.setenv("REQUESTS_CA_BUNDLE", str(certificate[0]))
-    with _ProxyServer() as proxy:
+    with ProxyServer() as proxy:
         no_proxies.setenv("HTTPS_PROXY", proxy.url())
         client = HttpClient(timeout=5, retries=0)
         replies = [post(client, https(tls_server) + "/v1/x") for _ in range(3)]
@@ -299,7 +111,7 @@ def test_https_goes_through_a_connect_tunnel_and_is_verified_inside_it(
 def test_a_proxy_that_refuses_the_tunnel_stops_the_scan_and_never_shows_the_password(
     no_proxies: pytest.MonkeyPatch,
 ) -> None:
-    with _ProxyServer(refuse=True) as proxy:
+    with ProxyServer(refuse=True) as proxy:
         no_proxies.setenv("HTTPS_PROXY", proxy.url())
         client = HttpClient(timeout=5, retries=2, backoff_base=0.01, secrets=[PROXY_PASSWORD])
         with pytest.raises(TransportError) as info:
@@ -426,7 +238,7 @@ def test_a_request_goes_out_in_one_write(method: str, body: bytes | None) -> Non
     back, which at --concurrency 64 cost more CPU than the request itself."""
     pool = ConnectionPool(maxsize=1, connect_timeout=5, read_timeout=5, user_agent="t")
     with EchoServer() as server:
-        conn = pool._open(pool._target(server.url + "/x", None).route)
+        conn = pool._open(pool.target(server.url + "/x", None).route)
         conn.connect()
         assert conn.sock is not None
         writes = _Writes(conn.sock)

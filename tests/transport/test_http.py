@@ -18,7 +18,6 @@ from probegate.transport.http import HttpClient
 from probegate.transport.http_parts import parse_retry_after
 from probegate.transport.limiter import BudgetExhausted, RequestLimiter, ScanStopped
 from probegate.transport.usage import MalformedReply, TransportError, Usage
-from tests.servers.base import Handler, LoopbackServer
 from tests.servers.faults import FaultServer
 
 KEY = "sk-test-SUPERSECRET-0123456789"
@@ -264,62 +263,3 @@ def test_a_host_that_does_not_resolve_says_dns() -> None:
         client.close()
     assert "cannot resolve host no-such-host.invalid (DNS lookup failed)" in str(info.value)
     assert info.value.fatal  # it never answered: the scan stops at once instead of retrying
-
-
-class _Closing(Handler):
-    """Answers the first request of each connection; on the next one it reads the request and
-    closes the connection without a reply, as a server does when its idle timeout strikes just
-    as a pooled keep-alive connection is used again."""
-
-    def do_POST(self) -> None:
-        self.owner.count()
-        self.read_json()
-        served = getattr(self, "served", 0)
-        self.served = served + 1
-        if served:
-            self.close_connection = True
-            return
-        self.send_json(200, {"ok": True})
-
-
-class ClosingServer(LoopbackServer):
-    handler = _Closing
-
-
-def test_forward_tries_again_when_a_pooled_connection_had_been_closed() -> None:
-    """The model-API proxy's upstream may close a keep-alive connection the moment it is used
-    again: the agent's model call must not fail for it (no reply came, so nothing was done)."""
-    client = HttpClient(timeout=5, retries=0)
-    with ClosingServer() as server:
-        answers = [
-            client.forward("POST", server.url + "/v1/x", body=b"{}", headers={}) for _ in range(3)
-        ]
-    client.close()
-    assert [a.status for a in answers] == [200, 200, 200]
-    assert server.requests == 5  # two requests reached a connection that closed unanswered
-    assert answers[0].body == b'{"ok": true}'
-
-
-def _read_ok(data: object) -> str:
-    """A caller's parse: a reply without ``choices`` is missing evidence."""
-    if not isinstance(data, dict) or "choices" not in data:
-        raise MalformedReply("unreadable reply: HTTP 200 with JSON that is not a chat completion")
-    return "read"
-
-
-def test_forward_asks_again_for_a_body_it_cannot_read_and_passes_other_answers_on(
-    faults: FaultServer,
-) -> None:
-    """With parse (the model-API proxy), an HTML page or JSON of the wrong shape is retried
-    like a 5xx; a 5xx itself is the agent's to retry, passed on at once."""
-    http = client(retries=2)
-    base = faults.url
-    answer = http.forward("POST", f"{base}/garbage-2/v1/x", body=b"{}", headers={}, parse=_read_ok)
-    assert answer.status == 200 and answer.read == "read"
-    assert http.stats.unreadable == 2 and http.stats.retries == 2
-    answer = http.forward("POST", f"{base}/500/v1/x", body=b"{}", headers={}, parse=_read_ok)
-    assert answer.status == 500 and answer.read is None and http.stats.retries == 2
-    with pytest.raises(MalformedReply) as caught:
-        http.forward("POST", f"{base}/nochoices/v1/x", body=b"{}", headers={}, parse=_read_ok)
-    assert caught.value.reason.endswith("not a chat completion (gave up after 3 tries)")
-    http.close()

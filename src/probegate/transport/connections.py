@@ -71,7 +71,9 @@ class Route:
 
 
 @dataclass(frozen=True)
-class _Target:
+class Target:
+    """One URL as it is sent: its route, its request line's target, the headers it implies."""
+
     route: Route
     # What the request line names: a path for a direct request, the absolute URL through a
     # plain HTTP proxy.
@@ -97,11 +99,9 @@ class Reply:
 
     def chunks(self) -> Iterator[bytes]:
         """The body as it arrives, decoded when the server compressed it."""
-        encoding = (self.headers.get("Content-Encoding") or "").strip().lower()
         pieces = self._raw()
-        if encoding in ("gzip", "x-gzip", "deflate"):
-            # 32 + MAX_WBITS reads either a gzip or a zlib header.
-            return _inflated(pieces, zlib.decompressobj(32 + zlib.MAX_WBITS))
+        if compressed(self.headers.get("Content-Encoding")):
+            return _inflated(pieces, Inflater())
         return pieces
 
     def _raw(self) -> Iterator[bytes]:
@@ -125,17 +125,37 @@ class Reply:
         self._pool.release(self._route, conn, reusable=reusable)
 
 
-def _inflated(pieces: Iterator[bytes], decoder: Any) -> Iterator[bytes]:
-    """Decompressed output in bounded pieces, so a small bomb never becomes one huge string:
-    the reader's body cap stops it after the first pieces over the limit."""
-    for piece in pieces:
+def compressed(encoding: str | None) -> bool:
+    """Whether a ``Content-Encoding`` is one :class:`Inflater` decodes (a server may compress
+    unasked)."""
+    return (encoding or "").strip().lower() in ("gzip", "x-gzip", "deflate")
+
+
+class Inflater:
+    """A gzip or deflate body decoded piece by piece, its output in bounded pieces, so a small
+    bomb never becomes one huge string: the reader's body cap stops it after the first pieces
+    over the limit. Raises ``zlib.error`` on a body that is not what it claims."""
+
+    def __init__(self) -> None:
+        # 32 + MAX_WBITS reads either a gzip or a zlib header.
+        self._decoder = zlib.decompressobj(32 + zlib.MAX_WBITS)
+
+    def feed(self, piece: bytes) -> Iterator[bytes]:
         data = piece
         while data:
-            out = decoder.decompress(data, CHUNK_BYTES)
+            out = self._decoder.decompress(data, CHUNK_BYTES)
             if out:
                 yield out
-            data = decoder.unconsumed_tail
-    tail = decoder.flush()
+            data = self._decoder.unconsumed_tail
+
+    def flush(self) -> bytes:
+        return self._decoder.flush()
+
+
+def _inflated(pieces: Iterator[bytes], inflater: Inflater) -> Iterator[bytes]:
+    for piece in pieces:
+        yield from inflater.feed(piece)
+    tail = inflater.flush()
     if tail:
         yield tail
 
@@ -197,7 +217,7 @@ class ConnectionPool:
         self._proxies_for = proxies_for or environment_proxies
         self._idle: dict[Route, list[_Connection]] = {}
         self._routes: dict[str, Route] = {}
-        self._targets: dict[tuple[str, tuple[tuple[str, str], ...]], _Target] = {}
+        self._targets: dict[tuple[str, tuple[tuple[str, str], ...]], Target] = {}
         self._lock = threading.Lock()
         self._tls: ssl.SSLContext | None = None
         self._closed = False
@@ -216,7 +236,7 @@ class ConnectionPool:
 
         :class:`ConnectFailed` when no connection could be made; any other error (a timeout,
         the peer closing, a malformed reply) is raised as it is, the connection closed."""
-        target = self._target(url, params)
+        target = self.target(url, params)
         conn = self._take(target.route) or self._open(target.route)
         if on_connection is not None:
             on_connection(conn)
@@ -232,7 +252,7 @@ class ConnectionPool:
             # No write waits for the peer's delayed ACK of the one before (Nagle's algorithm:
             # ~40 ms a request when two writes meet it), as urllib3 set it.
             conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sent = _merged({"User-Agent": self.user_agent, "Accept": "*/*"}, target.headers, headers)
+        sent = self.headers_for(target, headers)
         try:
             conn.send_request(method, target.request_target, body, sent)
             response = conn.getresponse()
@@ -240,6 +260,11 @@ class ConnectionPool:
             conn.close()
             raise
         return Reply(self, target.route, conn, response)
+
+    def headers_for(self, target: Target, headers: Mapping[str, str]) -> dict[str, str]:
+        """What a request to ``target`` carries: the client's own headers, the URL's, the
+        caller's (later ones winning by name)."""
+        return _merged({"User-Agent": self.user_agent, "Accept": "*/*"}, target.headers, headers)
 
     def release(self, route: Route, conn: _Connection, *, reusable: bool) -> None:
         if reusable and conn.sock is not None:
@@ -259,7 +284,7 @@ class ConnectionPool:
             conn.close()
 
     # -- routes and connections ----------------------------------------------------------
-    def _target(self, url: str, params: Mapping[str, str] | None) -> _Target:
+    def target(self, url: str, params: Mapping[str, str] | None = None) -> Target:
         """Where ``url`` goes and how it is asked for; read once per URL and query (a scan
         sends thousands of requests to one URL, and each reading is tens of microseconds of
         the interpreter lock every worker waits on)."""
@@ -273,7 +298,7 @@ class ConnectionPool:
                 self._targets[key] = target
         return target
 
-    def _read_target(self, url: str, params: Mapping[str, str] | None) -> _Target:
+    def _read_target(self, url: str, params: Mapping[str, str] | None) -> Target:
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
         if scheme not in ("http", "https") or not parts.hostname:
@@ -302,8 +327,8 @@ class ConnectionPool:
         if route.proxy is not None and scheme == "http":
             # A plain HTTP proxy is asked for the absolute URL.
             host = parts.hostname if parts.port is None else f"{parts.hostname}:{parts.port}"
-            return _Target(route, f"http://{host}{path}", headers | _authorization(route))
-        return _Target(route, path, headers)
+            return Target(route, f"http://{host}{path}", headers | tunnel_headers(route))
+        return Target(route, path, headers)
 
     def _route(self, scheme: str, host: str, port: int, url: str) -> Route:
         """The route to an origin: direct, or through the proxy the environment names."""
@@ -337,13 +362,13 @@ class ConnectionPool:
         host, port = route.proxy or (route.host, route.port)
         if route.scheme == "http":
             return _Connection(host, port, timeout=self.connect_timeout)
-        conn = _TLSConnection(host, port, timeout=self.connect_timeout, context=self._tls_context())
+        conn = _TLSConnection(host, port, timeout=self.connect_timeout, context=self.tls_context())
         if route.proxy is not None:
             # HTTPS through a proxy: a CONNECT tunnel, then TLS with the origin inside it.
-            conn.set_tunnel(route.host, route.port, headers=_authorization(route))
+            conn.set_tunnel(route.host, route.port, headers=tunnel_headers(route))
         return conn
 
-    def _tls_context(self) -> ssl.SSLContext:
+    def tls_context(self) -> ssl.SSLContext:
         if self._tls is None:
             context = ssl.create_default_context(cafile=_ca_bundle())
             context.set_alpn_protocols(["http/1.1"])
@@ -356,7 +381,7 @@ def _basic(username: str, password: str | None) -> str:
     return "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
 
 
-def _authorization(route: Route) -> dict[str, str]:
+def tunnel_headers(route: Route) -> dict[str, str]:
     auth = route.proxy_authorization
     return {"Proxy-Authorization": auth} if auth else {}
 

@@ -44,7 +44,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from probegate import __version__
@@ -52,6 +52,7 @@ from probegate.models.bounds import loads_bounded
 from probegate.models.causes import Cause, http_cause
 from probegate.models.spellings import Spellings, hide
 from probegate.terminal import clean
+from probegate.transport.async_connections import AsyncReply
 from probegate.transport.connections import (
     ConnectFailed,
     ConnectionPool,
@@ -62,9 +63,7 @@ from probegate.transport.connections import (
 from probegate.transport.deadlines import Watch, Watchdog
 from probegate.transport.http_parts import (
     ClientStats,
-    Dropped,
     Failure,
-    Forwarded,
     parse_retry_after,
 )
 from probegate.transport.limiter import UNLIMITED, Limits, RequestLimiter
@@ -288,76 +287,6 @@ class HttpClient:
             )
             failure.retry_after = None
 
-    def forward(
-        self,
-        method: str,
-        url: str,
-        *,
-        body: bytes,
-        headers: Mapping[str, str],
-        parse: Callable[[list[SseEvent] | Any], Any] | None = None,
-    ) -> Forwarded:
-        """The peer's answer passed on as it is: for a proxy, whose own client retries.
-
-        The deadline and the body cap hold as for every request; an answer of any status is
-        returned, and only a failure to get one raises :class:`TransportError`. With ``parse``
-        a 2xx answer is also read, as :meth:`request_events` reads one (a stream's events,
-        else JSON), and what ``parse`` returns is the answer's ``read``. A body that cannot be
-        read, or that ``parse`` finds malformed (a :class:`MalformedReply`), is missing
-        evidence: it is asked for again like a 5xx, ``retries`` times with the client's
-        backoff, and then a :class:`MalformedReply` says what was wrong. Apart from that, one
-        more try is made only when the connection dropped before any reply: a pooled
-        keep-alive connection the peer had closed meanwhile, which no request reached.
-        """
-        failure: Failure | None = None
-        for attempt in range(self.retries + 1 if parse is not None else 1):
-            if attempt:
-                UNLIMITED.sleep(self._delay(attempt, failure) or 0.0)
-                with self._lock:
-                    self.stats.retries += 1
-            try:
-                answer = self._forward(method, url, body, headers)
-            except Dropped:
-                answer = self._forward(method, url, body, headers)
-            if parse is None or not 200 <= answer.status < 300:
-                return answer
-            try:
-                return replace(answer, read=parse(self._decoded(answer)))
-            except MalformedReply as exc:
-                with self._lock:
-                    self.stats.unreadable += 1
-                failure = Failure(exc.reason, True, Cause.UNREADABLE)
-        assert failure is not None
-        raise MalformedReply(self.scrub(failure.reason + self._tries_note(failure)))
-
-    def _forward(self, method: str, url: str, body: bytes, headers: Mapping[str, str]) -> Forwarded:
-        reply, raw = self._exchange(
-            method, url, body, None, headers, time.monotonic() + self.timeout
-        )
-        if isinstance(raw, Failure):
-            if raw.dropped:
-                raise Dropped(self.scrub(raw.reason), cause=raw.cause)
-            raise TransportError(self.scrub(raw.reason), cause=raw.cause)
-        assert reply is not None
-        with self._lock:
-            self.stats.tries += 1
-            status = reply.status
-            self.stats.by_status[status] = self.stats.by_status.get(status, 0) + 1
-        return Forwarded(status, dict(reply.headers.items()), raw)
-
-    def _decoded(self, answer: Forwarded) -> Any:
-        """A forwarded answer's body as :meth:`_decode` reads one: events, else JSON."""
-        kind = next((v for k, v in answer.headers.items() if k.lower() == "content-type"), "")
-        if is_event_stream(kind):
-            stream = parse_events(answer.body)
-            if not stream:
-                raise MalformedReply(self._no_events(answer.status, answer.body))
-            return stream
-        try:
-            return loads_bounded(answer.body)
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise MalformedReply(self._unreadable(answer.status, kind, answer.body, exc)) from None
-
     def _tries_note(self, failure: Failure) -> str:
         return (
             f" (gave up after {self.retries + 1} tries)" if failure.retry and self.retries else ""
@@ -457,15 +386,16 @@ class HttpClient:
             )
             return reply, self._read(reply, watch)
         except (OSError, http.client.HTTPException, ConnectFailed, InvalidRequest) as exc:
-            return reply, self._network_failure(exc, watch, replied=reply is not None)
+            return reply, self._network_failure(
+                exc, expired=watch.expired, replied=reply is not None
+            )
         finally:
             self._watchdog.release(watch)
             if reply is not None:
                 reply.close()
 
     def _read(self, reply: Reply, watch: Watch) -> bytes | Failure:
-        declared = reply.headers.get("Content-Length", "")
-        if declared.isdigit() and int(declared) > self.max_body_bytes:
+        if self._announced_too_large(reply):
             return self._too_large()
         chunks: list[bytes] = []
         size = 0
@@ -478,10 +408,17 @@ class HttpClient:
                 if watch.expired:
                     return self._slow()
         except zlib.error:
-            return Failure("reply body could not be decoded", False, Cause.UNREADABLE)
+            return self._undecodable()
         if watch.expired:
             return self._slow()
         return b"".join(chunks)
+
+    def _announced_too_large(self, reply: Reply | AsyncReply) -> bool:
+        declared = reply.headers.get("Content-Length", "")
+        return declared.isdigit() and int(declared) > self.max_body_bytes
+
+    def _undecodable(self) -> Failure:
+        return Failure("reply body could not be decoded", False, Cause.UNREADABLE)
 
     def _too_large(self) -> Failure:
         return Failure(
@@ -491,10 +428,11 @@ class HttpClient:
     def _slow(self) -> Failure:
         return Failure(f"no complete reply within {self.timeout:g}s (timeout)", True, Cause.TIMEOUT)
 
-    def _network_failure(self, exc: BaseException, watch: Watch, *, replied: bool) -> Failure:
-        """Why a request got no readable reply, in words; ``replied``: the status line and
-        headers had come back, so a connection lost now cut the reply short."""
-        if watch.expired:
+    def _network_failure(self, exc: BaseException, *, expired: bool, replied: bool) -> Failure:
+        """Why a request got no readable reply, in words; ``expired``: its deadline had passed
+        (or its scan stopped); ``replied``: the status line and headers had come back, so a
+        connection lost now cut the reply short."""
+        if expired:
             return self._slow()
         if isinstance(exc, InvalidTarget | http.client.InvalidURL):
             return Failure(

@@ -27,8 +27,10 @@ attack, and the model must read it).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,7 +51,7 @@ from probegate.targets.model_proxy.server import ProxyServer, Reply, Request
 from probegate.targets.sandbox import Sandbox, reads_memory
 from probegate.targets.wire import parse_arguments, tool_reply
 from probegate.transport.addresses import is_loopback, parse_listen
-from probegate.transport.http import HttpClient
+from probegate.transport.forwarding import ForwardingClient
 from probegate.transport.http_parts import Forwarded
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.model_apis import APIS, Completion, ModelApi
@@ -178,7 +180,12 @@ class ProxyConversation:
         self.sandbox = sandbox
         self.usage = usage
         self.token = new_token()
+        # The session's threads and the proxy's loop share what follows; the loop holds the
+        # lock only between its awaits, never across the upstream call.
         self.lock = threading.Lock()
+        self._settled = threading.Condition(self.lock)  # no model call of it in flight
+        self._in_flight = 0
+        self._serial = asyncio.Lock()  # the proxy's loop: one model call at a time
         # The message being answered, as sent (unmarked): the second rule's key.
         self.waiting_for: str | None = None
         self._seen: dict[str, _Seen] = {}
@@ -199,8 +206,13 @@ class ProxyConversation:
         """The reply came: the texts of the replies safe mode stopped, the tool calls the model
         made beyond those read (models/bounds.py), the model calls and how the last one went,
         since :meth:`begin`. The model's tokens are added to the session's usage and the
-        scan's budget."""
+        scan's budget. A model call still in flight (an agent that answered without waiting
+        for it) is waited for, at most its upstream deadline, so what it asks for is this
+        turn's evidence."""
         with self.lock:
+            deadline = time.monotonic() + self.proxy.client.timeout + 1.0
+            while self._in_flight and (left := deadline - time.monotonic()) > 0:
+                self._settled.wait(left)
             self.waiting_for = None
             stopped, self._stopped = self._stopped, []
             over, self._over = self._over, 0
@@ -218,42 +230,58 @@ class ProxyConversation:
         self.proxy.retire(self)
 
     # -- the proxy's side ----------------------------------------------------------------
-    def exchange(self, body: dict[str, Any], url: str, headers: dict[str, str]) -> Reply:
-        """One attributed model call, from the agent's request to the answer it gets."""
+    async def exchange(self, body: dict[str, Any], url: str, headers: dict[str, str]) -> Reply:
+        """One attributed model call, from the agent's request to the answer it gets (on the
+        proxy's loop). The conversation's calls are made one at a time, in the order they
+        came, so a call reads what the one before it recorded."""
+        async with self._serial:
+            with self.lock:
+                self._calls += 1
+                self._in_flight += 1
+                self._deliver(body)
+            try:
+                return await self._exchange(body, url, headers)
+            finally:
+                with self.lock:
+                    self._in_flight -= 1
+                    self._settled.notify_all()
+
+    async def _exchange(self, body: dict[str, Any], url: str, headers: dict[str, str]) -> Reply:
         proxy = self.proxy
         api = proxy.api
-        with self.lock:
-            self._calls += 1
-            self._deliver(body)
-            stream = api.streams(body)
-            try:
-                # A 200 the API cannot read is asked for again like a 5xx, and after the
-                # retries the agent gets a 502: a reply nobody read is never passed on, so no
-                # tool call reaches the agent unrecorded (or unstopped in safe mode).
-                answer = proxy.client.forward(
-                    "POST",
-                    url,
-                    body=json.dumps(body).encode("utf-8"),
-                    headers=headers,
-                    parse=proxy.read,
-                )
-            except TransportError as exc:
-                proxy.count(failed=1)
+        stream = api.streams(body)
+        try:
+            # A 200 the API cannot read is asked for again like a 5xx, and after the retries
+            # the agent gets a 502: a reply nobody read is never passed on, so no tool call
+            # reaches the agent unrecorded (or unstopped in safe mode).
+            answer = await proxy.client.forward(
+                "POST",
+                url,
+                body=json.dumps(body).encode("utf-8"),
+                headers=headers,
+                parse=proxy.read,
+            )
+        except TransportError as exc:
+            proxy.count(failed=1)
+            with self.lock:
                 self._failure = exc.reason
-                return proxy.failure(exc.reason)
-            if not 200 <= answer.status < 300:
-                proxy.count(failed=1)
+            return proxy.failure(exc.reason)
+        if not 200 <= answer.status < 300:
+            proxy.count(failed=1)
+            with self.lock:
                 self._failure = f"HTTP {answer.status} from the upstream model API"
-                return proxy.passed(answer)
+            return proxy.passed(answer)
+        reply: Completion = answer.read
+        with self.lock:
             self._failure = None
-            reply: Completion = answer.read
             self.sandbox.model_reply()
             self._add_tokens(str(body.get("model") or ""), reply)
-            if not self._watch(reply):
-                return proxy.passed(answer)
-            kind = CONTENT_TYPE if stream else "application/json"
-            ended = api.end_of_turn(STOPPED_REPLY, str(body.get("model") or ""), stream=stream)
-            return 200, {"Content-Type": kind}, ended
+            stopped = self._watch(reply)
+        if not stopped:
+            return proxy.passed(answer)
+        kind = CONTENT_TYPE if stream else "application/json"
+        ended = api.end_of_turn(STOPPED_REPLY, str(body.get("model") or ""), stream=stream)
+        return 200, {"Content-Type": kind}, ended
 
     def _deliver(self, body: dict[str, Any]) -> None:
         """Plant the canaries, poison what the probe poisons, answer what it supplies."""
@@ -345,7 +373,7 @@ class ModelProxy:
         self.prices = prices
         # Retries are for replies that cannot be read (HttpClient.forward): any other answer,
         # a 429 or a 5xx too, goes back to the agent, whose own client paces its retries.
-        self.client = HttpClient(
+        self.client = ForwardingClient(
             timeout=settings.timeout,
             retries=settings.retries,
             pool_size=max(8, 2 * settings.concurrency),
@@ -369,6 +397,7 @@ class ModelProxy:
             route=self.gate.decide,
             handle=self.handle,
             error_body=self.error_body,
+            stopping=self.client.close_async,
             workers=2 * settings.concurrency,
             what=f"target.model_proxy.listen {config.listen}",
         )
@@ -489,8 +518,8 @@ class ModelProxy:
             )
 
     # -- one request ---------------------------------------------------------------------
-    def handle(self, request: Request) -> Reply:
-        """Answer one forwarded request of the agent (on one of the server's worker threads)."""
+    async def handle(self, request: Request) -> Reply:
+        """Answer one forwarded request of the agent (on the server's loop)."""
         forward = request.forward
         out = {k: v for k, v in request.head.headers.items() if k not in _HOP}
         if forward.keyed and self._key_headers:
@@ -499,7 +528,7 @@ class ModelProxy:
         out["accept-encoding"] = "identity"
         raw = request.body
         if not forward.model_call:  # the model list an SDK reads on start-up: passed on
-            return self._pass(request.head.method, forward.url, raw, out)
+            return await self._pass(request.head.method, forward.url, raw, out)
         self.count(model_calls=1)
         try:
             body = loads_bounded(raw)
@@ -507,7 +536,7 @@ class ModelProxy:
             body = None
         if not isinstance(body, dict):
             self.count(unattributed=1)
-            return self._pass("POST", forward.url, raw, out)
+            return await self._pass("POST", forward.url, raw, out)
         tokens: set[str] = set()
         strip_marks(body, tokens)
         users = self.api.user_texts(body)
@@ -515,13 +544,14 @@ class ModelProxy:
         if conversation is None:
             self.count(unattributed=1)
             clean = json.dumps(body).encode("utf-8") if tokens else raw
-            return self._pass("POST", forward.url, clean, out)
+            return await self._pass("POST", forward.url, clean, out)
         self.count(attributed=1)
-        return conversation.exchange(body, forward.url, out)
+        return await conversation.exchange(body, forward.url, out)
 
-    def _pass(self, method: str, url: str, raw: bytes, headers: dict[str, str]) -> Reply:
+    async def _pass(self, method: str, url: str, raw: bytes, headers: dict[str, str]) -> Reply:
         try:
-            return self.passed(self.client.forward(method, url, body=raw, headers=headers))
+            answer = await self.client.forward(method, url, body=raw, headers=headers)
+            return self.passed(answer)
         except TransportError as exc:
             return self.failure(exc.reason)
 

@@ -1,4 +1,4 @@
-"""The proxy's listening side: HTTP/1.1 on an event loop, model calls on a few daemon threads.
+"""The proxy's listening side: HTTP/1.1 on one event loop, model calls forwarded from it too.
 
 Anything on the machine can connect to the proxy's port, so connections are held on one event
 loop, not a thread each: 3,000 connections that send half a head cost no thread (a thread per
@@ -10,11 +10,15 @@ within ``BODY_TIMEOUT`` of its head. A request is read strictly (incoming.py) an
 decided at its head (routes.py), so a request without the scan's credential, or over the size
 cap, is answered before its body is read; a refused request's connection is closed.
 
-A request that is forwarded goes to a worker thread (the upstream call blocks for the model's
-reply), at most :data:`WORKERS_MIN` or twice the scan's concurrency at once; its connection
-reads at most one more request's worth until it is answered. The workers are daemon threads:
-closing the proxy abandons the calls in flight instead of waiting for the model (a stopped scan
-ends at once).
+A request that is forwarded becomes a task on the same loop, whose upstream call is made on
+the loop too (HttpClient.forward): a worker thread per call, and the hand-offs between it
+and the loop, were about half of the proxy's CPU per model call (bench/bench_proxy.py). At most
+:data:`WORKERS_MIN` or twice the scan's concurrency are forwarded at once; a connection reads
+at most one more request's worth until its request is answered. Closing the proxy cancels the
+calls in flight instead of waiting for the model (a stopped scan ends at once). The proxy's own
+work on a request (parse, plant, rewrite, read the reply) runs on the loop between its reads
+and writes: about 0.1 ms a call, and at most some tens of milliseconds for a body at the 16 MiB
+cap, which the loop's other connections wait out.
 Each answer is written in one piece with ``TCP_NODELAY``, so no reply waits out a delayed ACK.
 """
 
@@ -25,8 +29,9 @@ import contextlib
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
+from typing import Any
 
 from probegate.errors import UsageError
 from probegate.targets.mcp_connections import (
@@ -47,7 +52,6 @@ from probegate.targets.model_proxy.incoming import (
     parse_head,
 )
 from probegate.targets.model_proxy.routes import Forward
-from probegate.threads import DaemonExecutor
 
 WORKERS_MIN = 16
 # Bytes kept from a connection while its request is answered, before its reading pauses.
@@ -78,7 +82,7 @@ class Request:
 
 Reply = tuple[int, dict[str, str], bytes]
 Route = Callable[[Head], Forward]
-Handle = Callable[[Request], Reply]
+Handle = Callable[[Request], Awaitable[Reply]]
 # (status, message) -> the API's error body
 ErrorBody = Callable[[int, str], bytes]
 
@@ -207,13 +211,10 @@ class _Connection(asyncio.Protocol):
         self._body = self._forward = None
         self.busy = True
         self._disarm()
-        self.server.workers.submit(self._work, request)
+        self.server.start(self._work(request))
 
-    def _work(self, request: Request) -> None:
-        """On a worker: the answer, handed back to the loop (gone, if the proxy closed)."""
-        reply = self.server.answer(request)
-        with contextlib.suppress(RuntimeError):
-            self.loop.call_soon_threadsafe(self._answered, request, reply)
+    async def _work(self, request: Request) -> None:
+        self._answered(request, await self.server.answer(request))
 
     def _answered(self, request: Request, reply: Reply) -> None:
         self.busy = False
@@ -272,7 +273,8 @@ class ProxyServer:
     """The server on ``(host, port)``, on an event loop thread of its own until :meth:`close`.
 
     ``route`` decides a request at its head (raising :class:`Refused`); ``handle`` answers a
-    forwarded one on a worker thread; ``error_body`` writes a refusal in the API's shape.
+    forwarded one on the loop; ``error_body`` writes a refusal in the API's shape;
+    ``stopping`` runs on the loop as it stops (the upstream's connections are closed there).
     """
 
     def __init__(
@@ -283,14 +285,18 @@ class ProxyServer:
         route: Route,
         handle: Handle,
         error_body: ErrorBody,
+        stopping: Callable[[], None],
         workers: int,
         what: str,
     ) -> None:
         self.route = route
         self.handle = handle
         self.error_body = error_body
+        self.stopping = stopping
         self.counts = Counts()
-        self.workers = DaemonExecutor(max(WORKERS_MIN, workers), "probegate-model-proxy")
+        self._workers = max(WORKERS_MIN, workers)
+        self._slots: asyncio.Semaphore | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
         self.connections = Connections(self.counts, connection_cap())
         self.live: set[_Connection] = set()
         self.log = BoundedLog(name="probegate model-API proxy")
@@ -318,18 +324,34 @@ class ProxyServer:
         host, port = self._sock.getsockname()[:2]
         return str(host), int(port)
 
-    def answer(self, request: Request) -> Reply:
-        """A worker's share: the proxy's answer, or a 500 that never stops the agent's next call."""
-        try:
-            return self.handle(request)
-        except Exception:  # the proxy's own failure must never stop the agent's next call
-            return _internal()
+    def start(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` as a task of the loop, kept until it ends (or :meth:`close` cancels
+        it)."""
+        task = self.loop.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def answer(self, request: Request) -> Reply:
+        """The proxy's answer, or a 500 that never stops the agent's next call; at most
+        ``workers`` at once."""
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self._workers)
+        async with self._slots:
+            try:
+                return await self.handle(request)
+            except Exception:  # the proxy's own failure must never stop the agent's next call
+                return _internal()
 
     def _serve(self) -> None:
         asyncio.set_event_loop(self.loop)
         self._acceptor.resume()
         try:
             self.loop.run_forever()
+            # The cancelled calls' endings, then the closings they scheduled.
+            tasks = list(self._tasks)
+            if tasks:
+                self.loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+            self.loop.run_until_complete(asyncio.sleep(0))
         finally:
             with contextlib.suppress(RuntimeError):
                 self.loop.close()
@@ -340,12 +362,14 @@ class ProxyServer:
             with contextlib.suppress(RuntimeError):
                 self.loop.call_soon_threadsafe(self._stop)
             self._thread.join(timeout=2)
-        self.workers.shutdown(wait=False, cancel_futures=True)
         self._sock.close()
         self.log.close()
 
     def _stop(self) -> None:
         self._acceptor.stop()
+        for task in list(self._tasks):
+            task.cancel()
+        self.stopping()
         for connection in list(self.live):
             if connection.transport is not None:
                 connection.transport.abort()
