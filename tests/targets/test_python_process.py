@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,36 @@ def test_a_process_that_keeps_crashing_is_not_started_forever(targets: Any) -> N
             session.send(Turn(role="user", content="crash"))
     with pytest.raises(TransportError, match="started again 3 times"):
         session_of(target)
+
+
+def test_a_child_started_again_holds_up_no_conversation_of_another_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Conversations go to each child in turn; while the crashed one imports the agent again
+    (2 s here), the next conversation, for the other child, starts at once."""
+    monkeypatch.setenv("PG_TEST_CRASHED", str(tmp_path / "crashed"))
+    spec = {"kind": "python", "python": "tests.targets.slow_restart_agent:run", "tools": TOOLS}
+    target = python_target({"target": {**spec, "processes": 2}})
+    try:
+        first, _, _ = session_of(target)  # the first child
+        with pytest.raises(TransportError, match="exit code 3"):
+            first.send(Turn(role="user", content="crash"))
+        session_of(target)  # the second child
+        restarted: list[Any] = []
+        thread = threading.Thread(target=lambda: restarted.append(session_of(target)[0]))
+        thread.start()  # the first child again: started anew, 2 s
+        time.sleep(0.3)
+        start = time.monotonic()
+        other, _, _ = session_of(target)  # the second child
+        waited = time.monotonic() - start
+        assert other.send(Turn(role="user", content="hi")).content == "alive: hi"
+        thread.join(timeout=30)
+        assert restarted and restarted[0].send(Turn(role="user", content="hi")).content == (
+            "alive: hi"
+        )
+    finally:
+        target.close()
+    assert waited < 0.5, waited
 
 
 def test_a_hanging_agent_is_abandoned_and_closing_does_not_wait_for_it(targets: Any) -> None:

@@ -267,7 +267,10 @@ class AgentProcesses:
     def __init__(self, spec: str, directory: Path, count: int) -> None:
         self.spec = spec
         self.directory = directory
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the turn and the conversation numbers
+        # One per child: a child started again holds only its own slot, so conversations
+        # for the others go on meanwhile (an agent's import takes seconds).
+        self._slots = [threading.Lock() for _ in range(count)]
         self._turn = itertools.count()
         self._conversations = itertools.count()
         self._restarts = [0] * count
@@ -292,10 +295,11 @@ class AgentProcesses:
         """A new conversation, in the next child (one that ended is started again)."""
         with self._lock:
             slot = next(self._turn) % len(self.processes)
+            number = str(next(self._conversations))
+        with self._slots[slot]:
             process = self.processes[slot]
             if process.ended is not None:
                 process = self._restart(slot, process)
-            number = str(next(self._conversations))
         return RemoteConversation(process, number)
 
     def _restart(self, slot: int, ended: AgentProcess) -> AgentProcess:
