@@ -17,6 +17,7 @@ import socketserver
 import threading
 import time
 from pathlib import Path
+from typing import Self
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -149,24 +150,24 @@ def _pipe(a: socket.socket, b: socket.socket) -> None:
             (b if sock is a else a).sendall(data)
 
 
-class ProxyServer(socketserver.ThreadingTCPServer):
+class TcpPeer(socketserver.ThreadingTCPServer):
+    """A raw TCP peer on 127.0.0.1 (a thread per connection), served inside ``with``."""
+
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, *, refuse: bool = False) -> None:
-        super().__init__(("127.0.0.1", 0), _ProxyHandler)
-        self.seen: list[tuple[str, str | None]] = []
-        self.refuse = refuse
+    def __init__(self, handler: type[socketserver.BaseRequestHandler]) -> None:
+        super().__init__(("127.0.0.1", 0), handler)
+        self.lock = threading.Lock()
         self._thread = threading.Thread(
             target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
 
-    def url(self, credentials: bool = True) -> str:
-        port = self.server_address[1]
-        who = f"{PROXY_USER}:{PROXY_PASSWORD.replace('@', '%40')}@" if credentials else ""
-        return f"http://{who}127.0.0.1:{port}"
+    @property
+    def port(self) -> int:
+        return int(self.server_address[1])
 
-    def __enter__(self) -> ProxyServer:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
@@ -174,6 +175,17 @@ class ProxyServer(socketserver.ThreadingTCPServer):
         self.shutdown()
         self.server_close()
         self._thread.join(timeout=5)
+
+
+class ProxyServer(TcpPeer):
+    def __init__(self, *, refuse: bool = False) -> None:
+        super().__init__(_ProxyHandler)
+        self.seen: list[tuple[str, str | None]] = []
+        self.refuse = refuse
+
+    def url(self, credentials: bool = True) -> str:
+        who = f"{PROXY_USER}:{PROXY_PASSWORD.replace('@', '%40')}@" if credentials else ""
+        return f"http://{who}127.0.0.1:{self.port}"
 
 
 BASIC = "Basic " + base64.b64encode(f"{PROXY_USER}:{PROXY_PASSWORD}".encode()).decode()
