@@ -26,26 +26,32 @@
 
 Why the agent runs apart: the openai SDK spends about 2.6 ms of CPU on each model call of this
 agent (its request transform, httpx, pydantic). In probegate's process it shares one
-interpreter lock with the engine and the proxy, and the scan is bound by one core: 0.63 to
-0.75 x the direct loop (2026-12-05, 2 cores), whether or not the proxy is there (the agent
+interpreter lock with the engine and the proxy, and the scan is bound by one core: 0.56
+(loaded) to 0.77 x (quiet) the direct loop (2026-12-05, 2 cores), whether or not the proxy is there (the agent
 alone, no proxy, ran 66 to 74 attempts/s against the direct loop's 97 to 104). Measured per
 process (``/proc/PID/stat``, ``processes: 1``): the agent's child 2.9 s of CPU in a 4.8 s
 run, probegate's process (engine and proxy) 1.5 s, the model 1.3 s.
 
-Measured (2026-12-05, 2 cores, quiet): +1.1 to +1.7 ms at p50 per model call (p99 +15 to +34
-ms), and 0.85 to 0.96 x the direct loop with ``processes: 2`` (0.78 to 0.85 x with 1). With
-other work on the machine (``python3 -c "while True: pass"``): one busy loop, +0.4 to +1.7 ms
-and 0.79 to 0.86 x; two (both cores busy), +1.7 to +3.0 ms and 0.70 to 0.87 x, from run to run
-on either side of the ratio's target. The proxy's own share of that (the same agent without it,
-above): 0.95 to 0.98 x quiet, 0.92 to 0.96 x loaded; the agent without the proxy is itself
-slower than the direct loop (quiet 251 to 265 model calls/s against 284 to 298), as its SDK
-spends more CPU on a call than the whole direct loop does, and a machine short of CPU slows it
-most. probegate's own process (engine and proxy) held the interpreter lock for about 0.8 s of a
-5.4 s run (py-spy --gil, ``processes: 2``). The proxy's CPU is about 0.85 ms a call: its logic
-(parse, strip the mark, plant, rewrite, re-serialise, read the reply, record) about 0.12 ms;
-handing each request to a worker thread and the answer back to the event loop about 0.14 ms
-(the same server answering on the loop: 0.20 ms a call against 0.34); the upstream call on
-http.client about 0.25 ms (a bare socket exchange: 0.07 ms).
+Measured (2026-12-05, 2 cores, quiet): +0.8 to +1.5 ms at p50 per model call (p99 +18 to +48
+ms), and 0.82 to 0.91 x the direct loop with ``processes: 2``. With other work on the machine
+(``python3 -c "while True: pass"``): one busy loop, +0.7 to +1.2 ms and 0.78 to 0.81 x; two
+(both cores busy), +1.6 to +2.5 ms and 0.74 to 0.78 x, under the ratio's target. The proxy's
+own share of that (the same agent without it, above): 0.91 to 1.03 x quiet, 0.88 to 0.95 x
+loaded; the agent without the proxy is itself slower than the direct loop, as its SDK spends
+more CPU on a call than the whole direct loop does, and a machine short of CPU slows it most.
+A whole scan's CPU (``processes: 2``, /proc/PID/stat): the agent's two children 1.9 to 2.1 s
+each (their import included), probegate's process 1.8 s (about 0.8 s of it starting and writing the
+report), the model 1.3 s; the direct loop's scan 1.4 s and its model 1.2 s.
+
+Printed too: the proxy's CPU a model call (this process's, where it runs alone): 0.63 to 0.77
+ms. It forwards on its own event loop (transport/async_connections.py); on worker threads it
+took 0.94 to 1.08 ms quiet and 0.83 to 0.97 ms under two busy loops, against 0.77 to 0.89 and
+0.66 to 0.75 on the loop, measured side by side from two checkouts. Of what is left, the
+proxy's own work on a call (parse, strip the mark, plant, rewrite, re-serialise, read the
+reply, record) is about a third; the rest is the event loop and the kernel's sockets (py-spy).
+That saving is about 2 % of a scan's CPU, within the ratio's run-to-run spread: the ratios above
+did not move with it (two busy loops, alternating: 0.74 to 0.78 x on the loop, 0.74 to 0.79 x
+on threads).
 
 Targets (printed with each figure): the proxy adds at most 2 ms at p50 per model call, and the
 python agent through it reaches at least 0.8 x the direct loop's attempts/s.
