@@ -27,10 +27,10 @@
 Why the agent runs apart: the openai SDK spends about 2.6 ms of CPU on each model call of this
 agent (its request transform, httpx, pydantic). In probegate's process it shares one
 interpreter lock with the engine and the proxy, and the scan is bound by one core: 0.56
-(loaded) to 0.77 x (quiet) the direct loop (2026-12-05, 2 cores), whether or not the proxy is there (the agent
-alone, no proxy, ran 66 to 74 attempts/s against the direct loop's 97 to 104). Measured per
-process (``/proc/PID/stat``, ``processes: 1``): the agent's child 2.9 s of CPU in a 4.8 s
-run, probegate's process (engine and proxy) 1.5 s, the model 1.3 s.
+(loaded) to 0.77 x (quiet) the direct loop (2026-12-05, 2 cores), whether or not the proxy is
+there (the agent alone, no proxy, ran 66 to 74 attempts/s against the direct loop's 97 to 104).
+Measured per process (``/proc/PID/stat``, ``processes: 1``): the agent's child 2.9 s of CPU in
+a 4.8 s run, probegate's process (engine and proxy) 1.5 s, the model 1.3 s.
 
 Measured (2026-12-05, 2 cores, quiet): +0.8 to +1.5 ms at p50 per model call (p99 +18 to +48
 ms), and 0.82 to 0.91 x the direct loop with ``processes: 2``. With other work on the machine
@@ -43,7 +43,7 @@ A whole scan's CPU (``processes: 2``, /proc/PID/stat): the agent's two children 
 each (their import included), probegate's process 1.8 s (about 0.8 s of it starting and writing the
 report), the model 1.3 s; the direct loop's scan 1.4 s and its model 1.2 s.
 
-Printed too: the proxy's CPU a model call (this process's, where it runs alone): 0.63 to 0.77
+Printed too: the proxy's CPU a model call (this process's, where it runs alone): 0.63 to 0.88
 ms. It forwards on its own event loop (transport/async_connections.py); on worker threads it
 took 0.94 to 1.08 ms quiet and 0.83 to 0.97 ms under two busy loops, against 0.77 to 0.89 and
 0.66 to 0.75 on the loop, measured side by side from two checkouts. Of what is left, the
