@@ -35,10 +35,12 @@ from probegate.targets.configured import tool_specs
 from probegate.targets.model_proxy import ModelProxy, ModelProxyConfig
 from probegate.targets.python_agent import PythonConfig
 from probegate.targets.sandbox import Sandbox
+from probegate.transport.limiter import RequestLimiter
 from probegate.transport.usage import Usage
 from tests.servers.base import Handler, LoopbackServer
 from tests.servers.brain_model import SECRETS, BrainModelServer, tool_config
 from tests.servers.configs import write_config
+from tests.servers.model_apis import ModelApiServer
 from tests.servers.own_tools import model_proxy, python_target
 
 USER_KEY = "sk-user-7c1d2e3f4a5b6c7d8e9f0a1b"  # the user's upstream key: it must never leave
@@ -621,3 +623,44 @@ def test_an_agent_on_the_scans_base_url_needs_no_key(
     proxy = report["proxy"]
     assert proxy["model_calls"] > 0 and proxy["unattributed"] == 0
     assert proxy["refused"] == dict.fromkeys(proxy["refused"], 0)
+
+
+class _LooksUp:
+    """A model that asks to look the customer up (one tool call per reply)."""
+
+    def reply(self, messages: Any, tools: Any) -> tuple[Any, list[Any]]:
+        call = {"name": "lookup_customer", "arguments": json.dumps({"customer_id": "1001"})}
+        return None, [{"id": "call_1", "type": "function", "function": call}]
+
+
+def test_a_turn_that_ends_while_its_model_call_is_in_flight_waits_for_that_call() -> None:
+    """An agent may answer without waiting for a model call it made (a timeout of its own, a
+    call made beside another): what that call asks for is still this turn's evidence,
+    recorded before the turn ends, and the turn counts it."""
+    with ModelApiServer(agent=_LooksUp(), latency=0.6) as model:
+        config = ModelProxyConfig(
+            api="openai-chat", listen="127.0.0.1:0", upstream=model.base_url,
+            upstream_api_key_env=KEY_ENV,
+        )  # fmt: skip
+        tools = tool_specs(PythonConfig.model_validate({"tools": tool_config()}))
+        proxy = ModelProxy(config, TargetSettings(timeout=5, retries=0), tools, {})
+        try:
+            sandbox = Sandbox(tools, Fixtures(), make_canaries(0, "x"), attempt_id="x")
+            conversation = proxy.open(sandbox, Usage())
+            text = conversation.begin("Please look up my account.")
+            body = {"model": "m", "messages": [{"role": "user", "content": text}]}
+            url = f"{proxy.base_url}/chat/completions"
+            call = threading.Thread(target=requests.post, args=(url,), kwargs={"json": body})
+            call.start()
+            time.sleep(0.2)  # the call is with the model now
+            assert not sandbox.calls
+            start = time.monotonic()
+            turn = conversation.end(RequestLimiter())
+            waited = time.monotonic() - start
+            recorded = [c.name for c in sandbox.calls]  # when the turn ended
+            call.join(timeout=10)
+        finally:
+            proxy.close()
+    assert turn.model_calls == 1 and turn.failure is None
+    assert recorded == ["lookup_customer"]
+    assert 0.2 < waited < 2, waited

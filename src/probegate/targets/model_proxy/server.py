@@ -11,14 +11,14 @@ decided at its head (routes.py), so a request without the scan's credential, or 
 cap, is answered before its body is read; a refused request's connection is closed.
 
 A request that is forwarded becomes a task on the same loop, whose upstream call is made on
-the loop too (HttpClient.forward): a worker thread per call, and the hand-offs between it
-and the loop, were about half of the proxy's CPU per model call (bench/bench_proxy.py). At most
-:data:`WORKERS_MIN` or twice the scan's concurrency are forwarded at once; a connection reads
-at most one more request's worth until its request is answered. Closing the proxy cancels the
-calls in flight instead of waiting for the model (a stopped scan ends at once). The proxy's own
-work on a request (parse, plant, rewrite, read the reply) runs on the loop between its reads
-and writes: about 0.1 ms a call, and at most some tens of milliseconds for a body at the 16 MiB
-cap, which the loop's other connections wait out.
+the loop too (ForwardingClient.forward): a worker thread per call, and the hand-offs between it
+and the loop, were about a fifth of the proxy's CPU per model call (bench/bench_proxy.py). At
+most :data:`WORKERS_MIN` or twice the scan's concurrency are forwarded at once; a connection
+reads at most one more request's worth until its request is answered. Closing the proxy cancels
+the calls in flight instead of waiting for the model (a stopped scan ends at once). The proxy's
+own work on a request (parse, plant, rewrite, read the reply) runs on the loop between its
+reads and writes: about 0.2 ms a call, and at most some tens of milliseconds for a body at the
+16 MiB cap, which the loop's other connections wait out.
 Each answer is written in one piece with ``TCP_NODELAY``, so no reply waits out a delayed ACK.
 """
 
