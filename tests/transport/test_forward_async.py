@@ -18,6 +18,7 @@ import contextlib
 import gzip
 import socket
 import socketserver
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -219,30 +220,52 @@ class _CannedHandler(socketserver.StreamRequestHandler):
 
 
 class CannedServer(TcpPeer):
-    def __init__(self) -> None:
+    """The canned replies, in the clear or (``tls``) over TLS with the given context."""
+
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         super().__init__(_CannedHandler)
         self.hits: dict[str, int] = {}
+        self.scheme = "http"
+        if tls is not None:
+            self.socket = tls.wrap_socket(self.socket, server_side=True)
+            self.scheme = "https"
 
     def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}/{path}"
+        return f"{self.scheme}://127.0.0.1:{self.port}/{path}"
+
+
+@pytest.fixture(params=["http", "https"])
+def tls(
+    request: pytest.FixtureRequest, certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> ssl.SSLContext | None:
+    """No TLS, or TLS the client verifies (an upstream model API is HTTPS; a peer that ends
+    without TLS's close_notify, as these do, must read the same on both wires)."""
+    if request.param == "http":
+        return None
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(certificate[0]))
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(*certificate)
+    return context
 
 
 @pytest.mark.parametrize("parse", [None, _read], ids=["passed on", "read"])
 @pytest.mark.parametrize("reply", sorted(CANNED))
 def test_every_framing_and_malformed_reply_ends_the_same_on_the_loop(
-    reply: str, parse: Any
+    reply: str, parse: Any, tls: ssl.SSLContext | None
 ) -> None:
     seen = []
     for on_loop in (False, True):
-        with CannedServer() as peer:
+        with CannedServer(tls) as peer:
             outcomes = forward(peer.url(reply), on_loop=on_loop, parse=parse)
             seen.append((outcomes, dict(peer.hits)))
     assert seen[1] == seen[0]
 
 
-def test_the_canned_replies_are_read_as_http_reads_them() -> None:
-    """The comparison above is not two wrongs agreeing: the framings are read."""
-    with CannedServer() as peer:
+def test_the_canned_replies_are_read_as_http_reads_them(tls: ssl.SSLContext | None) -> None:
+    """The comparison above is not two wrongs agreeing: the framings are read, over TLS too
+    (a body that runs to the end of the connection included, with no close_notify)."""
+    with CannedServer(tls) as peer:
         got = {
             name: forward(peer.url(name), on_loop=True, parse=_read)[0]
             for name in ("continue", "chunked", "gzipchunked", "http10", "lf", "badchunk")
