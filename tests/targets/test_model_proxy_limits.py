@@ -17,6 +17,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -42,6 +43,7 @@ from tests.servers.brain_model import SECRETS, BrainModelServer, tool_config
 from tests.servers.configs import write_config
 from tests.servers.model_apis import ModelApiServer
 from tests.servers.own_tools import model_proxy, python_target
+from tests.servers.peers import self_signed
 
 USER_KEY = "sk-user-7c1d2e3f4a5b6c7d8e9f0a1b"  # the user's upstream key: it must never leave
 KEY_ENV = "PG_TEST_UPSTREAM_KEY"
@@ -664,3 +666,33 @@ def test_a_turn_that_ends_while_its_model_call_is_in_flight_waits_for_that_call(
     assert turn.model_calls == 1 and turn.failure is None
     assert recorded == ["lookup_customer"]
     assert 0.2 < waited < 2, waited
+
+
+@pytest.mark.parametrize("trusted", [True, False], ids=["trusted", "untrusted"])
+def test_an_https_upstream_is_verified_from_the_proxys_loop(
+    trusted: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real upstream is HTTPS: reached from the proxy's loop over verified TLS, and a
+    certificate nobody vouches for is a 502 that says so, never a reply."""
+    certificate, key = self_signed(tmp_path)
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    if trusted:
+        monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(certificate))
+    else:
+        monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+    model = ModelApiServer(agent=_LooksUp())
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(certificate, key)
+    model.httpd.socket = context.wrap_socket(model.httpd.socket, server_side=True)
+    upstream = model.base_url.replace("http://", "https://")
+    with model, running("openai-chat", upstream) as proxy:
+        body = {"model": "m", "messages": [{"role": "user", "content": "Look me up."}]}
+        answer = requests.post(f"{proxy.base_url}/chat/completions", json=body, timeout=10)
+    if trusted:
+        assert answer.status_code == 200
+        call = answer.json()["choices"][0]["message"]["tool_calls"][0]
+        assert call["function"]["name"] == "lookup_customer"
+        assert model.headers_seen[-1]["authorization"] == f"Bearer {USER_KEY}"
+    else:
+        assert answer.status_code == 502 and not model.bodies
+        assert "TLS error" in answer.json()["error"]["message"]
