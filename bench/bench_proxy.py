@@ -49,9 +49,13 @@ took 0.94 to 1.08 ms quiet and 0.83 to 0.97 ms under two busy loops, against 0.7
 0.66 to 0.75 on the loop, measured side by side from two checkouts. Of what is left, the
 proxy's own work on a call (parse, strip the mark, plant, rewrite, re-serialise, read the
 reply, record) is about a third; the rest is the event loop and the kernel's sockets (py-spy).
-That saving is about 2 % of a scan's CPU, within the ratio's run-to-run spread: the ratios above
-did not move with it (two busy loops, alternating: 0.74 to 0.78 x on the loop, 0.74 to 0.79 x
-on threads).
+In a whole scan it saves more: probegate's process spends 1.8 to 1.9 s on the loop against 2.2
+to 2.3 s on threads (quiet; 1.9 to 2.0 against 2.4 to 2.5 under two busy loops). Yet the ratios
+above did not move (two busy loops, alternating: 0.74 to 0.78 x on the loop, 0.74 to 0.79 x on
+threads), and the loaded scan took as long (5.56 to 5.74 s against 5.53 to 5.85 s). On a loaded
+machine the agent's own processes are the critical path: each child spends 2.4 to 2.7 ms of CPU
+a model call (its 0.67 s import aside) and gets its fair share of a busy core, whatever
+probegate's process saves.
 
 Targets (printed with each figure): the proxy adds at most 2 ms at p50 per model call, and the
 python agent through it reaches at least 0.8 x the direct loop's attempts/s.
