@@ -140,7 +140,7 @@ class ForwardingClient(HttpClient):
 
     async def _read_async(self, reply: AsyncReply) -> bytes | Failure:
         """:meth:`_read` on the loop; the deadline is the caller's ``asyncio.timeout``."""
-        if self._announced_too_large(reply):
+        if self._announced_too_large(reply.headers.get("Content-Length")):
             return self._too_large()
         chunks: list[bytes] = []
         size = 0

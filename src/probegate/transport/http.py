@@ -52,7 +52,6 @@ from probegate.models.bounds import loads_bounded
 from probegate.models.causes import Cause, http_cause
 from probegate.models.spellings import Spellings, hide
 from probegate.terminal import clean
-from probegate.transport.async_connections import AsyncReply
 from probegate.transport.connections import (
     ConnectFailed,
     ConnectionPool,
@@ -395,7 +394,7 @@ class HttpClient:
                 reply.close()
 
     def _read(self, reply: Reply, watch: Watch) -> bytes | Failure:
-        if self._announced_too_large(reply):
+        if self._announced_too_large(reply.headers.get("Content-Length")):
             return self._too_large()
         chunks: list[bytes] = []
         size = 0
@@ -413,9 +412,9 @@ class HttpClient:
             return self._slow()
         return b"".join(chunks)
 
-    def _announced_too_large(self, reply: Reply | AsyncReply) -> bool:
-        declared = reply.headers.get("Content-Length", "")
-        return declared.isdigit() and int(declared) > self.max_body_bytes
+    def _announced_too_large(self, declared: str | None) -> bool:
+        """Whether a reply's ``Content-Length`` is over the cap before a byte of it is read."""
+        return bool(declared and declared.isdigit() and int(declared) > self.max_body_bytes)
 
     def _undecodable(self) -> Failure:
         return Failure("reply body could not be decoded", False, Cause.UNREADABLE)
