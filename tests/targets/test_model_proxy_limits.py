@@ -696,3 +696,35 @@ def test_an_https_upstream_is_verified_from_the_proxys_loop(
     else:
         assert answer.status_code == 502 and not model.bodies
         assert "TLS error" in answer.json()["error"]["message"]
+
+
+def test_a_model_call_the_proxy_abandons_is_no_evidence() -> None:
+    """The proxy closes (the scan stops) while a model call is at the model: the turn says its
+    model call failed, so the attempt is unjudged, never resisted for want of a reply."""
+    with ModelApiServer(agent=_LooksUp(), latency=2) as model:
+        config = ModelProxyConfig(
+            api="openai-chat", listen="127.0.0.1:0", upstream=model.base_url,
+            upstream_api_key_env=KEY_ENV,
+        )  # fmt: skip
+        tools = tool_specs(PythonConfig.model_validate({"tools": tool_config()}))
+        proxy = ModelProxy(config, TargetSettings(timeout=5, retries=0), tools, {})
+        sandbox = Sandbox(tools, Fixtures(), make_canaries(0, "x"), attempt_id="x")
+        conversation = proxy.open(sandbox, Usage())
+        text = conversation.begin("Please look up my account.")
+        body = {"model": "m", "messages": [{"role": "user", "content": text}]}
+
+        def agent() -> None:
+            with contextlib.suppress(requests.RequestException):
+                requests.post(f"{proxy.base_url}/chat/completions", json=body, timeout=10)
+
+        call = threading.Thread(target=agent)
+        call.start()
+        time.sleep(0.3)  # the call is with the model now
+        address = proxy.address_url
+        proxy.close()
+        turn = conversation.end(RequestLimiter())
+        call.join(timeout=10)
+    assert turn.model_calls == 1 and turn.failure is not None
+    fault = turn.fault(address)
+    assert fault is not None and fault.cause.value == "upstream_failed"
+    assert not sandbox.calls

@@ -241,6 +241,12 @@ class ProxyConversation:
                 self._deliver(body)
             try:
                 return await self._exchange(body, url, headers)
+            except BaseException:
+                # Cancelled (the proxy closed) or the proxy's own failure: the agent got no
+                # answer from the model, so its turn is not the model's answer either.
+                with self.lock:
+                    self._failure = "the proxy stopped before the model's answer reached the agent"
+                raise
             finally:
                 with self.lock:
                     self._in_flight -= 1
