@@ -34,6 +34,7 @@ from probegate.models.probe import Fixtures
 from probegate.targets.base import TargetSettings
 from probegate.targets.configured import tool_specs
 from probegate.targets.model_proxy import ModelProxy, ModelProxyConfig
+from probegate.targets.model_proxy.host import ProxyConversation
 from probegate.targets.python_agent import PythonConfig
 from probegate.targets.sandbox import Sandbox
 from probegate.transport.limiter import RequestLimiter
@@ -635,34 +636,38 @@ class _LooksUp:
         return None, [{"id": "call_1", "type": "function", "function": call}]
 
 
+def model_call_in_flight(proxy: ModelProxy) -> tuple[Sandbox, ProxyConversation, threading.Thread]:
+    """A conversation of ``proxy`` whose agent has made one model call, now at the model."""
+    sandbox = Sandbox(list(proxy.tools.values()), Fixtures(), make_canaries(0, "y"), attempt_id="y")
+    conversation = proxy.open(sandbox, Usage())
+    text = conversation.begin("Please look up my account.")
+    body = {"model": "m", "messages": [{"role": "user", "content": text}]}
+
+    def agent() -> None:
+        with contextlib.suppress(requests.RequestException):
+            requests.post(f"{proxy.base_url}/chat/completions", json=body, timeout=10)
+
+    call = threading.Thread(target=agent)
+    call.start()
+    time.sleep(0.2)  # the call is with the model now
+    return sandbox, conversation, call
+
+
 def test_a_turn_that_ends_while_its_model_call_is_in_flight_waits_for_that_call() -> None:
     """An agent may answer without waiting for a model call it made (a timeout of its own, a
     call made beside another): what that call asks for is still this turn's evidence,
     recorded before the turn ends, and the turn counts it."""
-    with ModelApiServer(agent=_LooksUp(), latency=0.6) as model:
-        config = ModelProxyConfig(
-            api="openai-chat", listen="127.0.0.1:0", upstream=model.base_url,
-            upstream_api_key_env=KEY_ENV,
-        )  # fmt: skip
-        tools = tool_specs(PythonConfig.model_validate({"tools": tool_config()}))
-        proxy = ModelProxy(config, TargetSettings(timeout=5, retries=0), tools, {})
-        try:
-            sandbox = Sandbox(tools, Fixtures(), make_canaries(0, "x"), attempt_id="x")
-            conversation = proxy.open(sandbox, Usage())
-            text = conversation.begin("Please look up my account.")
-            body = {"model": "m", "messages": [{"role": "user", "content": text}]}
-            url = f"{proxy.base_url}/chat/completions"
-            call = threading.Thread(target=requests.post, args=(url,), kwargs={"json": body})
-            call.start()
-            time.sleep(0.2)  # the call is with the model now
-            assert not sandbox.calls
-            start = time.monotonic()
-            turn = conversation.end(RequestLimiter())
-            waited = time.monotonic() - start
-            recorded = [c.name for c in sandbox.calls]  # when the turn ended
-            call.join(timeout=10)
-        finally:
-            proxy.close()
+    with (
+        ModelApiServer(agent=_LooksUp(), latency=0.6) as model,
+        running("openai-chat", model.base_url) as proxy,
+    ):
+        sandbox, conversation, call = model_call_in_flight(proxy)
+        assert not sandbox.calls
+        start = time.monotonic()
+        turn = conversation.end(RequestLimiter())
+        waited = time.monotonic() - start
+        recorded = [c.name for c in sandbox.calls]  # when the turn ended
+        call.join(timeout=10)
     assert turn.model_calls == 1 and turn.failure is None
     assert recorded == ["lookup_customer"]
     assert 0.2 < waited < 2, waited
@@ -701,25 +706,11 @@ def test_an_https_upstream_is_verified_from_the_proxys_loop(
 def test_a_model_call_the_proxy_abandons_is_no_evidence() -> None:
     """The proxy closes (the scan stops) while a model call is at the model: the turn says its
     model call failed, so the attempt is unjudged, never resisted for want of a reply."""
-    with ModelApiServer(agent=_LooksUp(), latency=2) as model:
-        config = ModelProxyConfig(
-            api="openai-chat", listen="127.0.0.1:0", upstream=model.base_url,
-            upstream_api_key_env=KEY_ENV,
-        )  # fmt: skip
-        tools = tool_specs(PythonConfig.model_validate({"tools": tool_config()}))
-        proxy = ModelProxy(config, TargetSettings(timeout=5, retries=0), tools, {})
-        sandbox = Sandbox(tools, Fixtures(), make_canaries(0, "x"), attempt_id="x")
-        conversation = proxy.open(sandbox, Usage())
-        text = conversation.begin("Please look up my account.")
-        body = {"model": "m", "messages": [{"role": "user", "content": text}]}
-
-        def agent() -> None:
-            with contextlib.suppress(requests.RequestException):
-                requests.post(f"{proxy.base_url}/chat/completions", json=body, timeout=10)
-
-        call = threading.Thread(target=agent)
-        call.start()
-        time.sleep(0.3)  # the call is with the model now
+    with (
+        ModelApiServer(agent=_LooksUp(), latency=2) as model,
+        running("openai-chat", model.base_url) as proxy,
+    ):
+        sandbox, conversation, call = model_call_in_flight(proxy)
         address = proxy.address_url
         proxy.close()
         turn = conversation.end(RequestLimiter())
