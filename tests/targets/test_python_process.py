@@ -264,6 +264,26 @@ def test_frames_carry_what_json_can_and_refuse_what_is_too_large() -> None:
     assert len(encode({"x": "y"})) == 4 + len(b'{"x":"y"}')
 
 
+@pytest.mark.parametrize(
+    "value",
+    [2**70, -(2**64), 12345678901234567890123, "lone \udc80", {"id": 2**64, "t": "\u2063"}],
+    ids=["2**70", "-2**64", "23 digits", "surrogate", "nested"],
+)
+def test_frames_carry_what_orjson_cannot_write_exactly(value: Any) -> None:
+    """An integer past 64 bits alone (no surrogate beside it) crosses as the integer: orjson
+    would read it back as a float."""
+    left, right = socket.socketpair()
+    a, b = Channel(left), Channel(right)
+    try:
+        a.send({"v": value, "plain": 7})
+        got = b.receive()
+        assert got == {"v": value, "plain": 7}
+        assert type(got["plain"]) is int
+    finally:
+        a.close()
+        b.close()
+
+
 # -- a whole scan: the same verdicts in process and out --------------------------------------
 
 

@@ -4,7 +4,8 @@
 CPU (an openai client spends about 2 ms of it on each model call) then no longer shares one
 interpreter lock with the scan's engine and the model-API proxy, and an agent that crashes
 or calls ``os._exit`` ends its process, not the scan. The two sides talk over a socket pair,
-one JSON object per frame, each preceded by its length in four bytes. JSON, not pickle: what
+one JSON object per frame, each preceded by its length in four bytes (the top bit says which
+JSON writer wrote it). JSON, not pickle: what
 crosses is plain data (the message, the context's fields, the agent's reply as the python
 target reads it), so the child is never asked to rebuild probegate's objects, nor the parent
 the agent's.
@@ -25,6 +26,11 @@ import orjson
 # must not take the scan's memory with it first.
 FRAME_MAX = 256 * 1024 * 1024
 _LENGTH = struct.Struct(">I")
+# The length's top bit (never part of a length under FRAME_MAX): the frame was written by the
+# standard library's json, for what orjson cannot write (a lone surrogate, an integer past 64
+# bits), and is read back by it too: orjson reads such an integer as a float, and 2**70 would
+# cross as 1.1805916207174113e+21.
+_STDLIB = 1 << 31
 
 
 class WireError(Exception):
@@ -33,14 +39,16 @@ class WireError(Exception):
 
 def encode(message: dict[str, Any]) -> bytes:
     """One frame: the length, then the message as JSON (any value JSON lacks, as its text)."""
+    flag = 0
     try:
         data = orjson.dumps(message, default=str, option=orjson.OPT_NON_STR_KEYS)
     except (TypeError, orjson.JSONEncodeError):
         # A lone surrogate, an integer past 64 bits: the standard library writes them.
         data = json.dumps(message, default=str).encode("utf-8")
+        flag = _STDLIB
     if len(data) > FRAME_MAX:
         raise WireError(f"a message of {len(data)} bytes, over the {FRAME_MAX}-byte frame cap")
-    return _LENGTH.pack(len(data)) + data
+    return _LENGTH.pack(len(data) | flag) + data
 
 
 class Channel:
@@ -60,14 +68,15 @@ class Channel:
         head = self._exactly(_LENGTH.size)
         if head is None:
             return None
-        (length,) = _LENGTH.unpack(head)
+        (word,) = _LENGTH.unpack(head)
+        length = word & ~_STDLIB
         if length > FRAME_MAX:
             raise WireError(f"a frame of {length} bytes, over the {FRAME_MAX}-byte cap")
         body = self._exactly(length)
         if body is None:
             return None
         try:
-            message = json.loads(body) if b"\\ud" in body else orjson.loads(body)
+            message = json.loads(body) if word & _STDLIB else orjson.loads(body)
         except ValueError as exc:
             raise WireError(f"a frame that is not JSON ({exc})") from None
         if not isinstance(message, dict):
