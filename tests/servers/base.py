@@ -63,6 +63,11 @@ class Handler(BaseHTTPRequestHandler):
 class LoopbackHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    # socketserver's default listen backlog is 5: a scan that opens its 16 connections at once
+    # had some of their SYNs dropped (TcpExtListenOverflows), each a 1 s wait for the kernel's
+    # retransmission. A model API, an agent or a guard in service listens with a backlog in
+    # the hundreds or thousands (listen()'s own default is 128).
+    request_queue_size = 128
     owner: Any = None
 
 
