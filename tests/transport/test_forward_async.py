@@ -16,6 +16,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gzip
+import http.client
+import io
+import random
 import socket
 import socketserver
 import ssl
@@ -29,6 +32,7 @@ from typing import Any
 import pytest
 
 from probegate.models.causes import Cause
+from probegate.transport.async_connections import _plain_headers
 from probegate.transport.forwarding import ForwardingClient
 from probegate.transport.http_parts import Forwarded
 from probegate.transport.usage import MalformedReply, TransportError
@@ -187,6 +191,14 @@ CANNED: dict[str, bytes] = {
     "longstatus": b"HTTP/1.1 200 " + b"O" * 70_000 + b"\r\n\r\n",
     "longheader": b"HTTP/1.1 200 OK\r\nX-Long: " + b"a" * 70_000 + b"\r\n\r\n",
     "manyheaders": b"HTTP/1.1 200 OK\r\n" + b"X-H: 1\r\n" * 101 + b"\r\n",
+    # Plain header lines as servers write them (duplicates, no space, a tab, Latin-1), then
+    # lines only http.client's own parser reads: a folded value, a bare CR, a name with a
+    # space (which ends the headers there, the Content-Length after it unread).
+    "plainheaders": b"HTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\nset-cookie:b=2\r\nX-T:\t caf\xe9 \r\n"
+    b'Content-Length: 15\r\n\r\n{"choices": []}',
+    "foldedheader": b"HTTP/1.1 200 OK\r\nX-Fold: a\r\n  b\r\nX-CR: a\rb\r\n"
+    b"Content-Length: 2\r\n\r\n{}",
+    "spacedname": b"HTTP/1.1 200 OK\r\nBad Name: v\r\nContent-Length: 2\r\n\r\n{}",
     "silent": b"",
     "halfhead": b"HTTP/1.1 200 OK\r\nContent-Le",
     "reset": b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{",
@@ -475,3 +487,37 @@ def test_a_call_in_flight_is_cancelled_at_once(loop_thread: asyncio.AbstractEven
         running.cancel()
         assert ended.wait(5) and time.monotonic() - start < 0.5
         client.close()
+
+
+# --- header lines: the plain ones read here, the others by http.client ----------------------
+
+_HEADER_LINES = [
+    *(b"Content-Type: application/json\r\n", b"X-A:b\r\n", b"X-T:\t v \t\r\n", b"X-E:\r\n"),
+    *(b"Set-Cookie: a=1\r\n", b"set-cookie: b=2\n", b"X-L: caf\xe9\r\n", b"X-C: \x00\x07\x7f\r\n"),
+    *(b"X-Colon: a:b:c\r\n", b"X-U: a\x0bb\x0cc\x1cd\x85\r\n", b"x-lower:   \t  v\r\n"),
+    # Not plain: folded, bare CR, no colon, no name, a space or a tab or Latin-1 in the name,
+    # a Unix "From " line, no line end.
+    *(b" folded\r\n", b"\tfolded\r\n", b"X-R: a\rb\r\n", b"X-CR: v\r\r\n", b"NoColon\r\n"),
+    *(b": v\r\n", b"Bad Name: v\r\n", b"X-Tab\t: v\r\n", b"\xe9X: v\r\n", b"From me: x\r\n"),
+    b"X-NoEnd: v",
+]
+
+
+def test_plain_header_lines_are_read_as_http_client_reads_them() -> None:
+    """Random blocks of header lines, plain and not: whenever the plain reading answers, it is
+    what ``http.client.parse_headers`` makes of the same block (every header in order, each
+    name's values, the content type); a block with any other line is left to it."""
+    rng = random.Random(2026)
+    plain = 0
+    for _ in range(5000):
+        lines = [rng.choice(_HEADER_LINES) for _ in range(rng.randint(0, 6))]
+        expected = http.client.parse_headers(io.BytesIO(b"".join(lines) + b"\r\n"))
+        got = _plain_headers(lines)
+        if got is None:
+            assert any(line in _HEADER_LINES[11:] for line in lines), lines
+            continue
+        plain += 1
+        assert list(got.items()) == list(expected.items()), lines
+        assert all(got.get_all(name) == expected.get_all(name) for name in expected), lines
+        assert got.get_content_type() == expected.get_content_type()
+    assert plain > 500  # the plain reading is taken, not only ever declined
