@@ -37,6 +37,7 @@ from probegate.targets.model_proxy import ModelProxy, ModelProxyConfig
 from probegate.targets.model_proxy.host import ProxyConversation
 from probegate.targets.python_agent import PythonConfig
 from probegate.targets.sandbox import Sandbox
+from probegate.transport import connections
 from probegate.transport.limiter import RequestLimiter
 from probegate.transport.usage import Usage
 from tests.servers.base import Handler, LoopbackServer
@@ -719,3 +720,26 @@ def test_a_model_call_the_proxy_abandons_is_no_evidence() -> None:
     fault = turn.fault(address)
     assert fault is not None and fault.cause.value == "upstream_failed"
     assert not sandbox.calls
+
+
+def test_the_upstreams_route_is_read_as_the_proxy_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the upstream goes (the environment's proxies, NO_PROXY) is read once, as the proxy
+    starts: reading it imports requests' rules, and on the proxy's loop at the first model call
+    every agent's first call would wait for that."""
+    asked: list[tuple[str, str]] = []
+
+    def proxies_for(url: str) -> dict[str, str]:
+        asked.append((threading.current_thread().name, url))
+        return {}
+
+    monkeypatch.setattr(connections, "environment_proxies", proxies_for)
+    with (
+        ModelApiServer(agent=_LooksUp()) as model,
+        running("openai-chat", model.base_url) as proxy,
+    ):
+        assert asked == [(threading.current_thread().name, model.base_url)]
+        _sandbox, conversation, call = model_call_in_flight(proxy)
+        call.join(10)
+        conversation.end(RequestLimiter())
+        assert proxy.summary() is not None and proxy.summary().model_calls == 1  # type: ignore[union-attr]
+        assert len(asked) == 1  # the first call found the route read

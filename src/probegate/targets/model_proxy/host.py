@@ -393,6 +393,7 @@ class ModelProxy:
             self.client.add_secret(key)
             self._key_headers = {k.lower(): v for k, v in self.api.headers(key).items()}
         self.gate = Gate(self.api, config.upstream, key)
+        self.client.route(config.upstream)
         self._lock = threading.Lock()
         self._live: dict[str, ProxyConversation] = {}
         self._stats = _Stats()
