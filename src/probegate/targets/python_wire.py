@@ -5,10 +5,9 @@ CPU (an openai client spends about 2 ms of it on each model call) then no longer
 interpreter lock with the scan's engine and the model-API proxy, and an agent that crashes
 or calls ``os._exit`` ends its process, not the scan. The two sides talk over a socket pair,
 one JSON object per frame, each preceded by its length in four bytes (the top bit says which
-JSON writer wrote it). JSON, not pickle: what
-crosses is plain data (the message, the context's fields, the agent's reply as the python
-target reads it), so the child is never asked to rebuild probegate's objects, nor the parent
-the agent's.
+JSON writer wrote it). JSON, not pickle: what crosses is plain data (the message, the
+context's fields, the agent's reply as the python target reads it), so the child is never
+asked to rebuild probegate's objects, nor the parent the agent's.
 """
 
 from __future__ import annotations

@@ -389,8 +389,9 @@ def _plain_headers(lines: list[bytes]) -> http.client.HTTPMessage | None:
     """The headers as ``http.client.parse_headers`` reads them, when every line is plain (a
     name, a colon, a value on that line alone); None for any other block, which goes to it.
 
-    ``parse_headers`` drives the email package's feed parser, which was about a tenth of the
-    proxy's CPU on a model call (py-spy). A plain line is what that parser makes of it, with
+    ``parse_headers`` drives the email package's feed parser: 16 us for a model API's reply
+    of four headers, against 3 us here (about 2 % of the proxy's CPU on a model call, every
+    call paying it once). A plain line is what that parser makes of it, with
     its own rules: the name kept as written, the value without the spaces and tabs after the
     colon and without the line's end, duplicates kept in order. A folded value, a bare CR, a
     name with a space or none, a line with no colon: not plain, read by ``parse_headers``
