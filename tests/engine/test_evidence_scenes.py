@@ -27,6 +27,7 @@ from probegate.cli import main
 from probegate.library.controls import control_pool
 from probegate.library.loader import load_library
 from probegate.models.taxonomy import Channel
+from tests.servers.base import LoopbackHTTPServer
 from tests.servers.brain_model import BrainModelServer, tool_config
 from tests.servers.configs import openai_config, scan_args, write_config
 from tests.servers.exfil_agent import ATTACK, TOOLS, USER_ATTACK, ExfilAgent
@@ -168,7 +169,7 @@ class _Upstream(BaseHTTPRequestHandler):
 
 def _failing_upstream(fault: str) -> tuple[ThreadingHTTPServer, str]:
     handler = type("Upstream", (_Upstream,), {"fault": fault})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = LoopbackHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_address[1]}/v1"
 

@@ -228,6 +228,11 @@ class FakeJudge:
     headers: list[dict[str, str]] = field(default_factory=list)
 
 
+class _JudgeServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # as tests/servers/base.py's: no SYN dropped when a scan judges
+
+
 @contextmanager
 def fake_judge(*replies: Reply | Responder) -> Iterator[FakeJudge]:
     """Serve ``replies`` in order (the last one repeats) until the block exits."""
@@ -262,8 +267,7 @@ def fake_judge(*replies: Reply | Responder) -> Iterator[FakeJudge]:
             self.end_headers()
             self.wfile.write(body)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
+    server = _JudgeServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-judge", daemon=True
     )
