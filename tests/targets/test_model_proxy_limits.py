@@ -743,3 +743,19 @@ def test_the_upstreams_route_is_read_as_the_proxy_starts(monkeypatch: pytest.Mon
         conversation.end(RequestLimiter())
         assert proxy.summary() is not None and proxy.summary().model_calls == 1  # type: ignore[union-attr]
         assert len(asked) == 1  # the first call found the route read
+
+
+def test_a_route_that_cannot_be_read_early_leaves_the_proxy_starting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Reading the route early gains the proxy no new way to fail as it starts: an
+    environment that cannot be read is left for the first call, as before."""
+    asked: list[str] = []
+
+    def proxies_for(url: str) -> dict[str, str]:
+        asked.append(url)
+        raise RuntimeError("an environment nobody can read")
+
+    monkeypatch.setattr(connections, "environment_proxies", proxies_for)
+    with running("openai-chat", "http://127.0.0.1:9/v1") as proxy:
+        assert asked == ["http://127.0.0.1:9/v1"] and proxy.base_url

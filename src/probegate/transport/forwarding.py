@@ -45,10 +45,12 @@ class ForwardingClient(HttpClient):
 
         Reading those imports requests' rules (about 30 ms of CPU). A proxy that knows its one
         upstream does it as it starts, so that its event loop, and with it every agent's first
-        model call, does not wait for the import on the first call. A URL that cannot be
-        routed is left for that call to refuse, in its own words.
+        model call, does not wait for the import on the first call. Whatever goes wrong here
+        (a URL that cannot be routed, an environment requests cannot read) is left for that
+        call, which reads the route again and fails in its own words, as it did before this
+        was read early: starting the proxy gains no new way to fail.
         """
-        with contextlib.suppress(InvalidRequest, ValueError):
+        with contextlib.suppress(Exception):
             self._pool.target(url)
 
     async def forward(
