@@ -741,7 +741,8 @@ def test_the_upstreams_route_is_read_as_the_proxy_starts(monkeypatch: pytest.Mon
         _sandbox, conversation, call = model_call_in_flight(proxy)
         call.join(10)
         conversation.end(RequestLimiter())
-        assert proxy.summary() is not None and proxy.summary().model_calls == 1  # type: ignore[union-attr]
+        summary = proxy.summary()
+        assert summary is not None and summary.model_calls == 1
         assert len(asked) == 1  # the first call found the route read
 
 
