@@ -37,7 +37,7 @@ ms), and 0.90 to 0.91 x the direct loop with ``processes: 2``. With other work o
 (``python3 -c "while True: pass"``): one busy loop, +1.2 ms and 0.85 to 0.87 x; two (both
 cores busy), +1.3 to +2.6 ms and 0.78 to 0.83 x over seven runs, on either side of both
 targets (the ratio under 0.8 in three, the p50 over 2 ms in four). The proxy's own share of that
-(the same agent without it, above): 0.96 to 0.97 x quiet, 0.89 to 0.98 x loaded; the agent
+(the same agent without it, above): 0.96 to 0.97 x quiet, 0.89 to 1.00 x loaded; the agent
 without the proxy is itself slower than the direct loop, as its SDK spends more CPU on a call
 than the whole direct loop does, and a machine short of CPU slows it most.
 
