@@ -167,6 +167,14 @@ def test_a_port_in_use_is_a_usage_error(tmp_path: Path, stuck: StuckAgent) -> No
     assert not stuck.reached.is_set()  # nothing was sent to the agent
 
 
+def threads_of(proc: subprocess.Popen[str]) -> str:
+    """Where each thread of a scan that did not stop was (faulthandler's dump on SIGABRT),
+    with what the scan had said: a failure that happened once in CI says why next time."""
+    proc.send_signal(signal.SIGABRT)
+    _, err = proc.communicate(timeout=30)
+    return str(err)[-20_000:]
+
+
 @pytest.mark.parametrize(("signum", "expected"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signals(tmp_path: Path, stuck: StuckAgent, signum: int, expected: int) -> None:
     port = free_port()
@@ -177,13 +185,16 @@ def test_signals(tmp_path: Path, stuck: StuckAgent, signum: int, expected: int) 
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # A run that does not stop can be asked what its threads are doing (SIGABRT).
+        env={**os.environ, "PYTHONFAULTHANDLER": "1"},
     )
     try:
         assert wait_for(stuck.reached.is_set), "the scan never reached the agent"
         assert serves(proc.pid, port) and listening(port)
         proc.send_signal(signum)
         # The server stops while a worker still waits on the agent: the scan closed it.
-        assert wait_for(lambda: not serves(proc.pid, port), timeout=10)
+        if not wait_for(lambda: not serves(proc.pid, port), timeout=10):
+            pytest.fail(f"the port was still open 10 s after the signal:\n{threads_of(proc)}")
         assert proc.poll() is None
         stuck.release.set()
         _, err = proc.communicate(timeout=30)

@@ -18,6 +18,7 @@ import resource
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,6 +38,7 @@ from probegate.targets.sandbox import Sandbox
 from tests.servers.brain_model import SECRETS, BrainModelServer, tool_config
 from tests.servers.configs import scan_args, write_config
 from tests.servers.mcp_agent import McpAgentService
+from tests.targets.test_mcp_lifecycle import listening, wait_for
 
 # Probes that ride on the MCP server's sandbox: a document, a tool result, memory across two
 # conversations.
@@ -365,3 +367,81 @@ def test_the_server_logs_one_line_per_message_and_stops(capsys: pytest.CaptureFi
     assert len(lines) == LOG_BURST + 1 and "Traceback" not in err and "\x1b" not in err
     assert lines[0] == "probegate MCP server: error: accept failed 0 (OSError)"
     assert lines[-1] == f"probegate MCP server: {10_000 - LOG_BURST} more log message(s) left out"
+
+
+def test_a_tool_call_that_arrives_as_the_server_stops_is_answered_and_the_server_ends(
+    host: McpHost,
+) -> None:
+    """A scan that ends (Ctrl-C, or its last attempt) while an agent's tool call is on the
+    wire: the server answers the call as it stops, and its thread ends with it. The call needs
+    the host's lock on the server's thread (it is counted), so ``close`` must not hold that
+    lock while it waits for the thread: it did, and waited out its 10 s join instead, with the
+    port still open."""
+    endpoint = host.open(_box())
+    address = host.address
+    assert address is not None
+    path = endpoint.url.split(str(address[1]), 1)[1]
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {"name": "recall", "arguments": {"query": "notes"}},
+        }
+    ).encode()
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: a\r\nContent-Length: {len(body)}\r\n"
+        + "".join(f"{name}: {value}\r\n" for name, value in HEADERS.items())
+        + "\r\n"
+    ).encode()
+    with socket.create_connection(address, timeout=10) as sock:
+        sock.sendall(head + body[:1])  # the router has the head and waits for the body
+        rest = threading.Timer(0.3, sock.sendall, args=(body[1:],))
+        rest.start()
+        serving = host._thread
+        assert serving is not None
+        host.close()
+        rest.join()
+        assert not serving.is_alive()
+        assert not listening(address[1])
+        reply = b""
+        while chunk := sock.recv(65536):
+            reply += chunk
+    status, _sep, answer = reply.partition(b"\r\n\r\n")
+    assert status.startswith(b"HTTP/1.1 200")
+    assert json.loads(answer)["result"]["isError"] is False
+    summary = host.summary()
+    assert summary is not None and summary.calls == 1
+
+
+def test_the_port_closes_at_once_while_a_tool_call_is_still_running(
+    host: McpHost, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tool blocked in its sandbox (a guard in front of it that answers slowly) does not
+    keep the port open after the scan: the server stops accepting and releases the port as
+    soon as it is asked to stop; the call is left to finish on its own."""
+    entered, release = threading.Event(), threading.Event()
+    real = Sandbox.call
+
+    def slow(self: Sandbox, name: str, arguments: dict[str, Any]) -> Any:
+        entered.set()
+        release.wait(timeout=30)
+        return real(self, name, arguments)
+
+    monkeypatch.setattr(Sandbox, "call", slow)
+    endpoint = host.open(_box())
+    address = host.address
+    assert address is not None
+    calling = threading.Thread(target=lambda: _call(endpoint.url), daemon=True)
+    calling.start()
+    closing = threading.Thread(target=host.close, daemon=True)
+    try:
+        assert entered.wait(timeout=10)
+        closing.start()
+        assert wait_for(lambda: not listening(address[1]), timeout=5)
+        assert not release.is_set() and calling.is_alive()  # the call is still running
+    finally:
+        release.set()
+        closing.join(timeout=30)
+        calling.join(timeout=30)
+    assert not closing.is_alive()

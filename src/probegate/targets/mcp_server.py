@@ -75,6 +75,12 @@ MAX_ARGUMENT_BYTES = 64 * 1024
 MAX_CALLS_PER_CONVERSATION = 64
 # Ended tokens remembered to tell "conversation ended" from "never issued".
 ENDED_MEMORY = 65536
+# When the scan ends, the port closes at once; calls still open are answered for this long
+# (uvicorn's graceful shutdown), and the server's thread is waited for half a second more. A
+# thread still busy then (a tool call blocked in a slow guard) is a daemon that does not hold
+# the exit: a stopped scan ends within its 2 s (docs/targets.md, "Stopping").
+GRACEFUL_SECONDS = 1
+STOP_WAIT = GRACEFUL_SECONDS + 0.5
 # JSON-RPC error codes: the spec's invalid-params and internal error, and ours (server range)
 # for a closed path.
 INVALID_PARAMS = -32602
@@ -239,7 +245,7 @@ class McpHost:
             log_level="critical",
             access_log=False,
             timeout_keep_alive=int(IDLE_TIMEOUT),
-            timeout_graceful_shutdown=2,
+            timeout_graceful_shutdown=GRACEFUL_SECONDS,
         )
         web = uvicorn.Server(config)
         loop = asyncio.new_event_loop()
@@ -269,7 +275,10 @@ class McpHost:
                     while not web.should_exit and not task.done():
                         await asyncio.sleep(0.05)
                 finally:
+                    # The port is released at once; the connections still open are answered
+                    # and closed by uvicorn's shutdown (at most its 2 s grace).
                     acceptor.stop()
+                    sock.close()
                 await task
 
         try:
@@ -282,21 +291,34 @@ class McpHost:
             detach_logs()
 
     def close(self) -> None:
-        """Stop serving and release the port; idempotent, safe on every exit path."""
+        """Stop serving and release the port; idempotent, safe on every exit path.
+
+        The wait for the server's thread is outside the host's lock: a tool call that arrives
+        as the server stops is still answered, and answering it takes the lock (the call is
+        counted). Held, the thread could not end until the join gave up (10 s, the port open
+        all along)."""
         with self._lock:
             self._closed = True
-            self._shutdown()
+            stop, thread, sock = self._detach()
+        _halt(stop, thread, sock)
+        with self._lock:
+            self._end_conversations()
 
     def _shutdown(self) -> None:
-        if self._stop is not None:
-            self._stop()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        if self._socket is not None:
-            self._socket.close()
+        """Stop a server that failed to start (with the lock held: no call can be under way)."""
+        _halt(*self._detach())
+        self._end_conversations()
+
+    def _detach(
+        self,
+    ) -> tuple[Callable[[], None] | None, threading.Thread | None, socket.socket | None]:
+        running = self._stop, self._thread, self._socket
         self._stop = None
         self._socket = None
         self._thread = None
+        return running
+
+    def _end_conversations(self) -> None:
         for endpoint in list(self._live.values()):
             endpoint._closed = True
         self._live.clear()
@@ -465,6 +487,18 @@ class McpHost:
                 sandbox.refuse(name, arguments, f"malformed arguments: {problem}")
                 return f"invalid arguments for {name}: {problem}"
         return None
+
+
+def _halt(
+    stop: Callable[[], None] | None, thread: threading.Thread | None, sock: socket.socket | None
+) -> None:
+    """Ask the server's loop to stop, wait for it (bounded), and release the port."""
+    if stop is not None:
+        stop()
+    if thread is not None:
+        thread.join(timeout=STOP_WAIT)
+    if sock is not None:
+        sock.close()
 
 
 _SCOPE_KEY = "probegate.mcp_endpoint"
