@@ -218,7 +218,7 @@ class McpHost:
         )
         self._thread.start()
         if not ready.wait(timeout=30) or errors:
-            self._shutdown()
+            _halt(*self._detach())  # it did not start: no call can be under way
             detail = f": {errors[0]}" if errors else ""
             raise UsageError(f"probegate's MCP server did not start{detail}")
 
@@ -299,29 +299,17 @@ class McpHost:
         all along)."""
         with self._lock:
             self._closed = True
-            stop, thread, sock = self._detach()
-        _halt(stop, thread, sock)
+            running = self._detach()
+        _halt(*running)
         with self._lock:
-            self._end_conversations()
+            for endpoint in self._live.values():
+                endpoint._closed = True
+            self._live.clear()
 
-    def _shutdown(self) -> None:
-        """Stop a server that failed to start (with the lock held: no call can be under way)."""
-        _halt(*self._detach())
-        self._end_conversations()
-
-    def _detach(
-        self,
-    ) -> tuple[Callable[[], None] | None, threading.Thread | None, socket.socket | None]:
+    def _detach(self) -> _Running:
         running = self._stop, self._thread, self._socket
-        self._stop = None
-        self._socket = None
-        self._thread = None
+        self._stop, self._thread, self._socket = None, None, None
         return running
-
-    def _end_conversations(self) -> None:
-        for endpoint in list(self._live.values()):
-            endpoint._closed = True
-        self._live.clear()
 
     # -- endpoints -----------------------------------------------------------------------
     def open(self, sandbox: Sandbox) -> McpEndpoint:
@@ -487,6 +475,9 @@ class McpHost:
                 sandbox.refuse(name, arguments, f"malformed arguments: {problem}")
                 return f"invalid arguments for {name}: {problem}"
         return None
+
+
+_Running = tuple[Callable[[], None] | None, threading.Thread | None, socket.socket | None]
 
 
 def _halt(
