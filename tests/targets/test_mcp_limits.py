@@ -396,7 +396,7 @@ def test_a_tool_call_that_arrives_as_the_server_stops_is_answered_and_the_server
     ).encode()
     with socket.create_connection(address, timeout=10) as sock:
         sock.sendall(head + body[:1])  # the router has the head and waits for the body
-        rest = threading.Timer(0.3, sock.sendall, args=(body[1:],))
+        rest = threading.Timer(0.1, sock.sendall, args=(body[1:],))
         rest.start()
         serving = host._thread
         assert serving is not None

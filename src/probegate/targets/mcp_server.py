@@ -276,7 +276,7 @@ class McpHost:
                         await asyncio.sleep(0.05)
                 finally:
                     # The port is released at once; the connections still open are answered
-                    # and closed by uvicorn's shutdown (at most its 2 s grace).
+                    # and closed by uvicorn's shutdown (GRACEFUL_SECONDS).
                     acceptor.stop()
                     sock.close()
                 await task
