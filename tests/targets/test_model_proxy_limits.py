@@ -637,8 +637,10 @@ class _LooksUp:
         return None, [{"id": "call_1", "type": "function", "function": call}]
 
 
-def model_call_in_flight(proxy: ModelProxy) -> tuple[Sandbox, ProxyConversation, threading.Thread]:
-    """A conversation of ``proxy`` whose agent has made one model call, now at the model."""
+def model_call_in_flight(
+    proxy: ModelProxy, model: ModelApiServer
+) -> tuple[Sandbox, ProxyConversation, threading.Thread]:
+    """A conversation of ``proxy`` whose agent has made one model call, now at ``model``."""
     sandbox = Sandbox(list(proxy.tools.values()), Fixtures(), make_canaries(0, "y"), attempt_id="y")
     conversation = proxy.open(sandbox, Usage())
     text = conversation.begin("Please look up my account.")
@@ -648,9 +650,13 @@ def model_call_in_flight(proxy: ModelProxy) -> tuple[Sandbox, ProxyConversation,
         with contextlib.suppress(requests.RequestException):
             requests.post(f"{proxy.base_url}/chat/completions", json=body, timeout=10)
 
+    seen = len(model.bodies)
     call = threading.Thread(target=agent)
     call.start()
-    time.sleep(0.2)  # the call is with the model now
+    deadline = time.monotonic() + 10
+    while len(model.bodies) == seen and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(model.bodies) > seen, "the model call never reached the model"
     return sandbox, conversation, call
 
 
@@ -662,7 +668,7 @@ def test_a_turn_that_ends_while_its_model_call_is_in_flight_waits_for_that_call(
         ModelApiServer(agent=_LooksUp(), latency=0.6) as model,
         running("openai-chat", model.base_url) as proxy,
     ):
-        sandbox, conversation, call = model_call_in_flight(proxy)
+        sandbox, conversation, call = model_call_in_flight(proxy, model)
         assert not sandbox.calls
         start = time.monotonic()
         turn = conversation.end(RequestLimiter())
@@ -711,7 +717,7 @@ def test_a_model_call_the_proxy_abandons_is_no_evidence() -> None:
         ModelApiServer(agent=_LooksUp(), latency=2) as model,
         running("openai-chat", model.base_url) as proxy,
     ):
-        sandbox, conversation, call = model_call_in_flight(proxy)
+        sandbox, conversation, call = model_call_in_flight(proxy, model)
         address = proxy.address_url
         proxy.close()
         turn = conversation.end(RequestLimiter())
@@ -738,7 +744,7 @@ def test_the_upstreams_route_is_read_as_the_proxy_starts(monkeypatch: pytest.Mon
         running("openai-chat", model.base_url) as proxy,
     ):
         assert asked == [(threading.current_thread().name, model.base_url)]
-        _sandbox, conversation, call = model_call_in_flight(proxy)
+        _sandbox, conversation, call = model_call_in_flight(proxy, model)
         call.join(10)
         conversation.end(RequestLimiter())
         summary = proxy.summary()

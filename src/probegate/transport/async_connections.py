@@ -403,7 +403,7 @@ def _plain_headers(lines: list[bytes]) -> http.client.HTTPMessage | None:
             return None
         line = raw[:-1].decode("iso-8859-1").removesuffix("\r")
         colon = line.find(":")
-        if colon < 1 or "\r" in line or "\n" in line:
+        if colon < 1 or "\r" in line:  # a line ends at its first LF: none inside
             return None
         if not _HEADER_NAME.fullmatch(line, 0, colon):
             return None
