@@ -36,7 +36,7 @@ from typing import Any
 
 from probegate.errors import UsageError
 from probegate.files import write_atomic
-from probegate.models.bounds import loads_bounded
+from probegate.models.bounds import dumps_parsed, parse_bounded
 from probegate.models.canaries import planted_text
 from probegate.models.causes import Cause
 from probegate.models.sections import ProxyRefusals, ProxySummary
@@ -230,17 +230,20 @@ class ProxyConversation:
         self.proxy.retire(self)
 
     # -- the proxy's side ----------------------------------------------------------------
-    async def exchange(self, body: dict[str, Any], url: str, headers: dict[str, str]) -> Reply:
+    async def exchange(
+        self, body: dict[str, Any], url: str, headers: dict[str, str], *, by_orjson: bool
+    ) -> Reply:
         """One attributed model call, from the agent's request to the answer it gets (on the
         proxy's loop). The conversation's calls are made one at a time, in the order they
-        came, so a call reads what the one before it recorded."""
+        came, so a call reads what the one before it recorded. ``by_orjson``: how the body
+        was read, so how it may be written again (bounds.dumps_parsed)."""
         async with self._serial:
             with self.lock:
                 self._calls += 1
                 self._in_flight += 1
                 self._deliver(body)
             try:
-                return await self._exchange(body, url, headers)
+                return await self._exchange(body, url, headers, by_orjson)
             except BaseException:
                 # Cancelled (the proxy closed) or the proxy's own failure: the agent got no
                 # answer from the model, so its turn is not the model's answer either.
@@ -252,7 +255,9 @@ class ProxyConversation:
                     self._in_flight -= 1
                     self._settled.notify_all()
 
-    async def _exchange(self, body: dict[str, Any], url: str, headers: dict[str, str]) -> Reply:
+    async def _exchange(
+        self, body: dict[str, Any], url: str, headers: dict[str, str], by_orjson: bool
+    ) -> Reply:
         proxy = self.proxy
         api = proxy.api
         stream = api.streams(body)
@@ -263,7 +268,7 @@ class ProxyConversation:
             answer = await proxy.client.forward(
                 "POST",
                 url,
-                body=json.dumps(body).encode("utf-8"),
+                body=dumps_parsed(body, by_orjson=by_orjson),
                 headers=headers,
                 parse=proxy.read,
             )
@@ -538,9 +543,9 @@ class ModelProxy:
             return await self._pass(request.head.method, forward.url, raw, out)
         self.count(model_calls=1)
         try:
-            body = loads_bounded(raw)
+            body, by_orjson = parse_bounded(raw)
         except ValueError:
-            body = None
+            body, by_orjson = None, False
         if not isinstance(body, dict):
             self.count(unattributed=1)
             return await self._pass("POST", forward.url, raw, out)
@@ -550,10 +555,10 @@ class ModelProxy:
         conversation = self.attribute(tokens, users[-1] if users else None)
         if conversation is None:
             self.count(unattributed=1)
-            clean = json.dumps(body).encode("utf-8") if tokens else raw
+            clean = dumps_parsed(body, by_orjson=by_orjson) if tokens else raw
             return await self._pass("POST", forward.url, clean, out)
         self.count(attributed=1)
-        return await conversation.exchange(body, forward.url, out)
+        return await conversation.exchange(body, forward.url, out, by_orjson=by_orjson)
 
     async def _pass(self, method: str, url: str, raw: bytes, headers: dict[str, str]) -> Reply:
         try:
