@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import probegate.scan as scan_package
 from probegate.cli import main
-from probegate.perf import SCAN_YOUNG_THRESHOLD, collector_for_scan
+from probegate.perf import SCAN_YOUNG_THRESHOLD, collector_for_scan, gc_paused
 
 
 def test_the_policy_is_undone_even_when_the_scan_raises() -> None:
@@ -44,3 +46,47 @@ def test_a_scan_runs_its_attempts_under_the_policy_and_restores_the_collector(
     assert frozen_during > frozen
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == frozen
+
+
+@contextlib.contextmanager
+def collections_seen() -> Iterator[list[int]]:
+    """The generations of the collections that start inside (gc.callbacks)."""
+    seen: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            seen.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        yield seen
+    finally:
+        gc.callbacks.remove(count)
+
+
+def test_what_a_paused_section_kept_is_not_walked_when_the_collector_resumes() -> None:
+    assert gc.isenabled()
+    gc.collect()
+    threshold = gc.get_threshold()
+    gc.set_threshold(10_000, *threshold[1:])
+    try:
+        with collections_seen() as seen:
+            with gc_paused():
+                kept = [{"finding": i} for i in range(200_000)]  # a report just read
+                assert not seen
+            # Kept alive, in the oldest generation, unexamined: resuming set off no
+            # collection, nor do 2,000 new lists (the young generation started empty).
+            junk = [[] for _ in range(2_000)]
+        assert seen == [] and len(kept) == 200_000 and len(junk) == 2_000
+        assert gc.get_freeze_count() == 0  # nothing is left frozen
+    finally:
+        gc.set_threshold(*threshold)
+
+
+def test_inside_a_scans_policy_the_frozen_heap_stays_frozen() -> None:
+    with collector_for_scan():
+        frozen = gc.get_freeze_count()
+        with gc_paused():
+            kept = [{"finding": i} for i in range(1_000)]
+        assert gc.get_freeze_count() == frozen and len(kept) == 1_000
+        assert gc.isenabled()
