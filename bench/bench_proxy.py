@@ -32,15 +32,17 @@ there (the agent alone, no proxy, ran 66 to 74 attempts/s against the direct loo
 Measured per process (``/proc/PID/stat``, ``processes: 1``): the agent's child 2.9 s of CPU in
 a 4.8 s run, probegate's process (engine and proxy) 1.5 s, the model 1.3 s.
 
-Measured (2026-12-06, 2 cores, three runs of this script): +0.9 to +1.5 ms at p50 per model
-call (p99 +0.8 to +4.6 ms) and 0.88 to 0.91 x the direct loop with ``processes: 2`` as the
-machine was (quiet). Under load (3, below): with the busy processes in a session of their own,
--0.5 to +1.1 ms and 0.80 to 0.82 x; in the bench's session, +2.1 to +3.3 ms and 0.74 to 0.80
-x, the p50 target missed in all three runs and the ratio in two. The proxy's own share (the
-same agent without it, above): 0.96 x quiet, 0.93 to 0.98 x loaded (busy loops started beside
-the bench from its shell). The agent without the proxy is itself slower than the direct loop,
-as its SDK spends more CPU on a call than the whole direct loop does, and a machine short of
-CPU slows it most.
+Measured (2026-12-06, 2 cores, four runs of this script, one of them in ``make bench``): +0.9
+to +1.8 ms at p50 per model call (p99 -2.1 to +4.6 ms) and 0.86 to 0.91 x the direct loop with
+``processes: 2`` as the machine was (quiet). Under load (3, below): with the busy processes in a
+session of their own, -0.5 to +1.5 ms and 0.75 to 0.82 x; in the bench's session, +2.1 to +3.3
+ms and 0.74 to 0.80 x, the p50 target missed in all four runs and the ratio in three. The
+loaded figures move with the host's own load by as much as the target's margin: the same two
+busy loops started from the shell gave 0.83 to 0.87 x in ten runs between 01:20 and 01:45 and
+0.74 x at 02:35, when the quiet figure was unchanged (0.88 x). The proxy's own share (the same
+agent without it, above): 0.96 x quiet, 0.93 to 0.98 x loaded. The agent without the proxy is
+itself slower than the direct loop, as its SDK spends more CPU on a call than the whole direct
+loop does, and a machine short of CPU slows it most.
 
 3. Under load. Both figures again with one busy process per core, started and stopped by this
    script (``Busy``): first in a session of their own, as another terminal's or another job's
