@@ -14,28 +14,32 @@ from pydantic import BaseModel
 
 
 @contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
+def gc_paused(*, keeps: bool = False) -> Iterator[None]:
     """Pause the cyclic garbage collector while an emitter allocates.
 
     Rendering a large scan allocates millions of short-lived, acyclic objects; with a report
     of ten thousand findings in memory every collection rescans it, which doubled render time.
     Reference counting still frees everything; the collector resumes (if it was on) after.
 
-    What was made meanwhile and is still alive (a report just read: millions of objects) goes
-    to the oldest generation unexamined (``gc.freeze`` then ``gc.unfreeze``, nothing left
-    frozen), as it would have after surviving two collections. Otherwise it stayed young, and
-    the first allocation after resuming walked all of it: 90 ms of a 1 s read of a
-    10,000-finding report (bench/bench_stored.py). Inside a scan, whose frozen heap
-    ``collector_for_scan`` keeps out of sight, the young objects are left young instead: an
-    unfreeze would hand that heap back to the collector.
+    ``keeps``: the section builds something that lives on and makes no reference cycle (a
+    report read from a file: models/stored.py, whose test holds it to no cycle). What is
+    young when it ends then goes to the oldest generation unexamined (``gc.freeze`` then
+    ``gc.unfreeze``, nothing left frozen). Otherwise it stays young, and the first allocation
+    after resuming walks all of it: 90 ms of a 1 s read of a 10,000-finding report
+    (bench/bench_stored.py). Not for sections that make cycles, and so not the default: the
+    move does not count toward CPython's trigger for a full collection, so a cycle moved
+    there is freed only when one comes, and in a process that made all its cycles in such
+    sections it might not come. Inside a scan, whose frozen heap ``collector_for_scan`` keeps
+    out of sight, the young objects stay young: an unfreeze would hand that heap back to the
+    collector.
     """
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        if not gc.get_freeze_count():
-            gc.freeze()  # everything made meanwhile to the oldest generation, unexamined
+        if keeps and not gc.get_freeze_count():
+            gc.freeze()  # everything young to the oldest generation, unexamined
             gc.unfreeze()
         if was_enabled:
             gc.enable()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -64,14 +65,14 @@ def collections_seen() -> Iterator[list[int]]:
         gc.callbacks.remove(count)
 
 
-def test_what_a_paused_section_kept_is_not_walked_when_the_collector_resumes() -> None:
+def test_what_a_reading_section_kept_is_not_walked_when_the_collector_resumes() -> None:
     assert gc.isenabled()
     gc.collect()
     threshold = gc.get_threshold()
     gc.set_threshold(10_000, *threshold[1:])
     try:
         with collections_seen() as seen:
-            with gc_paused():
+            with gc_paused(keeps=True):
                 kept = [{"finding": i} for i in range(200_000)]  # a report just read
                 assert not seen
             # Kept alive, in the oldest generation, unexamined: resuming set off no
@@ -86,7 +87,22 @@ def test_what_a_paused_section_kept_is_not_walked_when_the_collector_resumes() -
 def test_inside_a_scans_policy_the_frozen_heap_stays_frozen() -> None:
     with collector_for_scan():
         frozen = gc.get_freeze_count()
-        with gc_paused():
+        with gc_paused(keeps=True):
             kept = [{"finding": i} for i in range(1_000)]
         assert gc.get_freeze_count() == frozen and len(kept) == 1_000
         assert gc.isenabled()
+
+
+class _Node:
+    me: object = None
+
+
+def test_by_default_a_cycle_made_while_paused_is_freed_by_the_next_young_collection() -> None:
+    gc.collect()
+    with gc_paused():
+        node = _Node()
+        node.me = node
+        alive = weakref.ref(node)
+        del node
+    junk = [[] for _ in range(2 * gc.get_threshold()[0])]
+    assert alive() is None and junk

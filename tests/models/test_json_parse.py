@@ -36,11 +36,15 @@ VALUES = st.recursive(
 
 
 def same(a: Any, b: Any) -> bool:
-    """Equal as JSON values, kinds included: 1 is not 1.0, NaN is NaN."""
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a):
-        return math.isnan(b)
+    """Equal as JSON values, kinds included: 1 is not 1.0, NaN is NaN, -0.0 is not 0.0."""
     if type(a) is not type(b):
         return False
+    if isinstance(a, float):
+        return (
+            math.isnan(b)
+            if math.isnan(a)
+            else a == b and math.copysign(1, a) == math.copysign(1, b)
+        )
     if isinstance(a, dict):
         return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
     if isinstance(a, list):

@@ -8,6 +8,7 @@ Action's ``finish`` reads the scan's report through the same reader.
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 from collections.abc import Callable
@@ -406,3 +407,24 @@ def test_an_upstream_report_gets_all_ten_categories_from_its_own_fields() -> Non
     assert report.controls.enabled is False
     notes = " ".join(report.import_notes)
     assert "categories were derived" in notes and "surface is not in" in notes
+
+
+def test_reading_a_report_makes_no_reference_cycle(tmp_path: Path) -> None:
+    # load_report sends what it built to the oldest generation unexamined (perf.gc_paused's
+    # keeps), where a cycle would wait for a full collection: right only while reading makes
+    # none, which this holds it to.
+    path = tmp_path / "five.json"
+    path.write_bytes(json_report.render(make_report([make_finding(i) for i in range(5)])))
+    gc.collect()
+    flags = gc.get_debug()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        report = load_report(path)
+        assert len(report.findings) == 5
+        del report
+        gc.collect()
+        cycles = list(gc.garbage)
+    finally:
+        gc.set_debug(flags)
+        gc.garbage.clear()
+    assert cycles == []

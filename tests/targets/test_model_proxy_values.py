@@ -9,7 +9,6 @@ the agent's numbers and text as the agent sent them.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 import pytest
@@ -23,6 +22,7 @@ from probegate.targets.model_proxy import ModelProxy, ModelProxyConfig
 from probegate.targets.python_agent import PythonConfig
 from probegate.targets.sandbox import Sandbox
 from probegate.transport.usage import Usage
+from tests.models.test_json_parse import same
 from tests.servers.brain_model import tool_config
 from tests.servers.model_apis import ModelApiServer
 
@@ -41,14 +41,6 @@ EXTRAS = {
     # orjson refuses NaN; json reads it, and orjson would write it back as null.
     "nan": '{"logit_bias": {"50256": NaN}, "temperature": Infinity}',
 }
-
-
-def same(a: Any, b: Any) -> bool:
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a):
-        return math.isnan(b)
-    if isinstance(a, dict) and isinstance(b, dict):
-        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
-    return type(a) is type(b) and bool(a == b)
 
 
 @pytest.mark.parametrize("extra", list(EXTRAS))

@@ -89,7 +89,7 @@ def load_report(path: Path, *, transcripts: bool = True, evidence: bool = True) 
     evidence too (an empty list): for a reader that shows neither, such as ``compare``, which
     holds two reports and compares their findings by fingerprint and counts.
     """
-    with gc_paused():
+    with gc_paused(keeps=True):  # the report lives on, and reading it makes no cycle
         what = {"what": "report file", "error": ReportError, "max_bytes": MAX_REPORT_BYTES}
         with open_bounded(path, **what) as read:  # type: ignore[arg-type]
             report = _one_pass(read, transcripts, evidence)
