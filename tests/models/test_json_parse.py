@@ -109,3 +109,20 @@ def test_invalid_json_is_still_a_value_error() -> None:
     for raw in (b"{", b"[1,]", b"\xff", b""):
         with pytest.raises(ValueError):
             parse_bounded(raw)
+
+
+@pytest.mark.parametrize("text", ["\ufeff{}", "1\x00", "\x001", "\x00[\x001\x00]\x00"])
+def test_text_is_read_as_text_as_json_reads_it(text: str) -> None:
+    # As bytes, json reads these (a byte-order mark dropped, NULs taken for UTF-16); a tool
+    # call's arguments are text, and json refuses them as text.
+    with pytest.raises(ValueError):
+        json.loads(text)
+    with pytest.raises(ValueError):
+        loads_bounded(text)
+
+
+def test_deep_text_is_read_as_text_after_the_cut() -> None:
+    deep = "\ufeff" + "[" * 200 + "]" * 200
+    with pytest.raises(ValueError):
+        loads_bounded(deep)
+    assert loads_bounded(deep[1:]) == loads_bounded(deep[1:].encode())

@@ -323,16 +323,23 @@ def parse_bounded(raw: bytes | str, max_depth: int = PARSE_DEPTH_MAX) -> tuple[A
     anywhere, in a string too, goes to json, as does what orjson refuses and json reads (NaN,
     a lone surrogate, a byte-order mark, UTF-16). The value is json's in every case.
     """
-    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    text: str | None = None
+    if isinstance(raw, str):
+        text, data = raw, raw.encode("utf-8", "surrogatepass")
+    else:
+        data = raw
     if data.count(b"[") + data.count(b"{") > max_depth:
         data = _flatten(data, max_depth)
+        text = None if text is None else data.decode("utf-8", "surrogatepass")
     if _LONG_NUMBER not in data.translate(_DIGITS_ONLY):
         try:
             return orjson.loads(data), True
         except orjson.JSONDecodeError:
             pass
     try:
-        return json.loads(data), False
+        # Text (a tool call's arguments) is read as text: as bytes, json would take a NUL for
+        # UTF-16 ("1\x00" read as 1) and drop a byte-order mark it refuses in text.
+        return json.loads(data if text is None else text), False
     except RecursionError:  # deeper than the rewrite could see (unbalanced brackets)
         raise ValueError(f"JSON nested deeper than {max_depth} levels") from None
 
