@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from machine import describe  # the sibling bench/machine.py: how fast this machine is
+
 HERE = Path(__file__).parent
 
 
@@ -23,6 +25,7 @@ def main() -> None:
     import probegate
 
     compileall.compile_dir(Path(probegate.__file__).parent, quiet=1)
+    print(describe() + "\n", flush=True)
     failed = []
     for script in sorted(HERE.glob("bench_*.py")):
         print(f"== {script.stem} ==", flush=True)
