@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+import sys
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,26 @@ from tests.servers.openai_agent import OpenAIAgentServer
 # generation. The examples and their number are hypothesis's defaults.
 settings.register_profile("probegate", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("probegate")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
+    """Collection may write bytecode, whatever PYTHONDONTWRITEBYTECODE says; the tests may not.
+
+    pytest rewrites the asserts of every test module it imports, and keeps the result only where
+    Python may write bytecode. With PYTHONDONTWRITEBYTECODE set (as on the machines CI runs on)
+    every worker of every run rewrote all 500-odd modules again: 15 s of CPU each on a 2-core
+    machine, before the first test. So collection, which imports only this repository's code,
+    writes it (to the __pycache__ directories git ignores); the setting is back before the first
+    test runs, so no test writes bytecode where it was not asked to (an agent module a test
+    imports from a user's directory, whose listing the test checks).
+    """
+    before = sys.dont_write_bytecode
+    sys.dont_write_bytecode = False
+    try:
+        return (yield)
+    finally:
+        sys.dont_write_bytecode = before
 
 
 @pytest.fixture(scope="session", autouse=True)
