@@ -20,6 +20,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import McpError
 
+from probegate import __version__
 from probegate.errors import UsageError
 from probegate.models.canaries import make_canaries
 from probegate.models.probe import Fixtures
@@ -110,6 +111,22 @@ def test_lists_declared_tools_with_the_poisoned_description_and_serves_fixtures(
     ]
     summary = host.summary()
     assert summary is not None and summary.conversations == 1 and summary.calls == 1
+
+
+def test_the_server_names_itself_and_its_version(host: McpHost) -> None:
+    """An MCP client's initialize names probegate and its release, not the SDK serving it (which
+    the SDK otherwise reads from disk on every request)."""
+    endpoint = host.open(sandbox())
+
+    async def main() -> Any:
+        async with (
+            streamable_http_client(endpoint.url) as (read, write, _),
+            ClientSession(read, write) as session,
+        ):
+            return await session.initialize()
+
+    info = asyncio.run(main()).serverInfo
+    assert (info.name, info.version) == ("probegate", __version__)
 
 
 def test_memory_persists_across_the_conversations_of_one_attempt(host: McpHost) -> None:

@@ -37,6 +37,7 @@ from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
+from probegate import __version__
 from probegate.errors import UsageError
 from probegate.models.bounds import nested_deeper
 from probegate.models.sections import McpRejections, McpSummary, McpUnauthenticated
@@ -380,7 +381,13 @@ class McpHost:
         from mcp.server.lowlevel import Server
         from mcp.shared.exceptions import McpError
 
-        server: Server[Any, Any] = Server("probegate", instructions=_INSTRUCTIONS)
+        # Its own version, named: without one the SDK names its own, read from the mcp
+        # package's metadata on disk for every request (the stateless transport builds the
+        # initialization options each time): about 1 ms of CPU a request on a 2-core machine,
+        # 7 % of a whole scan's CPU through an A2A agent that takes its tools from here.
+        server: Server[Any, Any] = Server(
+            "probegate", version=__version__, instructions=_INSTRUCTIONS
+        )
 
         def endpoint_of() -> McpEndpoint:
             request = server.request_context.request
