@@ -25,7 +25,7 @@ demo: $(STAMP)
 # give each skip's reason and the slowest tests. Tests marked `slow` (whole scans, real tools,
 # builds: seconds each) run in `make test-slow`; CI runs both (.ci/run).
 #
-# Bytecode first (COMPILE): the tests start hundreds of Python processes that import probegate
+# Bytecode first (COMPILE): the tests start many Python processes that import probegate
 # (the CLI, the Action's steps, an agent's own processes), and where PYTHONDONTWRITEBYTECODE is
 # set, as on the machines CI runs on, nothing wrote it, so each process compiled every module it
 # imported again (0.5 s of CPU a `probegate scan` on a 2-core machine). compileall writes it

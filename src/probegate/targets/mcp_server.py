@@ -381,9 +381,10 @@ class McpHost:
         from mcp.server.lowlevel import Server
         from mcp.shared.exceptions import McpError
 
-        # Named with its version: else the SDK reads its own from disk on every request
-        # (stateless), about 1 ms of CPU each on a 2-core machine.
-        server: Server[Any, Any] = Server("probegate", __version__, _INSTRUCTIONS)
+        # Its version given: else the SDK reads its own from disk on every (stateless) request.
+        server: Server[Any, Any] = Server(
+            "probegate", version=__version__, instructions=_INSTRUCTIONS
+        )
 
         def endpoint_of() -> McpEndpoint:
             request = server.request_context.request
